@@ -1,0 +1,296 @@
+"""The Retrieve -> Perceive -> Review agent (AVI §3.3-3.4, Algorithm 1).
+
+State: the message history, the current phase and the evidence gathered.
+Each iteration asks the orchestrator for one decision in the current phase,
+then
+
+* runs the tool it called (retrieve tools in Retrieve, perceive tools in
+  Perceive); a perceive tool called from Retrieve or Review is taken as the
+  implied switch to Perceive and run;
+* or follows its ``[STAGE_SWITCH: …]`` directive; a reply with neither moves
+  Retrieve to Perceive and Perceive to Review, as in Algorithm 1;
+* or, in Review, accepts its ``**Answer:**``, or goes back to Perceive.
+
+Leaving Perceive needs at least one successful perceive tool call in that
+round (visual confirmation, AVI Fig. 11). A malformed reply is sent back with
+what was wrong (up to ``max_retries`` times per iteration). After
+``max_iterations`` the agent is asked once more, without tools, for a forced
+answer (Algorithm 1, line 29).
+
+Where we differ from AVI's Fig. 5 prompt layout, and why: AVI swaps the stage
+instruction inside the system prompt and offers only the phase's tools. Here
+the system prompt and the tool list stay the same for the whole run and each
+stage's instruction arrives as a message when the stage begins; the phase
+restriction (AVI Eq. 8) is enforced by the host, which refuses a tool of
+another phase with a message naming the allowed ones. The conversation then
+only grows at its end, so llama.cpp and vLLM reuse the KV cache of the whole
+prefix: on a 2-core CPU prefill runs at ~70 tokens/s, and re-reading a changed
+system prompt on every phase switch cost 10-20 s per switch.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from avi.agent.parse import Reply, extract_choice, extract_interval, find_answer, parse_options, parse_reply, \
+    split_thought
+from avi.agent.prompts import PromptLibrary
+from avi.agent.trace import Trace
+from avi.backends.llm import ChatClient, ContextOverflowError
+from avi.config import Settings
+from avi.index.graph import merge_spans
+from avi.tools import ALL_TOOLS, PHASES, Tool, ToolContext, tools_for
+from avi.video.timecode import clock_times_in
+
+
+@dataclass
+class AgentResult:
+    """What the agent found.
+
+    Attributes:
+        answer: the final answer text (None if the model never gave one).
+        choice: option letter for multiple-choice questions, else None.
+        interval: ``[start_s, end_s]`` when the answer is a time span, else None.
+        evidence: merged time ranges where perceive tools found the evidence.
+        trace: the full :class:`Trace`.
+    """
+
+    answer: str | None
+    choice: str | None
+    interval: list[float] | None
+    evidence: list[list[float]]
+    trace: Trace = field(repr=False)
+
+
+class Agent:
+    """Runs one question against one video's index.
+
+    Args:
+        llm: the orchestrator client.
+        ctx: host context given to the tools.
+        prompts: the prompt files.
+        settings: iteration limits, token budget, observation size.
+    """
+
+    def __init__(self, llm: ChatClient, ctx: ToolContext, prompts: PromptLibrary, settings: Settings):
+        self.llm = llm
+        self.ctx = ctx
+        self.prompts = prompts
+        self.settings = settings
+        self._schemas = [t.openai_schema() for t in ALL_TOOLS.values()]
+
+    # ------------------------------------------------------------------ prompts
+
+    def _system(self) -> str:
+        """The system prompt: the same for the whole run, so the server's KV cache of the
+        conversation prefix stays valid across phases (see module docstring)."""
+        lines = []
+        for phase in PHASES:
+            names = ", ".join(t.name for t in tools_for(phase)) or "none (answer, or go back to PERCEIVE)"
+            lines.append(f"- {phase.upper()} stage: {names}")
+        return self.prompts.render("system", core_protocol=self.prompts.text("core_protocol"),
+                                   tool_descriptions="\n".join(lines), video_length=f"{self.ctx.duration_s:.1f}")
+
+    def _call_llm(self, history: list[dict], extra: list[dict] | None = None, require: list[str] | None = None):
+        messages = [{"role": "system", "content": self._system()}] + history + (extra or [])
+        kwargs = dict(max_tokens=self.settings.llm_max_tokens, temperature=self.settings.llm_temperature,
+                      seed=self.settings.llm_seed, require_tool=require)
+        tools = self._schemas  # also for the forced answer: an unchanged prefix keeps the KV cache
+        try:
+            return self.llm.chat(messages, tools, **kwargs)
+        except ContextOverflowError:
+            _compact(history)
+            messages = [{"role": "system", "content": self._system()}] + history + (extra or [])
+            return self.llm.chat(messages, tools, **kwargs)
+
+    # ------------------------------------------------------------------ run
+
+    def run(self, question: str, trace: Trace | None = None) -> AgentResult:
+        """Answer ``question``; never raises for model or tool misbehaviour.
+
+        Raises:
+            LLMUnavailableError: the orchestrator server is unreachable.
+        """
+        t_start = time.perf_counter()
+        trace = trace or Trace(question=question)
+        options = parse_options(question)
+        options_text = ("Options: " + "; ".join(f"{k}. {v}" for k, v in options.items())) if options else ""
+        times = clock_times_in(question)
+        time_hint = ("Times in the question, in seconds: " + ", ".join(f"{c} = {v:g}s" for c, v in times) + ".") \
+            if times else ""
+        history: list[dict] = [{"role": "user", "content": self.prompts.render(
+            "question", question=question, options=options_text, time_hint=time_hint)
+            + "\n\n" + self.prompts.text("stage_retrieve")}]
+        phase = "retrieve"
+        perceived_this_round = 0
+        evidence: list[list[float]] = []
+        looked: list[list[float]] = []
+        answer: str | None = None
+        candidate: str | None = None
+        iteration = 0
+
+        def enter(new_phase: str, step_notes: list[str] | None = None) -> None:
+            nonlocal phase, perceived_this_round
+            if new_phase == phase:
+                return
+            phase = new_phase
+            if phase == "perceive":
+                perceived_this_round = 0
+            history.append({"role": "user", "content": self.prompts.text(f"stage_{phase}")})
+            if step_notes is not None:
+                step_notes.append(f"entered {phase}")
+
+        while iteration < self.settings.max_iterations and answer is None:
+            iteration += 1
+            retries: list[dict] = []
+            # Perceive must look at frames before it may end: then the only valid action is a
+            # perceive tool call, so ask for one under constrained decoding straight away.
+            require = [t.name for t in tools_for("perceive")] if phase == "perceive" and not perceived_this_round \
+                else None
+            for attempt in range(self.settings.max_retries + 1):
+                res = self._call_llm(history, retries, require)
+                reply = parse_reply(res.content, res.reasoning, res.tool_calls)
+                problem = self._problem(reply, phase, perceived_this_round)
+                common = dict(iteration=iteration, phase=phase, thought=reply.thought, content=res.content,
+                              llm_seconds=round(res.seconds, 3), prompt_tokens=res.prompt_tokens,
+                              completion_tokens=res.completion_tokens)
+                if problem is None:
+                    break
+                trace.add(kind="retry", notes=[problem], **common)
+                if attempt == self.settings.max_retries:
+                    reply = None
+                    break
+                retries += [{"role": "assistant", "content": res.content or "(empty reply)"},
+                            {"role": "user", "content": self.prompts.render(
+                                "tool_retry", problem=problem,
+                                tools=", ".join(t.name for t in tools_for(phase)) or "none")}]
+                if reply.call is not None and tools_for(phase):
+                    # A broken or misplaced call: the retry decodes a call of this phase's tools.
+                    require = [t.name for t in tools_for(phase)]
+            if reply is None:
+                # No usable reply after the retries: Retrieve moves on to Perceive (the agent
+                # can still look at frames); Perceive and Review spend the iteration.
+                if phase == "retrieve":
+                    notes: list[str] = ["no usable reply after retries"]
+                    enter("perceive", notes)
+                    trace.add(kind="stage_switch", switch_to="perceive", notes=notes, iteration=iteration,
+                              phase="retrieve")
+                continue
+
+            call_tool = ALL_TOOLS.get(reply.call.name) if reply.call else None
+            if call_tool is not None:
+                notes = []
+                if reply.extra_calls:
+                    notes.append(f"{reply.extra_calls} further tool call(s) in the same reply ignored")
+                if call_tool.phase != phase:
+                    enter(call_tool.phase, notes)  # implied switch (only retrieve/review -> perceive pass _problem)
+                    common["phase"] = phase
+                obs = call_tool.run(self.ctx, reply.call.arguments)
+                self._append_tool_exchange(history, res, reply, call_tool, obs.text)
+                if call_tool.phase == "perceive" and not obs.error:
+                    perceived_this_round += 1
+                    evidence += obs.evidence
+                    if obs.frames_s:
+                        looked.append([min(obs.frames_s), max(obs.frames_s)])
+                trace.add(kind="tool_call", tool=call_tool.name, arguments=reply.call.arguments,
+                          observation=obs.text, observation_data=obs.data, error=obs.error,
+                          tool_seconds=obs.data.get("seconds", 0.0), frames_s=obs.frames_s,
+                          notes=notes + obs.notes, **common)
+                continue
+
+            # No tool call: a directive, an answer, or neither.
+            history.append({"role": "assistant", "content": res.content or ""})
+            if phase == "review" and reply.answer and reply.switch != "perceive":
+                answer = reply.answer
+                trace.add(kind="answer", answer=answer, **common)
+                break
+            if reply.answer:
+                candidate = reply.answer
+            # Algorithm 1: no tool call moves Retrieve -> Perceive and Perceive -> Review.
+            target = {"retrieve": "perceive", "perceive": "review",
+                      "review": "perceive" if reply.switch == "perceive" else None}[phase]
+            if target is None:
+                history.append({"role": "user", "content": self.prompts.text("review_nudge")})
+                trace.add(kind="nudge", **common)
+                continue
+            notes = []
+            if reply.answer and phase != "review":
+                notes.append(f"answer given in {phase} kept as a candidate; review decides")
+            enter(target, notes)
+            trace.add(kind="stage_switch", switch_to=target, notes=notes, **common)
+
+        forced = answer is None
+        if forced:
+            answer = self._forced_answer(trace, history, question, options_text, candidate)
+        choice = extract_choice(answer, options)
+        interval = extract_interval(answer)
+        ev = merge_spans([list(map(float, e)) for e in evidence]) or merge_spans(looked)
+        trace.answer, trace.choice, trace.interval, trace.evidence = answer, choice, interval, ev
+        trace.iterations, trace.forced = iteration, forced
+        trace.seconds["agent"] = round(time.perf_counter() - t_start, 3)
+        return AgentResult(answer, choice, interval, ev, trace)
+
+    # ------------------------------------------------------------------ helpers
+
+    @staticmethod
+    def _problem(reply: Reply, phase: str, perceived: int) -> str | None:
+        """What is wrong with a reply in ``phase`` (None if it can be acted on)."""
+        call = reply.call
+        if call is not None:
+            if call.error:
+                return call.error
+            tool = ALL_TOOLS.get(call.name)
+            allowed = [t.name for t in tools_for(phase)]
+            if tool is None:
+                return f"there is no tool named {call.name!r}. Tools in this stage: {', '.join(allowed) or 'none'}"
+            if tool.phase != phase and not (tool.phase == "perceive" and phase in ("retrieve", "review")):
+                return (f"{call.name} cannot be used in the {phase.upper()} stage. "
+                        f"Tools in this stage: {', '.join(allowed) or 'none'}")
+            return None
+        if phase == "perceive" and not perceived:
+            return ("you must call a perceive tool (text_extract, object_detect or frame_analysis) on the "
+                    "relevant time ranges before leaving the PERCEIVE stage")
+        return None
+
+    def _append_tool_exchange(self, history: list[dict], res, reply: Reply, tool: Tool, observation: str) -> None:
+        limit = self.settings.observation_max_chars
+        obs = observation if len(observation) <= limit else observation[:limit - 40] + "\n…(truncated)"
+        if reply.native:
+            call_id = f"call_{uuid.uuid4().hex[:12]}"
+            history.append({"role": "assistant", "content": res.content or None, "tool_calls": [{
+                "id": call_id, "type": "function",
+                "function": {"name": tool.name, "arguments": json.dumps(reply.call.arguments or {})}}]})
+            history.append({"role": "tool", "tool_call_id": call_id, "content": obs})
+        else:
+            history.append({"role": "assistant", "content": res.content or ""})
+            history.append({"role": "user", "content": f"Result of {tool.name}:\n{obs}"})
+
+    def _forced_answer(self, trace: Trace, history: list[dict], question: str, options_text: str,
+                       candidate: str | None) -> str | None:
+        prompt = self.prompts.render("forced_answer", question=question, options=options_text)
+        res = self._call_llm(history, [{"role": "user", "content": prompt}])
+        thought, text = split_thought(res.content)
+        answer = find_answer(text, lenient=True)
+        notes = []
+        if answer is None and candidate:
+            answer = candidate
+            notes.append("no **Answer:** in the forced reply; used the candidate answer given earlier")
+        elif answer is None and text.strip():
+            answer = text.strip().splitlines()[0][:500]
+            notes.append("no **Answer:** marker; first line of the reply taken as the answer")
+        trace.add(kind="forced_answer", iteration=0, phase="review", thought=thought or text, content=res.content,
+                  answer=answer, llm_seconds=round(res.seconds, 3), prompt_tokens=res.prompt_tokens,
+                  completion_tokens=res.completion_tokens, notes=notes)
+        return answer
+
+
+def _compact(history: list[dict], keep_last: int = 4) -> None:
+    """Shorten old tool results in place so the conversation fits the context again."""
+    for msg in history[:-keep_last]:
+        content = msg.get("content")
+        if isinstance(content, str) and len(content) > 300 and msg["role"] in ("tool", "user"):
+            msg["content"] = content[:280] + "\n…(older result shortened)"
+

@@ -1,0 +1,304 @@
+"""Parsing the orchestrator's replies: thoughts, tool calls, stage switches, answers.
+
+Open models are sloppy about formats, so parsing is tolerant but never
+guesses: a reply either yields a well-formed tool call, a stage switch, an
+answer, or a precise complaint that is sent back to the model (the retry).
+
+Protocol (AVI §3.3 and Fig. 9-12, our own wording in prompts/):
+    * a tool call is a JSON object ``{"name": ..., "arguments": {...}}``,
+      native ``tool_calls`` when the server returns them, else the first such
+      object in the text (Qwen's ``<tool_call>`` tags are special tokens that
+      llama.cpp does not print);
+    * ``[STAGE_SWITCH: perceive]`` / ``[STAGE_SWITCH: review]`` moves phases;
+    * ``**Answer:** ...`` gives the final answer (a letter, an interval
+      ``[12.5s, 20.0s]`` or text).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import dataclass, field
+
+_THINK = re.compile(r"<think>(.*?)</think>", re.S | re.I)
+_SWITCH = re.compile(r"\[\s*STAGE[_ ]?SWITCH\s*:\s*([A-Za-z]+)\s*\]", re.I)
+_ANSWER = re.compile(r"\*\*\s*(?:final\s+)?answer\s*:?\s*\*\*\s*:?\s*(.+)", re.I | re.S)
+_ANSWER_BOLD = re.compile(r"\*\*\s*(?:final\s+)?answer\s*:\s*([^*\n]+?)\s*\*\*", re.I)
+_ANSWER_PLAIN = re.compile(r"(?:^|\n)\s*(?:final\s+)?answer\s*:\s*(.+)", re.I | re.S)
+_PHASES = {"retrieve": "retrieve", "retrieval": "retrieve", "perceive": "perceive", "perception": "perceive",
+           "review": "review"}
+
+
+def split_thought(text: str | None) -> tuple[str, str]:
+    """Split ``<think>…</think>`` blocks off a reply.
+
+    Returns:
+        (thought, rest): the reasoning text and the reply without it. An
+        unclosed ``<think>`` makes the whole remainder a thought.
+    """
+    text = text or ""
+    thoughts = [m.strip() for m in _THINK.findall(text)]
+    rest = _THINK.sub("", text)
+    low = rest.lower()
+    if "<think>" in low:
+        i = low.index("<think>")
+        thoughts.append(rest[i + 7:].strip())
+        rest = rest[:i]
+    rest = rest.replace("</think>", "")
+    return "\n".join(t for t in thoughts if t), rest.strip()
+
+
+def iter_json_objects(text: str):
+    """Yield ``(start, end, obj)`` for each top-level ``{…}`` that parses as an object.
+
+    Braces inside JSON strings are respected. A doubled-brace object
+    (``{{"name": …}}``, copied from a broken chat template) is unwrapped. Python
+    literal dicts (single quotes, True/False) are accepted too.
+    """
+    i = 0
+    n = len(text)
+    while i < n:
+        if text[i] != "{":
+            i += 1
+            continue
+        depth = 0
+        in_str: str | None = None
+        esc = False
+        j = i
+        end = None
+        while j < n:
+            ch = text[j]
+            if in_str:
+                if esc:
+                    esc = False
+                elif ch == "\\":
+                    esc = True
+                elif ch == in_str:
+                    in_str = None
+            elif ch in "\"'":
+                in_str = ch
+            elif ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                if depth == 0:
+                    end = j + 1
+                    break
+            j += 1
+        if end is None:
+            return
+        chunk = text[i:end]
+        obj = _loads(chunk)
+        if obj is None and chunk.startswith("{{") and chunk.endswith("}}"):
+            obj = _loads(chunk[1:-1])
+        if isinstance(obj, dict):
+            yield i, end, obj
+            i = end
+        else:
+            i += 1
+
+
+def _loads(chunk: str):
+    try:
+        return json.loads(chunk)
+    except (json.JSONDecodeError, ValueError):
+        pass
+    try:
+        return ast.literal_eval(chunk)
+    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+        return None
+
+
+@dataclass
+class ParsedCall:
+    """A tool call found in a reply.
+
+    Attributes:
+        name: tool name as written by the model.
+        arguments: decoded arguments (a dict), or None when they were unusable.
+        error: what was wrong, phrased for the model (None if well-formed).
+        raw: the JSON text span the call came from ("" for native calls).
+    """
+
+    name: str
+    arguments: dict | None
+    error: str | None = None
+    raw: str = ""
+
+
+_NAME_KEYS = ("name", "tool", "tool_name", "function")
+_ARG_KEYS = ("arguments", "parameters", "args", "input")
+
+
+def _call_from_obj(obj: dict) -> ParsedCall | None:
+    if isinstance(obj.get("function"), dict):  # OpenAI-style {"type": "function", "function": {...}}
+        obj = obj["function"]
+    name = next((obj[k] for k in _NAME_KEYS if isinstance(obj.get(k), str)), None)
+    if name is None:
+        return None
+    args = next((obj[k] for k in _ARG_KEYS if k in obj), None)
+    if args is None:
+        rest = {k: v for k, v in obj.items() if k not in _NAME_KEYS and k != "type"}
+        args = rest
+    return coerce_arguments(name, args)
+
+
+def coerce_arguments(name: str, args) -> ParsedCall:
+    """Turn raw arguments (dict or JSON string) into a :class:`ParsedCall`."""
+    if isinstance(args, str):
+        decoded = _loads(args) if args.strip() else {}
+        if not isinstance(decoded, dict):
+            return ParsedCall(name, None, f"the arguments of {name} are not a JSON object: {args[:200]!r}")
+        args = decoded
+    if not isinstance(args, dict):
+        return ParsedCall(name, None, f"the arguments of {name} must be a JSON object, got {type(args).__name__}")
+    return ParsedCall(name, args)
+
+
+def find_tool_call(text: str) -> ParsedCall | None:
+    """The first tool call written in ``text``, or None if there is none.
+
+    Returns a :class:`ParsedCall` with ``error`` set when something that looks
+    like a call (a ``<tool_call>`` tag or a brace) could not be decoded.
+    """
+    for start, end, obj in iter_json_objects(text):
+        call = _call_from_obj(obj)
+        if call is not None:
+            call.raw = text[start:end]
+            return call
+    if "<tool_call>" in text or re.search(r'\{\s*"?name"?\s*:', text):
+        return ParsedCall("", None, "a tool call was started but is not valid JSON; write exactly one object "
+                                    '{"name": <tool name>, "arguments": {...}} with double-quoted keys')
+    return None
+
+
+def find_stage_switch(text: str) -> str | None:
+    """The phase named by the last ``[STAGE_SWITCH: …]`` directive, or None."""
+    found = [_PHASES.get(m.lower()) for m in _SWITCH.findall(text or "")]
+    found = [f for f in found if f]
+    return found[-1] if found else None
+
+
+def find_answer(text: str, *, lenient: bool = False) -> str | None:
+    """The text after ``**Answer:**`` (first paragraph), or None.
+
+    Args:
+        lenient: also accept a plain ``Answer:`` line (used for the forced answer).
+    """
+    text = text or ""
+    m = _ANSWER_BOLD.search(text) or _ANSWER.search(text) or (_ANSWER_PLAIN.search(text) if lenient else None)
+    if not m:
+        return None
+    ans = m.group(1).strip()
+    ans = re.split(r"\n\s*\n", ans)[0].strip()
+    ans = _SWITCH.sub("", ans).strip().strip("*").strip()
+    return ans or None
+
+
+_OPTION_LINE = re.compile(r"(?:^|\n|\s)\(?([A-H])[\.\):]\s+(\S[^\n]*?)(?=\s+\(?[A-H][\.\):]\s|\n|$)")
+
+
+def parse_options(question: str) -> dict[str, str]:
+    """Multiple-choice options in a question, ``{"A": "text", ...}``.
+
+    Recognises ``A. text``, ``A) text``, ``(A) text`` either on their own lines
+    or inline; needs at least two consecutive letters starting at A.
+    """
+    opts: dict[str, str] = {}
+    for letter, body in _OPTION_LINE.findall(question or ""):
+        opts.setdefault(letter, body.strip())
+    letters = sorted(opts)
+    expected = [chr(ord("A") + i) for i in range(len(letters))]
+    if len(letters) < 2 or letters != expected:
+        return {}
+    return opts
+
+
+def extract_choice(answer: str | None, options: dict[str, str]) -> str | None:
+    """The option letter an answer picks, or None.
+
+    Accepts ``B``, ``(B)``, ``B.``, ``B) text``, ``Option B`` and, failing
+    those, an answer equal to one option's text. Never guesses.
+    """
+    if not answer or not options:
+        return None
+    a = answer.strip()
+    letters = "".join(options)
+    m = re.match(rf"^(?:option\s+)?\(?([{letters}])\)?(?:[\.\):,\s]|$)", a, re.I)
+    if m and (len(a) == 1 or not a[1:2].isalpha()):
+        return m.group(1).upper()
+    norm = a.lower().strip(" .")
+    for letter, body in options.items():
+        if body.lower().strip(" .") == norm:
+            return letter
+    return None
+
+
+_NUM = r"(\d+(?:\.\d+)?|\d+:\d{1,2}(?::\d{1,2})?(?:\.\d+)?)"
+_INTERVAL = re.compile(rf"\[\s*{_NUM}\s*s?\s*(?:,|-|–|to)\s*{_NUM}\s*s?\s*\]", re.I)
+
+
+def extract_interval(answer: str | None) -> list[float] | None:
+    """``[start_s, end_s]`` from an answer such as ``[12.5s, 20.0s]`` or ``[0:12, 0:20]``."""
+    from avi.video.timecode import parse_time
+
+    if not answer:
+        return None
+    m = _INTERVAL.search(answer)
+    if not m:
+        return None
+    a, b = parse_time(m.group(1)), parse_time(m.group(2))
+    return [min(a, b), max(a, b)]
+
+
+@dataclass
+class Reply:
+    """Everything found in one model reply.
+
+    Attributes:
+        thought: reasoning text (``<think>`` blocks or the server's reasoning field).
+        text: the visible reply without the thought.
+        call: a tool call (native or written), if any.
+        switch: phase named by a stage-switch directive, if any.
+        answer: text after ``**Answer:**``, if any.
+    """
+
+    thought: str
+    text: str
+    call: ParsedCall | None
+    switch: str | None
+    answer: str | None
+    native: bool = False
+    extra_calls: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def parse_reply(content: str | None, reasoning: str | None = None, native_calls: list | None = None) -> Reply:
+    """Interpret a chat completion.
+
+    Args:
+        content: the message text.
+        reasoning: the server's separate reasoning field (vLLM ``reasoning``).
+        native_calls: ``[(name, arguments)]`` from the server's ``tool_calls``.
+    """
+    thought, text = split_thought(content)
+    if reasoning:
+        thought = (reasoning.strip() + "\n" + thought).strip()
+    call = None
+    native = False
+    extra = 0
+    if native_calls:
+        name, args = native_calls[0]
+        call = coerce_arguments(name, args)
+        native = True
+        extra = len(native_calls) - 1
+    else:
+        call = find_tool_call(text)
+    # Text before a written call is the model's thought for this step.
+    visible = text
+    if call is not None and call.raw:
+        visible = text.replace(call.raw, "").replace("<tool_call>", "").replace("</tool_call>", "").strip()
+    if not thought:
+        thought = visible
+    return Reply(thought, text, call, find_stage_switch(text), find_answer(text), native, extra)

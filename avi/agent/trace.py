@@ -1,0 +1,113 @@
+"""The JSON trace of one question: every step the agent took, with timings and tokens.
+
+A trace is the interpretable output AVI promises: phase, thought, tool,
+arguments, observation, seconds, frames looked at and tokens for each step,
+plus the answer and the evidence time ranges.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class Step:
+    """One step of the agent.
+
+    Attributes:
+        index: 0-based position in the trace.
+        iteration: agent iteration (LLM decision) this step belongs to; 0 for
+            the forced answer after the iteration limit.
+        phase: retrieve, perceive or review when the step started.
+        kind: ``tool_call``, ``stage_switch``, ``answer``, ``retry``, ``nudge``
+            or ``forced_answer``.
+        thought: the model's reasoning for this step.
+        content: the model's raw reply text.
+        tool, arguments, observation: the tool call and its result text.
+        observation_data: structured result (boxes, captions, …).
+        error: the tool call failed (its observation says why).
+        switch_to: phase entered by this step, if any.
+        answer: the answer given, if any.
+        llm_seconds, tool_seconds: wall time of the model call and the tool.
+        frames_s: times (s) of the frames the tool looked at.
+        prompt_tokens, completion_tokens: as reported by the server.
+        notes: host decisions worth knowing (implicit switches, repairs).
+    """
+
+    index: int
+    iteration: int
+    phase: str
+    kind: str
+    thought: str = ""
+    content: str = ""
+    tool: str | None = None
+    arguments: dict | None = None
+    observation: str | None = None
+    observation_data: dict | None = None
+    error: bool = False
+    switch_to: str | None = None
+    answer: str | None = None
+    llm_seconds: float = 0.0
+    tool_seconds: float = 0.0
+    frames_s: list[float] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Trace:
+    """Everything about one answered question (written as JSON)."""
+
+    question: str
+    video: str = ""
+    video_sha256: str = ""
+    index_dir: str = ""
+    profile: str = ""
+    llm: dict = field(default_factory=dict)
+    settings: dict = field(default_factory=dict)
+    prompts_sha256: str = ""
+    started: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    steps: list[Step] = field(default_factory=list)
+    answer: str | None = None
+    choice: str | None = None
+    interval: list[float] | None = None
+    evidence: list[list[float]] = field(default_factory=list)
+    iterations: int = 0
+    forced: bool = False
+    seconds: dict = field(default_factory=dict)
+
+    def add(self, **kwargs) -> Step:
+        step = Step(index=len(self.steps), **kwargs)
+        self.steps.append(step)
+        return step
+
+    def totals(self) -> dict:
+        """Token, frame and time totals over all steps."""
+        frames = sorted({t for s in self.steps for t in s.frames_s})
+        return {
+            "prompt_tokens": sum(s.prompt_tokens for s in self.steps),
+            "completion_tokens": sum(s.completion_tokens for s in self.steps),
+            "llm_seconds": round(sum(s.llm_seconds for s in self.steps), 3),
+            "tool_seconds": round(sum(s.tool_seconds for s in self.steps), 3),
+            "tool_calls": sum(1 for s in self.steps if s.kind == "tool_call"),
+            "frames_looked_at": len(frames),
+        }
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["totals"] = self.totals()
+        return d
+
+    def write(self, path: Path) -> Path:
+        """Write the trace as JSON atomically (temporary file, then rename)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+        tmp.write_text(json.dumps(self.to_dict(), indent=1, ensure_ascii=False))
+        os.replace(tmp, path)
+        return path

@@ -1,0 +1,139 @@
+"""Clip captioning role (the database's clip captions, AVI §3.2.1).
+
+Backends:
+    * :class:`PerceptionCaptioner` (cpu profile): no VLM weights can be
+      installed on a plain CPU machine, so the caption is *measured*, not
+      generated: OCR text, person and face counts, shot changes, dominant
+      colours and motion, written as one plain-language paragraph plus the
+      structured fields behind it. The caption says that it is a perception
+      caption, and the index records the captioner's name.
+    * The Qwen3-VL captioner (gpu profile, subject registry JSON) comes with the
+      database issue and implements the same :class:`Captioner` protocol.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Protocol, runtime_checkable
+
+from avi.backends.detector import Detector
+from avi.backends.ocr import OcrEngine
+from avi.backends.types import Caption
+from avi.video.analysis import frame_stats, motion_level
+from avi.video.clips import Clip
+from avi.video.decode import Frame
+
+
+@runtime_checkable
+class Captioner(Protocol):
+    """Describes one clip from its sampled frames."""
+
+    name: str
+
+    def caption(self, clip: Clip, frames: list[Frame], previous: Frame | None = None) -> Caption:
+        """Caption of ``clip``; ``previous`` is the last frame of the clip before it."""
+        ...
+
+
+def normalise_text(text: str) -> str:
+    """Key for de-duplicating OCR strings: lower case, single spaces, no edge punctuation."""
+    return re.sub(r"\s+", " ", text).strip(" .,:;'\"").lower()
+
+
+def _fmt_t(t: float) -> str:
+    return f"{t:.1f}s"
+
+
+def _count_phrase(counts: list[int], noun: str, plural: str) -> str:
+    top = max(counts) if counts else 0
+    if top == 0:
+        return f"no {plural} detected"
+    lo = min(counts)
+    spread = f"{lo}–{top} per frame" if lo != top else f"{top} in every sampled frame"
+    return f"up to {top} {noun if top == 1 else plural} visible ({spread})"
+
+
+class PerceptionCaptioner:
+    """Caption built from OCR, detector counts and pixel statistics (cpu profile).
+
+    Args:
+        ocr: OCR engine, run on ``ocr_frames`` evenly spaced frames of the clip.
+        detector: run with labels person and face on every sampled frame.
+        ocr_frames: frames per clip given to OCR (OCR costs ~0.3 s per frame here).
+    """
+
+    name = "perception-caption-v1"
+
+    def __init__(self, ocr: OcrEngine, detector: Detector, ocr_frames: int = 3):
+        self.ocr = ocr
+        self.detector = detector
+        self.ocr_frames = max(1, ocr_frames)
+
+    def caption(self, clip: Clip, frames: list[Frame], previous: Frame | None = None) -> Caption:
+        if not frames:
+            return Caption(clip.index, clip.start_s, clip.end_s,
+                           "No frames could be decoded in this clip.",
+                           self.name, {"frames": []})
+        people: list[int] = []
+        faces: list[int] = []
+        first_seen: dict[str, float] = {}
+        for f in frames:
+            res = self.detector.detect(f, ["person", "face"])
+            n_p = sum(d.label == "person" for d in res.detections)
+            n_f = sum(d.label == "face" for d in res.detections)
+            people.append(n_p)
+            faces.append(n_f)
+            if n_p and "person" not in first_seen:
+                first_seen["person"] = f.t_s
+            if n_f and "face" not in first_seen:
+                first_seen["face"] = f.t_s
+        step = max(1, len(frames) // self.ocr_frames)
+        ocr_frames = frames[step // 2:: step][: self.ocr_frames]
+        texts: dict[str, dict] = {}
+        for f in ocr_frames:
+            for line in self.ocr.read(f):
+                key = normalise_text(line.text)
+                if sum(ch.isalnum() for ch in key) < 2:  # single glyphs are mostly OCR noise on texture
+                    continue
+                if key not in texts or line.score > texts[key]["score"]:
+                    texts[key] = {"text": line.text, "score": round(line.score, 3),
+                                  "t_s": texts.get(key, {}).get("t_s", f.t_s)}
+        stats = frame_stats([f.t_s for f in frames], [f.image for f in frames],
+                            previous=previous.image if previous is not None else None)
+        level = motion_level(stats.motion)
+        registry = {}
+        for kind, counts in (("person", people), ("face", faces)):
+            if max(counts) > 0:
+                registry[kind] = {
+                    "name": kind,
+                    "appearance": [],
+                    "identity": [f"{kind} found by the {self.detector.name} detector"],
+                    "first_seen": first_seen[kind],
+                    "max_count": max(counts),
+                }
+        text_list = sorted(texts.values(), key=lambda d: d["t_s"])
+        parts = [f"People: {_count_phrase(people, 'person', 'people')}."]
+        if max(faces) > 0:
+            parts.append(f"Faces: {_count_phrase(faces, 'face', 'faces')}.")
+        if text_list:
+            parts.append("On-screen text: " + "; ".join(f'"{d["text"]}"' for d in text_list) + ".")
+        else:
+            parts.append("No on-screen text read.")
+        if stats.colours:
+            parts.append("Dominant colours: " + ", ".join(f"{n} {round(100 * s)}%" for n, s in stats.colours) + ".")
+        parts.append(f"Motion: {level}.")
+        if stats.shot_changes_s:
+            parts.append("Shot change at " + ", ".join(_fmt_t(t) for t in stats.shot_changes_s) + ".")
+        data = {
+            "subject_registry": registry,
+            "people_per_frame": [[f.t_s, n] for f, n in zip(frames, people)],
+            "faces_per_frame": [[f.t_s, n] for f, n in zip(frames, faces)],
+            "ocr": text_list,
+            "ocr_frames_s": [f.t_s for f in ocr_frames],
+            "shot_changes_s": stats.shot_changes_s,
+            "motion": round(stats.motion, 4),
+            "motion_level": level,
+            "colours": [[n, round(s, 3)] for n, s in stats.colours],
+            "frames_s": [f.t_s for f in frames],
+        }
+        return Caption(clip.index, clip.start_s, clip.end_s, " ".join(parts), self.name, data)

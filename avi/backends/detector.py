@@ -1,0 +1,146 @@
+"""Object detection role (``object_detect`` and perception captions).
+
+Backends:
+    * :class:`OpenCvDetector` (cpu profile): OpenCV's HOG pedestrian detector
+      (Dalal & Triggs 2005) for people and the Haar cascade (Viola & Jones 2001)
+      for frontal faces, both inside ``opencv-python-headless<5``. It is closed
+      set: any other label is reported back as unsupported on this profile.
+    * Grounding-DINO (gpu profile, open vocabulary) comes with the tools issue
+      and implements the same :class:`Detector` protocol.
+
+Boxes are pixel xyxy in the analysed frame; overlapping boxes of one label are
+suppressed with NMS at ``iou_threshold`` (AVI §4.1 uses 0.5).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Protocol, Sequence, runtime_checkable
+
+import cv2
+import numpy as np
+
+from avi.backends.types import Detection, DetectionResult
+from avi.video.decode import Frame
+
+
+@runtime_checkable
+class Detector(Protocol):
+    """Finds objects named by text labels in a frame."""
+
+    name: str
+
+    def detect(self, frame: Frame, labels: Sequence[str]) -> DetectionResult:
+        """Detections for the labels it supports; the rest listed as unsupported."""
+        ...
+
+
+def nms(boxes: list[tuple[float, float, float, float]], scores: list[float], iou_threshold: float) -> list[int]:
+    """Indices kept by greedy non-maximum suppression (highest score first).
+
+    Args:
+        boxes: pixel xyxy boxes.
+        scores: one score per box.
+        iou_threshold: a box overlapping a kept box with IoU above this is dropped.
+    """
+    if not boxes:
+        return []
+    xywh = [[b[0], b[1], b[2] - b[0], b[3] - b[1]] for b in boxes]
+    keep = cv2.dnn.NMSBoxes(xywh, [float(s) for s in scores], 0.0, iou_threshold)
+    return sorted((int(i) for i in np.asarray(keep).reshape(-1)), key=lambda i: -scores[i])
+
+
+_PERSON = re.compile(r"^(person|people|persons|pedestrians?|humans?|man|men|woman|women|child|children|"
+                     r"boys?|girls?|walkers?|players?)$")
+_FACE = re.compile(r"^(faces?|human faces?|heads?)$")
+
+
+def _squash(margin: float, scale: float) -> float:
+    """Map a detector margin (unbounded) to [0, 1] with a logistic curve."""
+    return 1.0 / (1.0 + math.exp(-margin / scale))
+
+
+class OpenCvDetector:
+    """HOG people + Haar frontal faces (cpu profile).
+
+    Scores: HOG returns SVM margins and Haar returns stage-sum level weights;
+    both are unbounded, so they are squashed to [0, 1] with a logistic curve.
+    The scores rank boxes within this backend; they are not calibrated
+    probabilities comparable to Grounding-DINO's.
+
+    Args:
+        iou_threshold: NMS IoU.
+        min_person_margin: HOG detections with a smaller SVM margin are dropped.
+        min_height: frames are upscaled so their short side is at least this
+            (HOG needs people of about 128 px).
+    """
+
+    name = "opencv-hog-haar"
+
+    def __init__(self, iou_threshold: float = 0.5, min_person_margin: float = 0.3, min_height: int = 480):
+        self.iou_threshold = iou_threshold
+        self.min_person_margin = min_person_margin
+        self.min_height = min_height
+        self._hog = cv2.HOGDescriptor()
+        self._hog.setSVMDetector(cv2.HOGDescriptor_getDefaultPeopleDetector())
+        self._face = cv2.CascadeClassifier(cv2.data.haarcascades + "haarcascade_frontalface_default.xml")
+        if self._face.empty():  # pragma: no cover - broken OpenCV install
+            from avi.errors import AviError
+
+            raise AviError("OpenCV has no Haar cascades (OpenCV 5 dropped them): pip install 'opencv-python-headless<5'")
+
+    @staticmethod
+    def canonical(label: str) -> str | None:
+        """``"person"``, ``"face"`` or None for a label this backend cannot detect."""
+        key = label.strip().lower()
+        if _PERSON.match(key):
+            return "person"
+        if _FACE.match(key):
+            return "face"
+        return None
+
+    def detect(self, frame: Frame, labels: Sequence[str]) -> DetectionResult:
+        wanted: dict[str, str] = {}
+        unsupported: list[str] = []
+        for label in labels:
+            kind = self.canonical(label)
+            if kind is None:
+                unsupported.append(label)
+            else:
+                wanted.setdefault(kind, label.strip().lower())
+        h, w = frame.image.shape[:2]
+        scale = max(1.0, self.min_height / min(h, w))
+        gray = cv2.cvtColor(frame.image, cv2.COLOR_RGB2GRAY)
+        if scale > 1.0:
+            gray = cv2.resize(gray, (int(w * scale), int(h * scale)), interpolation=cv2.INTER_LINEAR)
+        dets: list[Detection] = []
+        if "person" in wanted:
+            dets += self._people(gray, scale, frame, wanted["person"])
+        if "face" in wanted:
+            dets += self._faces(gray, scale, frame, wanted["face"])
+        dets.sort(key=lambda d: -d.score)
+        return DetectionResult(frame.t_s, dets, unsupported)
+
+    def _finish(self, rects, margins, scale, frame, label, squash_scale) -> list[Detection]:
+        boxes = [(x / scale, y / scale, (x + bw) / scale, (y + bh) / scale) for (x, y, bw, bh) in rects]
+        scores = [_squash(float(m), squash_scale) for m in margins]
+        size = (frame.image.shape[1], frame.image.shape[0])
+        return [Detection(label, scores[i], boxes[i], frame.t_s, size)
+                for i in nms(boxes, scores, self.iou_threshold)]
+
+    def _people(self, gray, scale, frame, label) -> list[Detection]:
+        rects, weights = self._hog.detectMultiScale(gray, winStride=(8, 8), padding=(8, 8), scale=1.05)
+        if len(rects) == 0:
+            return []
+        weights = np.asarray(weights, dtype=float).reshape(-1)
+        keep = weights >= self.min_person_margin
+        return self._finish(np.asarray(rects)[keep].tolist(), weights[keep].tolist(), scale, frame, label, 0.5)
+
+    def _faces(self, gray, scale, frame, label) -> list[Detection]:
+        rects, _levels, weights = self._face.detectMultiScale3(
+            gray, scaleFactor=1.1, minNeighbors=5, minSize=(24, 24), outputRejectLevels=True)
+        if len(rects) == 0:
+            return []
+        weights = np.asarray(weights, dtype=float).reshape(-1)
+        return self._finish(np.asarray(rects).tolist(), weights.tolist(), scale, frame, label, 2.0)

@@ -1,0 +1,85 @@
+"""Frame analysis role (the ``frame_analysis`` tool, AVI §3.3.2).
+
+Backends:
+    * :class:`PerceptionFrameAnalyzer` (cpu profile): no VLM can run here, so
+      it *measures* the frames instead of reading them: per frame the people
+      and face counts, the text OCR reads and the dominant colours, plus shot
+      changes and motion over the run. It cannot interpret the question; its
+      output says so, so the orchestrator does not mistake it for a VLM.
+    * Qwen3-VL through vLLM (gpu profile; frames as an image list with
+      timestamps) comes with the tools issue and implements :class:`FrameAnalyzer`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from avi.backends.detector import Detector
+from avi.backends.ocr import OcrEngine
+from avi.video.analysis import colour_names, frame_stats, motion_level
+from avi.video.decode import Frame
+
+
+@dataclass
+class FrameAnalysis:
+    """Answer of a frame analyzer.
+
+    Attributes:
+        text: what the analyzer says about the frames (for the LLM).
+        data: structured details for the trace.
+    """
+
+    text: str
+    data: dict = field(default_factory=dict)
+
+
+@runtime_checkable
+class FrameAnalyzer(Protocol):
+    """Looks at frames to answer a specific question about them."""
+
+    name: str
+
+    def analyze(self, frames: list[Frame], question: str) -> FrameAnalysis:
+        ...
+
+
+class PerceptionFrameAnalyzer:
+    """Measured description of frames (cpu profile stand-in for a VLM).
+
+    Args:
+        ocr: run on every frame.
+        detector: run with labels person and face on every frame.
+    """
+
+    name = "perception-frame-analyzer-v1"
+
+    def __init__(self, ocr: OcrEngine, detector: Detector):
+        self.ocr = ocr
+        self.detector = detector
+
+    def analyze(self, frames: list[Frame], question: str) -> FrameAnalysis:
+        rows = []
+        lines = []
+        for f in frames:
+            det = self.detector.detect(f, ["person", "face"])
+            people = sum(d.label == "person" for d in det.detections)
+            faces = sum(d.label == "face" for d in det.detections)
+            texts = [l.text for l in self.ocr.read(f)]
+            colours = [n for n, _ in colour_names(f.image)]
+            rows.append({"t_s": f.t_s, "people": people, "faces": faces, "text": texts, "colours": colours})
+            desc = f"{f.t_s:.1f}s: {people} {'person' if people == 1 else 'people'}"
+            if faces:
+                desc += f", {faces} face{'s' if faces > 1 else ''}"
+            desc += "; text " + (", ".join(f'"{t}"' for t in texts) if texts else "none")
+            desc += "; colours " + (", ".join(colours) or "n/a")
+            lines.append(desc)
+        stats = frame_stats([f.t_s for f in frames], [f.image for f in frames])
+        summary = f"Motion {motion_level(stats.motion)}"
+        summary += ("; shot changes at " + ", ".join(f"{t:.1f}s" for t in stats.shot_changes_s)) \
+            if stats.shot_changes_s else "; no shot change"
+        text = ("Measured description (cpu profile has no VLM; the question is not interpreted, "
+                "only people/faces, on-screen text, colours and motion are measured):\n"
+                + "\n".join(lines) + "\n" + summary + ".")
+        return FrameAnalysis(text, {"question": question, "frames": rows,
+                                    "shot_changes_s": stats.shot_changes_s, "motion": round(stats.motion, 4)})

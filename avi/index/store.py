@@ -1,0 +1,191 @@
+"""One video's database on disk: manifest, captions, Chroma collection, entity graph.
+
+Layout of an index directory (AVI §3.2: captions, embeddings, entity graph;
+raw frames are read from the video itself by timestamp)::
+
+    <index_root>/<video sha256[:16]>-<fingerprint[:12]>/
+        manifest.json    video facts, settings, captioner and embedder, "complete": true
+        captions.jsonl   one Caption per clip, in time order
+        chroma/          Chroma PersistentClient; collection "clips" (cosine space)
+        graph.json       entity graph, networkx node-link JSON
+
+A directory is trusted only when its manifest says ``"complete": true``; the
+builder writes that manifest last and moves the directory into place atomically.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import networkx as nx
+import numpy as np
+
+from avi.backends.embedder import Embedder
+from avi.backends.types import Caption
+from avi.errors import AviError
+
+SCHEMA_VERSION = 1
+COLLECTION = "clips"
+
+
+class ChromaEmbeddingFunction:
+    """Adapter from our :class:`Embedder` to Chroma's embedding-function protocol.
+
+    Chroma must never fall back to its default embedding function: that one
+    downloads an ONNX model at run time and fails on an air-gapped machine.
+    """
+
+    def __init__(self, embedder: Embedder):
+        self._embedder = embedder
+
+    def __call__(self, input: Sequence[str]) -> list[np.ndarray]:  # noqa: A002 - Chroma's name
+        return list(self._embedder.embed(list(input)))
+
+    def embed_query(self, input: Sequence[str]) -> list[np.ndarray]:  # noqa: A002
+        return self(input)
+
+    def embed_documents(self, input: Sequence[str]) -> list[np.ndarray]:  # noqa: A002
+        return self(input)
+
+    @staticmethod
+    def name() -> str:
+        return "avi"
+
+    def is_legacy(self) -> bool:
+        return False
+
+    def default_space(self) -> str:
+        return "cosine"
+
+    def supported_spaces(self) -> list[str]:
+        return ["cosine"]
+
+    def get_config(self) -> dict:
+        return {"embedder": self._embedder.name, "dim": self._embedder.dim}
+
+    @staticmethod
+    def build_from_config(config: dict) -> "ChromaEmbeddingFunction":
+        raise AviError("avi's Chroma collections are opened by avi with their embedder")
+
+    @staticmethod
+    def validate_config(config: dict) -> None:
+        return None
+
+    def validate_config_update(self, old_config: dict, new_config: dict) -> None:
+        return None
+
+
+def chroma_client(path: Path):
+    """A Chroma ``PersistentClient`` at ``path`` with anonymized telemetry off."""
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
+    return chromadb.PersistentClient(path=str(path), settings=ChromaSettings(anonymized_telemetry=False,
+                                                                             allow_reset=False))
+
+
+def release_chroma(path: Path) -> None:
+    """Drop Chroma's cached client system for ``path`` (before moving or deleting it)."""
+    try:
+        from chromadb.api.shared_system_client import SharedSystemClient
+
+        SharedSystemClient._identifier_to_system.pop(str(path), None)  # noqa: SLF001
+    except Exception:  # pragma: no cover - internal layout differs between Chroma versions
+        try:
+            from chromadb.api.client import SharedSystemClient as S
+
+            S.clear_system_cache()
+        except Exception:
+            pass
+
+
+@dataclass
+class RetrievedClip:
+    """A clip returned by :meth:`VideoIndex.search`.
+
+    Attributes:
+        caption: the clip's caption.
+        similarity: cosine similarity to the query in [-1, 1].
+    """
+
+    caption: Caption
+    similarity: float
+
+
+class VideoIndex:
+    """Read access to a complete index directory.
+
+    Args:
+        path: the index directory.
+
+    Raises:
+        AviError: the directory is missing, incomplete or from another schema.
+    """
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        manifest_path = self.path / "manifest.json"
+        try:
+            self.manifest = json.loads(manifest_path.read_text())
+        except (OSError, json.JSONDecodeError):
+            raise AviError(f"not a complete avi index: {self.path}") from None
+        if not self.manifest.get("complete") or self.manifest.get("schema") != SCHEMA_VERSION:
+            raise AviError(f"index is incomplete or from another avi version: {self.path}")
+        self.captions: list[Caption] = [
+            Caption.from_dict(json.loads(line))
+            for line in (self.path / "captions.jsonl").read_text().splitlines() if line.strip()
+        ]
+        self._graph: nx.DiGraph | None = None
+        self._collection = None
+
+    @property
+    def duration_s(self) -> float:
+        return float(self.manifest["video"]["duration_s"])
+
+    @property
+    def graph(self) -> nx.DiGraph:
+        if self._graph is None:
+            from avi.index.graph import load_graph
+
+            self._graph = load_graph(self.path / "graph.json")
+        return self._graph
+
+    def collection(self, embedder: Embedder):
+        """The Chroma collection, after checking the embedder matches the one that built it.
+
+        Raises:
+            AviError: embedder name or dimension differs from the manifest's.
+        """
+        want = self.manifest["embedder"]
+        if embedder.name != want["name"] or embedder.dim != want["dim"]:
+            raise AviError(f"index {self.path.name} was embedded with {want['name']} (dim {want['dim']}), "
+                           f"not {embedder.name} (dim {embedder.dim}); rebuild it with `avi index`")
+        if self._collection is None:
+            client = chroma_client(self.path / "chroma")
+            self._collection = client.get_collection(COLLECTION, embedding_function=ChromaEmbeddingFunction(embedder))
+        return self._collection
+
+    def search(self, query: str, embedder: Embedder, top_k: int = 16) -> list[RetrievedClip]:
+        """Top-k clips by cosine similarity of caption and query embeddings (AVI §3.3.1).
+
+        Returns:
+            at most ``top_k`` clips, most similar first.
+        """
+        col = self.collection(embedder)
+        n = min(max(1, top_k), len(self.captions))
+        res = col.query(query_embeddings=embedder.embed([query]), n_results=n, include=["distances", "metadatas"])
+        out = []
+        for meta, dist in zip(res["metadatas"][0], res["distances"][0]):
+            cap = self.captions[int(meta["clip_index"])]
+            out.append(RetrievedClip(cap, 1.0 - float(dist)))
+        return out
+
+    def clip_at(self, t_s: float) -> Caption | None:
+        """Caption of the clip containing time ``t_s`` (seconds)."""
+        for cap in self.captions:
+            if cap.start_s <= t_s < cap.end_s:
+                return cap
+        return self.captions[-1] if self.captions and t_s >= self.captions[-1].start_s else None

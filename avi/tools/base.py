@@ -1,0 +1,287 @@
+"""The one tool contract: typed Python functions with generated JSON schemas.
+
+A tool is a function whose first parameter is the host-supplied
+:class:`ToolContext` (index, video, backends, settings: never in the schema)
+and whose other parameters are typed and documented in a Google-style
+``Args:`` section. :func:`tool` turns it into a :class:`Tool` that
+
+* generates the OpenAI function schema (marked ``"strict": true`` so vLLM
+  constrains the arguments, not only the call envelope; see DESIGN.md),
+* validates and coerces arguments with pydantic (``"0:40"`` becomes 40.0),
+* returns every failure as an error :class:`Observation` the model can act on,
+  never as an exception that ends the run (AVI §3.4; smolagents' tool design).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Callable, get_type_hints
+
+import numpy as np
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model
+
+from avi.errors import AviError
+from avi.video.timecode import fmt_range, parse_time
+
+
+@dataclass
+class ToolContext:
+    """What the host gives every tool; none of it is visible to the model.
+
+    Attributes:
+        settings: :class:`avi.config.Settings`.
+        index: the video's :class:`avi.index.store.VideoIndex`.
+        video: a :class:`avi.video.decode.VideoReader` for frames by time.
+        backends: :class:`avi.backends.Backends` (OCR, detector, embedder, ...).
+    """
+
+    settings: Any
+    index: Any
+    video: Any
+    backends: Any
+
+    @property
+    def duration_s(self) -> float:
+        return float(self.video.info.duration_s)
+
+
+@dataclass
+class Observation:
+    """The result of a tool call.
+
+    Attributes:
+        text: compact text for the LLM's context.
+        data: structured result for the trace (boxes, scores, captions).
+        frames_s: times (s) of the frames the tool looked at.
+        evidence: time ranges ``[start_s, end_s]`` where it found something.
+        error: True when the call failed; ``text`` then says why.
+        notes: argument repairs the model should know about (clipped ranges).
+    """
+
+    text: str
+    data: dict = field(default_factory=dict)
+    frames_s: list[float] = field(default_factory=list)
+    evidence: list[list[float]] = field(default_factory=list)
+    error: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------- arguments
+
+
+def _coerce_ranges(value: Any) -> Any:
+    """Accept the shapes models write for time ranges and normalise to [[s, e], ...]."""
+    if isinstance(value, str):
+        parts = [p for p in re.split(r"\s*(?:,|;|\band\b)\s*", value.strip(" []")) if p]
+        value = [re.split(r"\s*(?:-|–|to)\s*(?=\d)", p) for p in parts]
+    if isinstance(value, dict):
+        value = [value]
+    if isinstance(value, (list, tuple)) and value and all(not isinstance(v, (list, tuple, dict)) for v in value):
+        value = [list(value[i:i + 2]) for i in range(0, len(value), 2)] if len(value) % 2 == 0 else [value]
+    out = []
+    for r in value if isinstance(value, (list, tuple)) else [value]:
+        if isinstance(r, dict):
+            r = [r.get("start", r.get("start_s", r.get("start_time"))), r.get("end", r.get("end_s", r.get("end_time")))]
+        if isinstance(r, (list, tuple)) and len(r) == 1:
+            r = [r[0], r[0]]
+        if isinstance(r, (list, tuple)):
+            try:
+                r = [parse_time(x) for x in r]
+            except ValueError as exc:
+                raise ValueError(str(exc)) from None
+        out.append(r)
+    return out
+
+
+TimeRange = Annotated[list[float], Field(min_length=2, max_length=2)]
+TimeRanges = Annotated[
+    list[TimeRange],
+    BeforeValidator(_coerce_ranges),
+    Field(min_length=1, description="time ranges [[start_s, end_s], ...] in seconds"),
+]
+
+
+def _coerce_str_list(value: Any) -> Any:
+    if isinstance(value, str):
+        return [p.strip() for p in re.split(r"\s*[,;]\s*", value) if p.strip()]
+    return value
+
+
+StrList = Annotated[list[str], BeforeValidator(_coerce_str_list), Field(min_length=1)]
+
+
+def clip_ranges(ctx: ToolContext, ranges: list[list[float]]) -> tuple[list[list[float]], list[str]]:
+    """Clip time ranges to ``[0, duration]``, swap reversed bounds, drop those outside.
+
+    Returns:
+        (ranges, notes): usable ranges and one note per repair, for the model.
+
+    Raises:
+        ValueError: no range overlaps the video.
+    """
+    dur = ctx.duration_s
+    out, notes = [], []
+    for s, e in ranges:
+        if e < s:
+            notes.append(f"range [{s:g}, {e:g}] had start after end; swapped")
+            s, e = e, s
+        if s > dur or e < 0:
+            notes.append(f"range [{s:g}, {e:g}] is outside the video (0–{dur:.1f}s); skipped")
+            continue
+        cs, ce = max(0.0, s), min(dur, e)
+        if (cs, ce) != (s, e):
+            notes.append(f"range [{s:g}, {e:g}] clipped to {fmt_range(cs, ce)} (video is {dur:.1f}s long)")
+        out.append([cs, ce])
+    if not out:
+        raise ValueError(f"no time range overlaps the video (0–{dur:.1f}s)")
+    return out, notes
+
+
+def sample_times(ranges: list[list[float]], fps: float, max_frames: int) -> list[float]:
+    """Frame times over the ranges at ``fps``, uniformly thinned to ``max_frames``.
+
+    A zero-length range ``[t, t]`` gives the single time ``t``.
+    """
+    times: list[float] = []
+    for s, e in ranges:
+        if e - s < 1.0 / fps:
+            times.append(round((s + e) / 2, 3))
+        else:
+            times.extend(round(float(t), 3) for t in np.arange(s, e + 1e-9, 1.0 / fps))
+    times = sorted(set(times))
+    if len(times) > max_frames:
+        idx = np.linspace(0, len(times) - 1, max_frames).round().astype(int)
+        times = [times[i] for i in sorted(set(idx))]
+    return times
+
+
+# --------------------------------------------------------------------- the contract
+
+
+_SCHEMA_KEYWORDS = {"additionalProperties", "properties", "required", "type", "strict", "$schema", "title"}
+
+
+def _doc_parts(fn: Callable) -> tuple[str, dict[str, str]]:
+    doc = inspect.getdoc(fn) or ""
+    summary = doc.split("\n\n")[0].replace("\n", " ").strip()
+    args: dict[str, str] = {}
+    m = re.search(r"^Args:\s*\n(.*?)(?:\n\S|\Z)", doc, re.S | re.M)
+    if m:
+        current = None
+        for line in m.group(1).splitlines():
+            am = re.match(r"^\s{2,}(\w+)(?:\s*\([^)]*\))?:\s*(.*)$", line)
+            if am and (len(line) - len(line.lstrip())) <= 4:
+                current = am.group(1)
+                args[current] = am.group(2).strip()
+            elif current and line.strip():
+                args[current] += " " + line.strip()
+    return summary, args
+
+
+def _inline_refs(schema: dict) -> dict:
+    defs = schema.pop("$defs", {})
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "$ref" in node:
+                return walk(dict(defs[node["$ref"].split("/")[-1]]))
+            return {k: walk(v) for k, v in node.items() if k != "title"}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    return walk(schema)
+
+
+class Tool:
+    """A typed function exposed to the agent (see module docstring).
+
+    Attributes:
+        name: the function's name (what the model calls).
+        phase: ``"retrieve"`` or ``"perceive"``.
+        description: the docstring's first paragraph.
+        args_model: pydantic model of the model-visible parameters.
+    """
+
+    def __init__(self, fn: Callable, phase: str):
+        self.fn = fn
+        self.name = fn.__name__
+        self.phase = phase
+        self.description, arg_docs = _doc_parts(fn)
+        hints = get_type_hints(fn, include_extras=True)
+        params = list(inspect.signature(fn).parameters.values())
+        if not params or params[0].name != "ctx":
+            raise TypeError(f"tool {self.name}: first parameter must be ctx: ToolContext")
+        fields = {}
+        for p in params[1:]:
+            if p.name not in arg_docs:
+                raise TypeError(f"tool {self.name}: parameter {p.name} has no description in Args:")
+            default = p.default if p.default is not inspect.Parameter.empty else ...
+            fields[p.name] = (hints[p.name], Field(default, description=arg_docs[p.name]))
+        self.args_model: type[BaseModel] = create_model(
+            f"{self.name}_args", __config__=ConfigDict(extra="forbid"), **fields)
+
+    def parameters_schema(self) -> dict:
+        """JSON schema of the arguments (refs inlined, no titles, no extra keys)."""
+        schema = _inline_refs(self.args_model.model_json_schema())
+        schema["additionalProperties"] = False
+        return schema
+
+    def openai_schema(self) -> dict:
+        """The ``tools`` entry for an OpenAI-compatible chat request."""
+        return {"type": "function", "function": {"name": self.name, "description": self.description,
+                                                 "parameters": self.parameters_schema(), "strict": True}}
+
+    def signature_line(self) -> str:
+        """``name(arg: type, ...)`` with the argument descriptions, for prompts."""
+        props = self.parameters_schema().get("properties", {})
+        required = set(self.parameters_schema().get("required", []))
+        args = []
+        for k, v in props.items():
+            typ = v.get("type", "any")
+            if typ == "array":
+                inner = v.get("items", {}).get("type", "any")
+                typ = f"array of {inner}" + ("s" if inner != "any" else "")
+            opt = "" if k in required else f" = {v.get('default')!r}"
+            args.append(f"{k}: {typ}{opt}")
+        return f"{self.name}({', '.join(args)})"
+
+    def run(self, ctx: ToolContext, arguments: dict | None) -> Observation:
+        """Validate ``arguments`` and run the tool; every failure becomes an error observation."""
+        t0 = time.perf_counter()
+        arguments = dict(arguments or {})
+        # Small models copy JSON-schema keywords from the tool list into their arguments.
+        dropped = [k for k in arguments if k in _SCHEMA_KEYWORDS and k not in self.args_model.model_fields]
+        for k in dropped:
+            arguments.pop(k)
+        try:
+            args = self.args_model.model_validate(arguments)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors())
+            return Observation(f"Error: invalid arguments for {self.name}: {problems}. "
+                               f"Expected {self.signature_line()}.", {"arguments": arguments}, error=True)
+        try:
+            obs = self.fn(ctx, **args.model_dump())
+        except (AviError, ValueError) as exc:
+            obs = Observation(f"Error in {self.name}: {exc}", error=True)
+        except Exception as exc:  # a tool bug must not end the episode
+            obs = Observation(f"Error in {self.name}: {type(exc).__name__}: {exc}",
+                              {"traceback": traceback.format_exc(limit=5)}, error=True)
+        obs.data.setdefault("seconds", round(time.perf_counter() - t0, 3))
+        if dropped:
+            obs.notes.append(f"ignored schema keywords in the arguments: {', '.join(dropped)}")
+        return obs
+
+
+def tool(phase: str) -> Callable[[Callable], Tool]:
+    """Decorator: declare a function as an agent tool of ``phase``."""
+
+    def wrap(fn: Callable) -> Tool:
+        return Tool(fn, phase)
+
+    return wrap

@@ -1,0 +1,150 @@
+"""Perceive tools (AVI §3.3.2): look at the frames themselves.
+
+Implemented here: ``text_extract``, ``object_detect`` and ``frame_analysis``;
+``boundary_detect`` comes with the tools issue. Every tool samples frames at
+the index's rate (2 fps) inside the requested ranges, thinned uniformly to a
+per-call cap, and reports which frames it looked at.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+
+from avi.backends.captioner import normalise_text
+from avi.tools.base import Observation, StrList, TimeRanges, ToolContext, clip_ranges, sample_times, tool
+from avi.video.timecode import fmt_range
+
+
+def _frames(ctx: ToolContext, time_ranges: list[list[float]], max_frames: int):
+    ranges, notes = clip_ranges(ctx, time_ranges)
+    times = sample_times(ranges, ctx.settings.fps, max_frames)
+    frames = ctx.video.frames_at(times)
+    return ranges, notes, frames
+
+
+def _where(ranges: list[list[float]], times: list[float]) -> str:
+    if len(times) <= 6:
+        return "looked at the frame" + ("s" if len(times) > 1 else "") + " at " + ", ".join(f"{t:.1f}s" for t in times)
+    return f"looked at {len(times)} frames in " + ", ".join(fmt_range(s, e) for s, e in ranges)
+
+
+def _with_notes(text: str, notes: list[str]) -> str:
+    return text + ("\nNote: " + "; ".join(notes) if notes else "")
+
+
+@tool("perceive")
+def text_extract(ctx: ToolContext, time_ranges: TimeRanges) -> Observation:
+    """Read on-screen text (OCR) in frames of the given time ranges; repeated text is merged across neighbouring frames.
+
+    Args:
+        time_ranges: where to read, [[start_s, end_s], ...] in seconds; [t, t] reads the frame at t.
+    """
+    ranges, notes, frames = _frames(ctx, time_ranges, ctx.settings.perceive_max_frames)
+    ocr = ctx.backends.ocr
+    step = 1.0 / ctx.settings.fps
+    # De-duplicate across neighbouring frames: one entry per text per run of frames.
+    runs: list[dict] = []
+    open_runs: dict[str, dict] = {}
+    lines_all = []
+    for f in frames:
+        seen = set()
+        for line in ocr.read(f):
+            key = normalise_text(line.text)
+            if not key or key in seen:
+                continue
+            seen.add(key)
+            lines_all.append(line.to_dict())
+            run = open_runs.get(key)
+            if run is not None and f.t_s - run["last_s"] <= 2.5 * step + 1e-6:
+                run["last_s"] = f.t_s
+                run["frames"] += 1
+                if line.score > run["score"]:
+                    run.update(text=line.text, score=line.score, box=list(line.box))
+            else:
+                run = {"text": line.text, "first_s": f.t_s, "last_s": f.t_s, "frames": 1, "score": line.score,
+                       "box": list(line.box)}
+                runs.append(run)
+                open_runs[key] = run
+    runs.sort(key=lambda r: (r["first_s"], r["box"][1]))
+    head = f"text_extract ({ocr.name}) {_where(ranges, [f.t_s for f in frames])}"
+    if not runs:
+        return Observation(_with_notes(head + ". No text found.", notes), {"lines": []},
+                           [f.t_s for f in frames], notes=notes)
+    body = [f'"{r["text"]}" at {r["first_s"]:.1f}s' + (f"–{r['last_s']:.1f}s" if r["last_s"] > r["first_s"] else "")
+            + f" (score {r['score']:.2f})" for r in runs]
+    evidence = [[r["first_s"], r["last_s"]] for r in runs]
+    return Observation(_with_notes(head + ". Text found:\n" + "\n".join(body), notes),
+                       {"texts": [{**r, "score": round(r["score"], 3)} for r in runs], "lines": lines_all},
+                       [f.t_s for f in frames], evidence, notes=notes)
+
+
+@tool("perceive")
+def object_detect(ctx: ToolContext, time_ranges: TimeRanges, objects: StrList) -> Observation:
+    """Detect and count objects named in words (e.g. ["person"]) in frames of the given time ranges; boxes are pixel xyxy.
+
+    Args:
+        time_ranges: where to look, [[start_s, end_s], ...] in seconds; [t, t] looks at the frame at t.
+        objects: names of the objects to find, e.g. ["person", "face"].
+    """
+    ranges, notes, frames = _frames(ctx, time_ranges, ctx.settings.perceive_max_frames)
+    det = ctx.backends.detector
+    counts: dict[str, list[tuple[float, int]]] = defaultdict(list)
+    boxes = []
+    unsupported: list[str] = []
+    labels = list(dict.fromkeys(o.strip().lower() for o in objects if o.strip()))
+    for f in frames:
+        res = det.detect(f, labels)
+        unsupported = res.unsupported
+        per = defaultdict(int)
+        for d in res.detections:
+            per[d.label] += 1
+            boxes.append(d.to_dict())
+        for label in labels:
+            if label not in res.unsupported:
+                counts[label].append((f.t_s, per[label]))
+    head = f"object_detect ({det.name}) {_where(ranges, [f.t_s for f in frames])}"
+    body = []
+    evidence = []
+    summary = {}
+    for label, seq in counts.items():
+        ns = [n for _, n in seq]
+        present = [t for t, n in seq if n > 0]
+        summary[label] = {"max": max(ns), "median": statistics.median(ns), "frames_with": len(present),
+                          "per_frame": [[t, n] for t, n in seq]}
+        if not present:
+            body.append(f"{label}: none found")
+            continue
+        if len(seq) == 1:
+            body.append(f"{label}: {ns[0]} found at {seq[0][0]:.1f}s")
+        else:
+            per_frame = ", ".join(f"{n} at {t:.1f}s" for t, n in seq)
+            body.append(f"{label} count per frame: {per_frame}; at most {max(ns)} in one frame "
+                        f"(median {statistics.median(ns):g})")
+        evidence.append([min(present), max(present)])
+    if unsupported:
+        body.append(f"unsupported on this profile ({det.name} detects only people and faces): "
+                    + ", ".join(unsupported))
+    if not counts:
+        text = head + ". " + body[-1] + ". Use text_extract or frame_analysis instead."
+        return Observation(_with_notes(text, notes), {"unsupported": unsupported}, [f.t_s for f in frames],
+                           notes=notes)
+    return Observation(_with_notes(head + ". Result:\n" + "\n".join(body), notes),
+                       {"summary": summary, "detections": boxes, "unsupported": unsupported},
+                       [f.t_s for f in frames], evidence, notes=notes)
+
+
+@tool("perceive")
+def frame_analysis(ctx: ToolContext, time_ranges: TimeRanges, question: str) -> Observation:
+    """Analyse frames of the given time ranges in detail for a specific question (the most expensive tool; use it last).
+
+    Args:
+        time_ranges: all promising ranges, [[start_s, end_s], ...] in seconds.
+        question: what to find out from these frames.
+    """
+    ranges, notes, frames = _frames(ctx, time_ranges, ctx.settings.frame_analysis_max_frames)
+    analyzer = ctx.backends.frame_analyzer
+    result = analyzer.analyze(frames, question)
+    head = f"frame_analysis ({analyzer.name}) {_where(ranges, [f.t_s for f in frames])}"
+    return Observation(_with_notes(head + ".\n" + result.text, notes), result.data, [f.t_s for f in frames],
+                       [[s, e] for s, e in ranges], notes=notes)
