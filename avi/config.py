@@ -95,6 +95,7 @@ class Settings(BaseSettings):
     # --- agent
     max_iterations: int = 10
     max_retries: int = Field(default=2, description="malformed tool calls re-asked per iteration")
+    retry_temperature: float = Field(default=0.7, description="sampling temperature of re-asked replies")
 
     def resolved_profile(self) -> Literal["cpu", "gpu"]:
         """``cpu`` or ``gpu``: ``auto`` means gpu iff an LLM endpoint is configured."""

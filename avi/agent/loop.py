@@ -43,7 +43,7 @@ from avi.backends.llm import ChatClient, ContextOverflowError
 from avi.config import Settings
 from avi.index.graph import merge_spans
 from avi.tools import ALL_TOOLS, PHASES, Tool, ToolContext, tools_for
-from avi.video.timecode import clock_times_in
+from avi.video.timecode import clock_times_in, mentions_time
 
 
 @dataclass
@@ -94,10 +94,11 @@ class Agent:
         return self.prompts.render("system", core_protocol=self.prompts.text("core_protocol"),
                                    tool_descriptions="\n".join(lines), video_length=f"{self.ctx.duration_s:.1f}")
 
-    def _call_llm(self, history: list[dict], extra: list[dict] | None = None, require: list[str] | None = None):
+    def _call_llm(self, history: list[dict], extra: list[dict] | None = None, require: list[str] | None = None,
+                  temperature: float | None = None):
         messages = [{"role": "system", "content": self._system()}] + history + (extra or [])
-        kwargs = dict(max_tokens=self.settings.llm_max_tokens, temperature=self.settings.llm_temperature,
-                      seed=self.settings.llm_seed, require_tool=require)
+        kwargs = dict(max_tokens=self.settings.llm_max_tokens, seed=self.settings.llm_seed, require_tool=require,
+                      temperature=self.settings.llm_temperature if temperature is None else temperature)
         tools = self._schemas  # also for the forced answer: an unchanged prefix keeps the KV cache
         try:
             return self.llm.chat(messages, tools, **kwargs)
@@ -116,143 +117,169 @@ class Agent:
         """
         t_start = time.perf_counter()
         trace = trace or Trace(question=question)
-        options = parse_options(question)
-        options_text = ("Options: " + "; ".join(f"{k}. {v}" for k, v in options.items())) if options else ""
+        st = _State(question=question, options=parse_options(question))
+        st.options_text = ("Options: " + "; ".join(f"{k}. {v}" for k, v in st.options.items())) \
+            if st.options else ""
         times = clock_times_in(question)
         time_hint = ("Times in the question, in seconds: " + ", ".join(f"{c} = {v:g}s" for c, v in times) + ".") \
             if times else ""
-        history: list[dict] = [{"role": "user", "content": self.prompts.render(
-            "question", question=question, options=options_text, time_hint=time_hint)
-            + "\n\n" + self.prompts.text("stage_retrieve")}]
-        phase = "retrieve"
-        perceived_this_round = 0
-        evidence: list[list[float]] = []
-        looked: list[list[float]] = []
-        answer: str | None = None
-        candidate: str | None = None
-        iteration = 0
+        st.history.append({"role": "user", "content": self.prompts.render(
+            "question", question=question, options=st.options_text, time_hint=time_hint)
+            + "\n\n" + self.prompts.text("stage_retrieve")})
 
-        def enter(new_phase: str, step_notes: list[str] | None = None) -> None:
-            nonlocal phase, perceived_this_round
-            if new_phase == phase:
-                return
-            phase = new_phase
-            if phase == "perceive":
-                perceived_this_round = 0
-            history.append({"role": "user", "content": self.prompts.text(f"stage_{phase}")})
-            if step_notes is not None:
-                step_notes.append(f"entered {phase}")
-
-        while iteration < self.settings.max_iterations and answer is None:
-            iteration += 1
-            retries: list[dict] = []
-            # Perceive must look at frames before it may end: then the only valid action is a
-            # perceive tool call, so ask for one under constrained decoding straight away.
-            require = [t.name for t in tools_for("perceive")] if phase == "perceive" and not perceived_this_round \
-                else None
-            for attempt in range(self.settings.max_retries + 1):
-                res = self._call_llm(history, retries, require)
-                reply = parse_reply(res.content, res.reasoning, res.tool_calls)
-                problem = self._problem(reply, phase, perceived_this_round)
-                common = dict(iteration=iteration, phase=phase, thought=reply.thought, content=res.content,
-                              llm_seconds=round(res.seconds, 3), prompt_tokens=res.prompt_tokens,
-                              completion_tokens=res.completion_tokens)
-                if problem is None:
-                    break
-                trace.add(kind="retry", notes=[problem], **common)
-                if attempt == self.settings.max_retries:
-                    reply = None
-                    break
-                retries += [{"role": "assistant", "content": res.content or "(empty reply)"},
-                            {"role": "user", "content": self.prompts.render(
-                                "tool_retry", problem=problem,
-                                tools=", ".join(t.name for t in tools_for(phase)) or "none")}]
-                if reply.call is not None and tools_for(phase):
-                    # A broken or misplaced call: the retry decodes a call of this phase's tools.
-                    require = [t.name for t in tools_for(phase)]
+        while st.iteration < self.settings.max_iterations and st.answer is None:
+            st.iteration += 1
+            res, reply, common = self._decide(st, trace)
             if reply is None:
                 # No usable reply after the retries: Retrieve moves on to Perceive (the agent
                 # can still look at frames); Perceive and Review spend the iteration.
-                if phase == "retrieve":
+                if st.phase == "retrieve":
                     notes: list[str] = ["no usable reply after retries"]
-                    enter("perceive", notes)
-                    trace.add(kind="stage_switch", switch_to="perceive", notes=notes, iteration=iteration,
+                    self._enter(st, "perceive", notes)
+                    trace.add(kind="stage_switch", switch_to="perceive", notes=notes, iteration=st.iteration,
                               phase="retrieve")
                 continue
-
-            call_tool = ALL_TOOLS.get(reply.call.name) if reply.call else None
-            if call_tool is not None:
-                notes = []
-                if reply.extra_calls:
-                    notes.append(f"{reply.extra_calls} further tool call(s) in the same reply ignored")
-                if call_tool.phase != phase:
-                    enter(call_tool.phase, notes)  # implied switch (only retrieve/review -> perceive pass _problem)
-                    common["phase"] = phase
-                obs = call_tool.run(self.ctx, reply.call.arguments)
-                self._append_tool_exchange(history, res, reply, call_tool, obs.text)
-                if call_tool.phase == "perceive" and not obs.error:
-                    perceived_this_round += 1
-                    evidence += obs.evidence
-                    if obs.frames_s:
-                        looked.append([min(obs.frames_s), max(obs.frames_s)])
-                trace.add(kind="tool_call", tool=call_tool.name, arguments=reply.call.arguments,
-                          observation=obs.text, observation_data=obs.data, error=obs.error,
-                          tool_seconds=obs.data.get("seconds", 0.0), frames_s=obs.frames_s,
-                          notes=notes + obs.notes, **common)
+            if reply.call is not None:
+                self._run_tool(st, trace, res, reply, common)
                 continue
-
             # No tool call: a directive, an answer, or neither.
-            history.append({"role": "assistant", "content": res.content or ""})
-            if phase == "review" and reply.answer and reply.switch != "perceive":
-                answer = reply.answer
-                trace.add(kind="answer", answer=answer, **common)
+            st.history.append({"role": "assistant", "content": res.content or ""})
+            if st.phase == "review" and reply.answer and reply.switch != "perceive":
+                st.answer = reply.answer
+                trace.add(kind="answer", answer=st.answer, **common)
                 break
             if reply.answer:
-                candidate = reply.answer
+                st.candidate = reply.answer
             # Algorithm 1: no tool call moves Retrieve -> Perceive and Perceive -> Review.
             target = {"retrieve": "perceive", "perceive": "review",
-                      "review": "perceive" if reply.switch == "perceive" else None}[phase]
+                      "review": "perceive" if reply.switch == "perceive" else None}[st.phase]
             if target is None:
-                history.append({"role": "user", "content": self.prompts.text("review_nudge")})
+                st.history.append({"role": "user", "content": self.prompts.text("review_nudge")})
                 trace.add(kind="nudge", **common)
                 continue
             notes = []
-            if reply.answer and phase != "review":
-                notes.append(f"answer given in {phase} kept as a candidate; review decides")
-            enter(target, notes)
+            if reply.answer and st.phase != "review":
+                notes.append(f"answer given in {st.phase} kept as a candidate; review decides")
+            self._enter(st, target, notes)
             trace.add(kind="stage_switch", switch_to=target, notes=notes, **common)
 
-        forced = answer is None
+        forced = st.answer is None
         if forced:
-            answer = self._forced_answer(trace, history, question, options_text, candidate)
-        choice = extract_choice(answer, options)
-        interval = extract_interval(answer)
-        ev = merge_spans([list(map(float, e)) for e in evidence]) or merge_spans(looked)
-        trace.answer, trace.choice, trace.interval, trace.evidence = answer, choice, interval, ev
-        trace.iterations, trace.forced = iteration, forced
+            st.answer = self._forced_answer(trace, st.history, question, st.options_text, st.candidate)
+        choice = extract_choice(st.answer, st.options)
+        interval = extract_interval(st.answer)
+        ev = merge_spans([list(map(float, e)) for e in st.evidence]) or merge_spans(st.looked)
+        trace.answer, trace.choice, trace.interval, trace.evidence = st.answer, choice, interval, ev
+        trace.iterations, trace.forced = st.iteration, forced
         trace.seconds["agent"] = round(time.perf_counter() - t_start, 3)
-        return AgentResult(answer, choice, interval, ev, trace)
+        return AgentResult(st.answer, choice, interval, ev, trace)
+
+    # ------------------------------------------------------------------ steps
+
+    def _enter(self, st: "_State", new_phase: str, step_notes: list[str] | None = None) -> None:
+        """Switch phase and send the new stage's instruction."""
+        if new_phase == st.phase:
+            return
+        st.phase = new_phase
+        if new_phase == "perceive":
+            st.perceived = 0
+        st.history.append({"role": "user", "content": self.prompts.text(f"stage_{new_phase}")})
+        if step_notes is not None:
+            step_notes.append(f"entered {new_phase}")
+
+    def _required(self, st: "_State") -> list[str] | None:
+        """Tools one of which the next reply must call, or None when the model may choose.
+
+        Perceive must look at frames before it ends (AVI Fig. 11), and Retrieve must search
+        before it ends unless the question names a time: in those states the only valid
+        action is such a call, so it is decoded under constraint straight away.
+        """
+        if st.phase == "perceive" and not st.perceived:
+            return [t.name for t in tools_for("perceive")]
+        if st.phase == "retrieve" and not st.retrieved and not mentions_time(st.question):
+            return [t.name for t in tools_for("retrieve")]
+        return None
+
+    def _decide(self, st: "_State", trace: Trace):
+        """Ask for one usable decision, re-asking with the problem up to ``max_retries`` times.
+
+        Retries sample (temperature ``retry_temperature``): a greedy model would repeat itself.
+
+        Returns:
+            (chat result, parsed reply or None if none was usable, common step fields)
+        """
+        retries: list[dict] = []
+        require = self._required(st)
+        temperature = self.settings.llm_temperature
+        for attempt in range(self.settings.max_retries + 1):
+            res = self._call_llm(st.history, retries, require, temperature)
+            reply = parse_reply(res.content, res.reasoning, res.tool_calls)
+            problem = self._problem(reply, st)
+            common = dict(iteration=st.iteration, phase=st.phase, thought=reply.thought, content=res.content,
+                          llm_seconds=round(res.seconds, 3), prompt_tokens=res.prompt_tokens,
+                          completion_tokens=res.completion_tokens)
+            if problem is None:
+                return res, reply, common
+            trace.add(kind="retry", notes=[problem], **common)
+            retries += [{"role": "assistant", "content": res.content or "(empty reply)"},
+                        {"role": "user", "content": self.prompts.render(
+                            "tool_retry", problem=problem,
+                            tools=", ".join(t.name for t in tools_for(st.phase)) or "none")}]
+            if reply.call is not None and (reply.call.error or reply.call.name not in
+                                           [t.name for t in tools_for(st.phase)]) and tools_for(st.phase):
+                # A broken or misplaced call: the retry decodes a call of this phase's tools.
+                require = [t.name for t in tools_for(st.phase)]
+            temperature = max(temperature, self.settings.retry_temperature)
+        return res, None, common
+
+    def _run_tool(self, st: "_State", trace: Trace, res, reply: Reply, common: dict) -> None:
+        tool = ALL_TOOLS[reply.call.name]
+        notes = []
+        if reply.extra_calls:
+            notes.append(f"{reply.extra_calls} further tool call(s) in the same reply ignored")
+        if tool.phase != st.phase:
+            self._enter(st, tool.phase, notes)  # implied switch (only retrieve/review -> perceive pass _problem)
+            common["phase"] = st.phase
+        obs = tool.run(self.ctx, reply.call.arguments)
+        st.seen.add(_call_key(reply.call.name, reply.call.arguments))
+        self._append_tool_exchange(st.history, res, reply, tool, obs.text)
+        if not obs.error:
+            if tool.phase == "perceive":
+                st.perceived += 1
+                st.evidence += obs.evidence
+                if obs.frames_s:
+                    st.looked.append([min(obs.frames_s), max(obs.frames_s)])
+            else:
+                st.retrieved += 1
+        trace.add(kind="tool_call", tool=tool.name, arguments=reply.call.arguments, observation=obs.text,
+                  observation_data=obs.data, error=obs.error, tool_seconds=obs.data.get("seconds", 0.0),
+                  frames_s=obs.frames_s, notes=notes + obs.notes, **common)
 
     # ------------------------------------------------------------------ helpers
 
     @staticmethod
-    def _problem(reply: Reply, phase: str, perceived: int) -> str | None:
-        """What is wrong with a reply in ``phase`` (None if it can be acted on)."""
-        call = reply.call
+    def _problem(reply: Reply, st: "_State") -> str | None:
+        """What is wrong with a reply in the current state (None if it can be acted on)."""
+        call, phase = reply.call, st.phase
+        allowed = [t.name for t in tools_for(phase)]
         if call is not None:
             if call.error:
                 return call.error
             tool = ALL_TOOLS.get(call.name)
-            allowed = [t.name for t in tools_for(phase)]
             if tool is None:
                 return f"there is no tool named {call.name!r}. Tools in this stage: {', '.join(allowed) or 'none'}"
             if tool.phase != phase and not (tool.phase == "perceive" and phase in ("retrieve", "review")):
                 return (f"{call.name} cannot be used in the {phase.upper()} stage. "
                         f"Tools in this stage: {', '.join(allowed) or 'none'}")
+            if _call_key(call.name, call.arguments) in st.seen:
+                return (f"you already called {call.name} with exactly these arguments and its result is above. "
+                        f"Use other arguments or another tool, or write a stage directive")
             return None
-        if phase == "perceive" and not perceived:
+        if phase == "perceive" and not st.perceived:
             return ("you must call a perceive tool (text_extract, object_detect or frame_analysis) on the "
                     "relevant time ranges before leaving the PERCEIVE stage")
+        if phase == "retrieve" and not st.retrieved and not mentions_time(st.question):
+            return "call clip_retrieve first to find the time ranges worth inspecting"
         return None
 
     def _append_tool_exchange(self, history: list[dict], res, reply: Reply, tool: Tool, observation: str) -> None:
@@ -285,6 +312,29 @@ class Agent:
                   answer=answer, llm_seconds=round(res.seconds, 3), prompt_tokens=res.prompt_tokens,
                   completion_tokens=res.completion_tokens, notes=notes)
         return answer
+
+
+@dataclass
+class _State:
+    """Mutable state of one run (AVI §3.4: messages, phase, evidence)."""
+
+    question: str
+    options: dict[str, str]
+    options_text: str = ""
+    phase: str = "retrieve"
+    history: list[dict] = field(default_factory=list)
+    iteration: int = 0
+    perceived: int = 0  # successful perceive calls since Perceive was (re-)entered
+    retrieved: int = 0  # successful retrieve calls
+    evidence: list[list[float]] = field(default_factory=list)
+    looked: list[list[float]] = field(default_factory=list)
+    seen: set = field(default_factory=set)
+    answer: str | None = None
+    candidate: str | None = None
+
+
+def _call_key(name: str, arguments: dict | None) -> tuple[str, str]:
+    return name, json.dumps(arguments or {}, sort_keys=True)
 
 
 def _compact(history: list[dict], keep_last: int = 4) -> None:

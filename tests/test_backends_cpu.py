@@ -1,0 +1,117 @@
+"""The cpu profile's model backends on real frames: OCR, detector, embedder, captioner, frame analyzer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import sample_video
+
+from avi.backends.detector import OpenCvDetector, nms
+from avi.video.clips import Clip
+from avi.video.decode import Frame, VideoReader, probe, sample_frames
+
+
+@pytest.fixture(scope="module")
+def sign_frames(sign_video):
+    return VideoReader(probe(sign_video)).frames_at([2.0, 5.0, 13.0])
+
+
+def test_ocr_reads_drawn_text(session_backends, sign_frames):
+    ocr = session_backends.ocr
+    assert ocr.read(sign_frames[0]) == []
+    lines = ocr.read(sign_frames[1])
+    assert [l.text for l in lines] == ["EXIT 42"]
+    line = lines[0]
+    assert line.score > 0.9 and line.t_s == 5.0
+    x1, y1, x2, y2 = line.box  # drawn at (60, 140), 64 px font
+    assert 40 <= x1 <= 80 and 120 <= y1 <= 170 and x2 > x1 + 150 and y2 > y1 + 30
+    assert [l.text for l in ocr.read(sign_frames[2])] == ["ROOM 7B"]
+
+
+def test_hog_counts_people_on_vtest(session_backends):
+    frame = VideoReader(probe(sample_video("vtest.avi"))).frames_at([40.0])[0]
+    res = session_backends.detector.detect(frame, ["person"])
+    # Three pedestrians are on the path at 40 s (checked by eye); HOG may miss or add one.
+    assert 2 <= len(res.detections) <= 4
+    for d in res.detections:
+        x1, y1, x2, y2 = d.box
+        assert 0 <= x1 < x2 <= 768 and 0 <= y1 < y2 <= 576
+        assert (y2 - y1) > (x2 - x1)  # people are taller than wide
+        assert 0.0 <= d.score <= 1.0 and d.label == "person"
+    assert res.unsupported == []
+
+
+def test_detector_label_mapping_and_unsupported(session_backends, sign_frames):
+    res = session_backends.detector.detect(sign_frames[0], ["people", "dog", "Face", "traffic light"])
+    assert res.unsupported == ["dog", "traffic light"]
+    assert OpenCvDetector.canonical("pedestrians") == "person"
+    assert OpenCvDetector.canonical("faces") == "face"
+    assert OpenCvDetector.canonical("car") is None
+    # no people or faces in a synthetic frame of text and colour
+    assert res.detections == []
+
+
+def test_haar_finds_the_face_in_carphone(session_backends):
+    frames = list(sample_frames(probe(sample_video("carphone_pristine.mp4")), fps=1.0))
+    found = [len(session_backends.detector.detect(f, ["face"]).detections) for f in frames]
+    assert max(found) >= 1
+
+
+def test_nms_suppresses_overlaps():
+    boxes = [(0, 0, 100, 100), (5, 5, 105, 105), (200, 200, 250, 250)]
+    keep = nms(boxes, [0.9, 0.8, 0.7], 0.5)
+    assert keep == [0, 2]
+    assert nms(boxes, [0.9, 0.8, 0.7], 0.99) == [0, 1, 2]
+    assert nms([], [], 0.5) == []
+
+
+def test_embedder_similarity(session_backends):
+    emb = session_backends.embedder
+    vecs = emb.embed(["a red car on the street", "a crimson automobile on a road", "a bowl of soup"])
+    assert vecs.shape == (3, emb.dim) and emb.dim == 384
+    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-4)
+    assert vecs[0] @ vecs[1] > vecs[0] @ vecs[2] + 0.2
+    assert emb.embed([]).shape == (0, 384)
+
+
+def test_perception_caption(session_backends, sign_video):
+    info = probe(sign_video)
+    frames = list(sample_frames(info, fps=2.0, start_s=5.0, end_s=10.0))
+    cap = session_backends.captioner.caption(Clip(1, 5.0, 10.0), frames)
+    assert cap.captioner == "perception-caption-v1"
+    assert "EXIT 42" in cap.text and "no people" in cap.text.lower()
+    assert cap.data["ocr"][0]["text"] == "EXIT 42"
+    assert cap.data["subject_registry"] == {}
+    assert "blue" in [c for c, _ in cap.data["colours"]]
+    # the next clip starts with the cut at 10 s
+    nxt = list(sample_frames(info, fps=2.0, start_s=10.0, end_s=15.0))
+    cap2 = session_backends.captioner.caption(Clip(2, 10.0, 15.0), nxt, previous=frames[-1])
+    assert cap2.data["shot_changes_s"] == [10.0] and "Shot change at 10.0s" in cap2.text
+
+
+def test_perception_caption_people_registry(session_backends):
+    info = probe(sample_video("vtest.avi"))
+    frames = list(sample_frames(info, fps=2.0, start_s=40.0, end_s=45.0))
+    cap = session_backends.captioner.caption(Clip(8, 40.0, 45.0), frames)
+    reg = cap.data["subject_registry"]
+    assert "person" in reg and reg["person"]["max_count"] >= 2
+    assert 40.0 <= reg["person"]["first_seen"] < 45.0
+    assert "people visible" in cap.text
+
+
+def test_frame_analyzer_is_a_measurement(session_backends, sign_frames):
+    res = session_backends.frame_analyzer.analyze(sign_frames, "what does the sign say?")
+    assert "cpu profile has no VLM" in res.text
+    assert '"EXIT 42"' in res.text and '"ROOM 7B"' in res.text
+    assert [r["t_s"] for r in res.data["frames"]] == [2.0, 5.0, 13.0]
+    assert res.data["shot_changes_s"] == [13.0]
+
+
+def test_empty_clip_caption(session_backends):
+    cap = session_backends.captioner.caption(Clip(0, 0.0, 5.0), [])
+    assert "no frames" in cap.text.lower()
+
+
+def test_frame_type_shapes():
+    f = Frame(1.5, np.zeros((4, 6, 3), np.uint8))
+    assert f.t_s == 1.5 and f.image.shape == (4, 6, 3)

@@ -1,0 +1,114 @@
+"""The embedded llama.cpp server and the OpenAI-compatible client, with a real (tiny) GGUF.
+
+SmolLM2-135M is useless for reasoning but real: it exercises the server's
+start-up, the chat template, constrained decoding and shutdown in seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import httpx
+import pytest
+
+from avi.backends.llm import ChatClient, call_schema
+from avi.backends.llama_server_main import repair_chat_template
+from avi.backends.llm_server import LlamaCppServer, free_port
+from avi.config import Settings
+from avi.errors import LLMUnavailableError
+from avi.tools import ALL_TOOLS
+from avi.weights import resolve
+
+
+@pytest.fixture(scope="module")
+def smol_server():
+    s = Settings()
+    gguf = resolve("smollm2-135m-instruct", s.models_dir, s.weights_lock)
+    server = LlamaCppServer(gguf, n_ctx=4096, n_threads=2, start_timeout_s=60)
+    server.start()
+    yield server
+    server.stop()
+
+
+def test_server_binds_loopback_and_answers(smol_server):
+    assert smol_server.base_url.startswith("http://127.0.0.1:")
+    r = httpx.Client(trust_env=False).get(f"{smol_server.base_url}/models")
+    assert r.status_code == 200 and r.json()["data"][0]["id"] == "avi-orchestrator"
+    # not reachable on a non-loopback address of this host
+    with pytest.raises(ValueError):
+        LlamaCppServer(smol_server.gguf, host="0.0.0.0")
+
+
+def test_client_chat(smol_server):
+    client = ChatClient.connect(smol_server.base_url, constrain="json_schema")
+    assert client.model == "avi-orchestrator"
+    res = client.chat([{"role": "user", "content": "What is the capital of France? One word."}], max_tokens=16)
+    assert res.content.strip() and res.prompt_tokens > 0 and res.completion_tokens > 0 and res.seconds > 0
+
+
+def test_constrained_tool_call_is_schema_valid(smol_server):
+    """Even a 135M model returns a valid call when decoding is constrained by the tool schemas."""
+    client = ChatClient.connect(smol_server.base_url, constrain="json_schema")
+    tools = [t.openai_schema() for t in ALL_TOOLS.values()]
+    names = ["text_extract", "object_detect"]
+    res = client.chat([{"role": "user", "content": "Read the text on screen at 12 seconds."}], tools,
+                      max_tokens=200, require_tool=names)
+    call = json.loads(res.content)
+    assert call["name"] in names
+    tool = ALL_TOOLS[call["name"]]
+    tool.args_model.model_validate(call["arguments"])  # raises if the arguments break the schema
+
+
+def test_call_schema_shapes():
+    tools = [t.openai_schema() for t in ALL_TOOLS.values()]
+    one = call_schema(tools, ["clip_retrieve"])
+    assert one["properties"]["name"]["enum"] == ["clip_retrieve"]
+    two = call_schema(tools, ["text_extract", "object_detect"])
+    assert [v["properties"]["name"]["enum"][0] for v in two["anyOf"]] == ["text_extract", "object_detect"]
+
+
+def test_stop_frees_port_and_process():
+    s = Settings()
+    server = LlamaCppServer(resolve("smollm2-135m-instruct", s.models_dir, s.weights_lock), n_ctx=2048,
+                            start_timeout_s=60).start()
+    proc, port = server.proc, server.port
+    server.stop()
+    assert proc.poll() is not None
+    with socket.socket() as sock:  # the port can be bound again
+        sock.bind(("127.0.0.1", port))
+    server.stop()  # idempotent
+
+
+def test_bad_gguf_fails_with_log_tail(tmp_path):
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"GGUF" + b"\0" * 100)
+    with pytest.raises(LLMUnavailableError, match="exited"):
+        LlamaCppServer(bad, start_timeout_s=60).start()
+
+
+def test_unreachable_endpoint():
+    port = free_port()  # nothing listens there
+    with pytest.raises(LLMUnavailableError, match="cannot reach"):
+        ChatClient.connect(f"http://127.0.0.1:{port}/v1")
+
+
+def test_repair_chat_template():
+    broken = ('{{- "For each function call, return a json object:\\n<tool_call>\\n'
+              '{{\\"name\\": <function-name>, \\"arguments\\": <args-json-object>}}\\n</tool_call>" }}')
+    fixed = repair_chat_template(broken)
+    assert '{\\"name\\": <function-name>, \\"arguments\\": <args-json-object>}\\n' in fixed
+    assert "{{\\\"name" not in fixed
+    assert fixed.startswith("{{-")  # Jinja expressions untouched
+
+
+def test_repair_applies_to_the_shipped_qwen_template():
+    import llama_cpp
+
+    s = Settings()
+    gguf = resolve("qwen2.5-coder-1.5b-instruct", s.models_dir, s.weights_lock)
+    template = llama_cpp.Llama(str(gguf), vocab_only=True, verbose=False).metadata["tokenizer.chat_template"]
+    assert '{{\\"name\\": <function-name>' in template  # the defect is there ...
+    fixed = repair_chat_template(template)
+    assert '{{\\"name\\": <function-name>' not in fixed  # ... and gone after the repair
+    assert '<tool_call>\\n{\\"name\\": <function-name>, \\"arguments\\": <args-json-object>}\\n</tool_call>' in fixed
