@@ -63,9 +63,13 @@ class FakeDetector:
     """Test double of the detector: one 'person' per frame; records the labels asked for."""
 
     name = "fake-detector"
+    vocabulary = "people and faces"
 
     def __init__(self):
         self.calls: list[tuple[float, list[str]]] = []
+
+    def supports(self, label):
+        return label in ("person", "face")
 
     def detect(self, frame, labels):
         self.calls.append((frame.t_s, list(labels)))
@@ -282,9 +286,17 @@ def test_string_list_of_objects_coerced_and_lowercased():
     ctx = make_ctx()
     obs = object_detect.run(ctx, {"time_ranges": [[5, 5]], "objects": "Person, person; car"})
     assert not obs.error, obs.text
-    assert ctx.backends.detector.calls == [(5.0, ["person", "car"])]
+    # de-duplicated, lower-cased; the unsupported label never reaches the detector but is reported
+    assert ctx.backends.detector.calls == [(5.0, ["person"])]
     assert "person: 1 found at 5.0s" in obs.text
-    assert "car" in obs.data["unsupported"]
+    assert obs.data["unsupported"] == ["car"] and "unsupported on this profile" in obs.text
+
+
+def test_only_unsupported_objects_decode_nothing():
+    ctx = make_ctx()
+    obs = object_detect.run(ctx, {"time_ranges": [[5, 6]], "objects": ["car", "dog"]})
+    assert obs.error and "unsupported on this profile" in obs.text and "car, dog" in obs.text
+    assert ctx.video.requests == [] and ctx.backends.detector.calls == []
 
 
 def test_frame_analysis_gets_question_and_frames():

@@ -338,9 +338,14 @@ def _call_key(name: str, arguments: dict | None) -> tuple[str, str]:
 
 
 def _compact(history: list[dict], keep_last: int = 4) -> None:
-    """Shorten old tool results in place so the conversation fits the context again."""
-    for msg in history[:-keep_last]:
-        content = msg.get("content")
-        if isinstance(content, str) and len(content) > 300 and msg["role"] in ("tool", "user"):
-            msg["content"] = content[:280] + "\n…(older result shortened)"
+    """Shorten old tool results in place so the conversation fits the context again.
 
+    The first message (question, options, Retrieve instructions) and the model's own
+    turns are never shortened; only tool results older than the last ``keep_last`` messages.
+    """
+    for msg in history[1:-keep_last]:
+        content = msg.get("content")
+        is_result = msg["role"] == "tool" or (msg["role"] == "user" and isinstance(content, str)
+                                              and content.startswith("Result of "))
+        if is_result and isinstance(content, str) and len(content) > 300:
+            msg["content"] = content[:280] + "\n…(older result shortened)"

@@ -183,6 +183,7 @@ def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, back
         }
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
         if final.exists():
+            release_chroma(final / "chroma")  # a client opened on the old index must not serve it on
             old = root / f".{key}.old-{uuid.uuid4().hex[:8]}"
             os.replace(final, old)
             os.replace(tmp, final)

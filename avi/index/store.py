@@ -38,10 +38,12 @@ class ChromaEmbeddingFunction:
     downloads an ONNX model at run time and fails on an air-gapped machine.
     """
 
-    def __init__(self, embedder: Embedder):
+    def __init__(self, embedder: Embedder | None):
         self._embedder = embedder
 
     def __call__(self, input: Sequence[str]) -> list[np.ndarray]:  # noqa: A002 - Chroma's name
+        if self._embedder is None:
+            raise AviError("this Chroma collection was opened without avi's embedder")
         return list(self._embedder.embed(list(input)))
 
     def embed_query(self, input: Sequence[str]) -> list[np.ndarray]:  # noqa: A002
@@ -64,11 +66,15 @@ class ChromaEmbeddingFunction:
         return ["cosine"]
 
     def get_config(self) -> dict:
+        if self._embedder is None:
+            return {}
         return {"embedder": self._embedder.name, "dim": self._embedder.dim}
 
     @staticmethod
     def build_from_config(config: dict) -> "ChromaEmbeddingFunction":
-        raise AviError("avi's Chroma collections are opened by avi with their embedder")
+        # Chroma rebuilds stored embedding functions when it lists collections; avi always
+        # passes the real one when it opens a collection, so an unbound one is enough here.
+        return ChromaEmbeddingFunction(None)
 
     @staticmethod
     def validate_config(config: dict) -> None:
