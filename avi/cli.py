@@ -117,52 +117,26 @@ def _add_ask_args(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_ask(args) -> int:
-    from avi.agent.loop import Agent
-    from avi.agent.prompts import PromptLibrary
-    from avi.agent.trace import Trace
     from avi.backends import Backends
-    from avi.index.build import ensure_index
-    from avi.tools import ToolContext
-    from avi.video.decode import VideoReader, probe
+    from avi.pipeline import ask, default_trace_path
 
-    question = (args.question or "").strip()
-    if not question:
-        raise InputError("the question is empty")
     if args.max_iterations is not None and args.max_iterations < 1:
         raise InputError("--max-iterations must be at least 1")
+    if not (args.question or "").strip():
+        raise InputError("the question is empty")
     settings = _settings(args)
-    t0 = time.perf_counter()
-    info = probe(args.video)
     backends = Backends(settings)
     try:
-        if settings.llm_base_url:
-            backends.llm  # noqa: B018 - fail fast on an unreachable endpoint before indexing
-        index = ensure_index(info.path, settings, backends, rebuild=args.rebuild_index, progress=not args.quiet)
-        t_index = time.perf_counter() - t0
-        llm = backends.llm
-        prompts = PromptLibrary(settings.prompts_dir)
-        ctx = ToolContext(settings=settings, index=index, video=VideoReader(info, settings.max_side),
-                          backends=backends)
-        trace = Trace(question=question, video=str(info.path), video_sha256=index.manifest["video"]["sha256"],
-                      index_dir=str(index.path), profile=settings.resolved_profile(),
-                      llm={"base_url": llm.base_url if settings.llm_base_url else "embedded llama.cpp (127.0.0.1)",
-                           "model": settings.llm_gguf if not settings.llm_base_url else llm.model},
-                      settings={"max_iterations": settings.max_iterations, "fps": settings.fps,
-                                "clip_seconds": settings.clip_seconds, "perceive_max_frames":
-                                    settings.perceive_max_frames, "temperature": settings.llm_temperature},
-                      prompts_sha256=prompts.fingerprint())
-        result = Agent(llm, ctx, prompts, settings).run(question, trace)
+        result = ask(args.video, args.question, settings, backends, rebuild_index=args.rebuild_index,
+                     progress=not args.quiet)
     finally:
         backends.close()
-    trace.seconds["index"] = round(t_index, 3)
-    trace.seconds["total"] = round(time.perf_counter() - t0, 3)
-    trace_path = args.trace or (settings.traces_dir() /
-                                f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{trace.video_sha256[:8]}.json")
-    trace.write(trace_path)
+    trace = result.trace
+    trace_path = trace.write(args.trace or default_trace_path(settings, trace))
     if args.json:
         print(json.dumps({"answer": result.answer, "choice": result.choice, "interval": result.interval,
-                          "evidence": result.evidence, "trace": str(trace_path), "question": question,
-                          "video": str(info.path), "iterations": trace.iterations, "forced": trace.forced,
+                          "evidence": result.evidence, "trace": str(trace_path), "question": trace.question,
+                          "video": trace.video, "iterations": trace.iterations, "forced": trace.forced,
                           "seconds": trace.seconds}, ensure_ascii=False))
     else:
         print(f"Answer: {result.answer if result.answer is not None else '(no answer)'}")

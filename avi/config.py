@@ -86,7 +86,6 @@ class Settings(BaseSettings):
     embedder: str = Field(default="all-minilm-l6-v2", description="weights.lock entry of the sentence-transformers model")
 
     # --- tools
-    top_k: int = 16
     iou_threshold: float = 0.5
     frame_analysis_max_frames: int = 64
     perceive_max_frames: int = Field(default=16, description="frames per text_extract / object_detect call")

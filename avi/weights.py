@@ -18,16 +18,17 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import importlib.resources
 import importlib.util
 import os
 import shutil
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import tomllib
+
 from avi.errors import WeightsError
+from avi.hashing import sha256_file
 
 
 @dataclass(frozen=True)
@@ -81,15 +82,6 @@ def load_lock(lock_path: Path) -> dict[str, WeightEntry]:
             raise WeightsError(f"bad entry in {lock_path}: {exc}") from None
         entries[e.name] = e
     return entries
-
-
-def sha256_file(path: Path, chunk: int = 1 << 22) -> str:
-    """sha256 hex digest of a file."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
 
 
 # Verified digests are remembered per (path, size, mtime) within a process, so a

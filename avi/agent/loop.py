@@ -35,8 +35,15 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from avi.agent.parse import Reply, extract_choice, extract_interval, find_answer, parse_options, parse_reply, \
-    split_thought
+from avi.agent.parse import (
+    Reply,
+    extract_choice,
+    extract_interval,
+    find_answer,
+    parse_options,
+    parse_reply,
+    split_thought,
+)
 from avi.agent.prompts import PromptLibrary
 from avi.agent.trace import Trace
 from avi.backends.llm import ChatClient, ContextOverflowError
@@ -211,7 +218,7 @@ class Agent:
         retries: list[dict] = []
         require = self._required(st)
         temperature = self.settings.llm_temperature
-        for attempt in range(self.settings.max_retries + 1):
+        for _attempt in range(self.settings.max_retries + 1):
             res = self._call_llm(st.history, retries, require, temperature)
             reply = parse_reply(res.content, res.reasoning, res.tool_calls)
             problem = self._problem(reply, st)

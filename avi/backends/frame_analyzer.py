@@ -65,7 +65,7 @@ class PerceptionFrameAnalyzer:
             det = self.detector.detect(f, ["person", "face"])
             people = sum(d.label == "person" for d in det.detections)
             faces = sum(d.label == "face" for d in det.detections)
-            texts = [l.text for l in self.ocr.read(f)]
+            texts = [line.text for line in self.ocr.read(f)]
             colours = [n for n, _ in colour_names(f.image)]
             rows.append({"t_s": f.t_s, "people": people, "faces": faces, "text": texts, "colours": colours})
             desc = f"{f.t_s:.1f}s: {people} {'person' if people == 1 else 'people'}"

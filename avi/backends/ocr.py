@@ -69,5 +69,5 @@ class RapidOcrEngine:
             q = np.asarray(quad, dtype=float).reshape(-1, 2)
             box = (float(q[:, 0].min()), float(q[:, 1].min()), float(q[:, 0].max()), float(q[:, 1].max()))
             lines.append(OcrLine(text, float(score), box, frame.t_s))
-        lines.sort(key=lambda l: (round(l.box[1] / 20), l.box[0]))
+        lines.sort(key=lambda ln: (round(ln.box[1] / 20), ln.box[0]))
         return lines

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-
 Box = tuple[float, float, float, float]
 """A box in pixels of the analysed frame, ``(x1, y1, x2, y2)`` (xyxy)."""
 

@@ -28,8 +28,14 @@ from avi import __version__
 from avi.backends import Backends
 from avi.config import Settings, fingerprint
 from avi.index.graph import build_entity_graph, save_graph
-from avi.index.store import COLLECTION, SCHEMA_VERSION, ChromaEmbeddingFunction, VideoIndex, chroma_client, \
-    release_chroma
+from avi.index.store import (
+    COLLECTION,
+    SCHEMA_VERSION,
+    ChromaEmbeddingFunction,
+    VideoIndex,
+    chroma_client,
+    release_chroma,
+)
 from avi.video.clips import segment
 from avi.video.decode import VideoInfo, file_sha256, probe, sample_frames
 

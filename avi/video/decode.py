@@ -8,7 +8,6 @@ at most ``max_side`` pixels (AVI §4.1 samples at 2 fps and keeps ~720p).
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ import av
 import numpy as np
 
 from avi.errors import InputError
+from avi.hashing import sha256_file as file_sha256  # noqa: F401 - re-exported
 
 
 @dataclass(frozen=True)
@@ -54,15 +54,6 @@ class Frame:
 
     t_s: float
     image: np.ndarray
-
-
-def file_sha256(path: Path, chunk: int = 1 << 22) -> str:
-    """sha256 hex digest of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _open(path: Path) -> av.container.InputContainer:
@@ -147,6 +138,23 @@ def _target_size(width: int, height: int, max_side: int) -> tuple[int, int]:
     return w, h
 
 
+def _timed_frames(container, stream, start_s: float) -> Iterator[tuple[float, av.VideoFrame]]:
+    """Decode ``stream`` from the container's position, yielding (seconds from start, frame).
+
+    Packets that fail to decode (corrupt data mid-stream) are skipped; a frame
+    without pts gets the previous time plus 1 ms.
+    """
+    t = start_s
+    for packet in container.demux(stream):
+        try:
+            frames = packet.decode()
+        except av.error.FFmpegError:
+            continue
+        for frame in frames:
+            t = _frame_time(frame, stream, t + 1e-3)
+            yield t - start_s, frame
+
+
 def _to_rgb(frame: av.VideoFrame, max_side: int) -> np.ndarray:
     w, h = _target_size(frame.width, frame.height, max_side)
     if (w, h) == (frame.width, frame.height):
@@ -184,21 +192,14 @@ def sample_frames(
         stream.thread_type = "AUTO"
         if start_s > 1.0:
             container.seek(int((start_s + info.start_s - 1.0) / stream.time_base), stream=stream, backward=True)
-        t = 0.0
-        for packet in container.demux(stream):
-            try:
-                frames = packet.decode()
-            except av.error.FFmpegError:
+        for t, frame in _timed_frames(container, stream, info.start_s):
+            if t >= end:
+                return
+            if t + 1e-6 < next_t:
                 continue
-            for frame in frames:
-                t = _frame_time(frame, stream, t + 1e-3) - info.start_s
-                if t >= end:
-                    return
-                if t + 1e-6 < next_t:
-                    continue
-                yield Frame(round(t, 3), _to_rgb(frame, max_side))
-                while next_t <= t + 1e-6:
-                    next_t += step
+            yield Frame(round(t, 3), _to_rgb(frame, max_side))
+            while next_t <= t + 1e-6:
+                next_t += step
     finally:
         container.close()
 
@@ -275,21 +276,10 @@ class VideoReader:
             else:
                 pos = max(0.0, target - back) + self.info.start_s
                 container.seek(int(pos / stream.time_base), stream=stream, backward=True)
-            it = self._iter_times(container, stream)
+            it = _timed_frames(container, stream, self.info.start_s)
             first = next(it, None)
             if first is None:
                 continue
             if first[0] <= target + 1e-3 or back is None:
                 return it, None, first
         return iter(()), None, None
-
-    def _iter_times(self, container, stream) -> Iterator[tuple[float, av.VideoFrame]]:
-        t = 0.0
-        for packet in container.demux(stream):
-            try:
-                frames = packet.decode()
-            except av.error.FFmpegError:
-                continue
-            for frame in frames:
-                t = _frame_time(frame, stream, t + 1e-3) - self.info.start_s
-                yield t, frame

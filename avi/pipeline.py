@@ -1,0 +1,65 @@
+"""One question about one video, end to end: probe, index (built or reused), agent, trace.
+
+Shared by ``avi-run``/``avi ask`` and the benchmark scripts, so that a
+benchmark measures exactly what a user runs.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from avi.agent.loop import Agent, AgentResult
+from avi.agent.prompts import PromptLibrary
+from avi.agent.trace import Trace
+from avi.backends import Backends
+from avi.config import Settings
+from avi.errors import InputError
+from avi.index.build import ensure_index
+from avi.tools import ToolContext
+from avi.video.decode import VideoReader, probe
+
+
+def ask(video: Path, question: str, settings: Settings, backends: Backends, *, rebuild_index: bool = False,
+        progress: bool = True) -> AgentResult:
+    """Answer ``question`` about ``video``.
+
+    The index is built on first use and reused afterwards; the orchestrator is
+    ``backends.llm`` (started on first use and kept for later questions; the
+    caller closes ``backends``). Timings go to ``result.trace.seconds``:
+    ``index`` (probe + index build or reuse), ``agent`` and ``total``.
+
+    Raises:
+        InputError: empty question, unreadable or zero-length video.
+        LLMUnavailableError: the orchestrator cannot be reached or started.
+    """
+    question = (question or "").strip()
+    if not question:
+        raise InputError("the question is empty")
+    t0 = time.perf_counter()
+    info = probe(video)
+    if settings.llm_base_url:
+        backends.llm  # noqa: B018 - fail fast on an unreachable endpoint, before any indexing
+    index = ensure_index(info.path, settings, backends, rebuild=rebuild_index, progress=progress)
+    t_index = time.perf_counter() - t0
+    llm = backends.llm
+    prompts = PromptLibrary(settings.prompts_dir)
+    ctx = ToolContext(settings=settings, index=index, video=VideoReader(info, settings.max_side), backends=backends)
+    trace = Trace(
+        question=question, video=str(info.path), video_sha256=index.manifest["video"]["sha256"],
+        index_dir=str(index.path), profile=settings.resolved_profile(),
+        llm={"base_url": llm.base_url if settings.llm_base_url else "embedded llama.cpp (127.0.0.1)",
+             "model": llm.model if settings.llm_base_url else settings.llm_gguf},
+        settings={"max_iterations": settings.max_iterations, "fps": settings.fps,
+                  "clip_seconds": settings.clip_seconds, "perceive_max_frames": settings.perceive_max_frames,
+                  "temperature": settings.llm_temperature, "llm_ctx": settings.llm_ctx},
+        prompts_sha256=prompts.fingerprint())
+    result = Agent(llm, ctx, prompts, settings).run(question, trace)
+    trace.seconds["index"] = round(t_index, 3)
+    trace.seconds["total"] = round(time.perf_counter() - t0, 3)
+    return result
+
+
+def default_trace_path(settings: Settings, trace: Trace) -> Path:
+    """``<traces dir>/<UTC time>-<video sha[:8]>.json``."""
+    return settings.traces_dir() / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{trace.video_sha256[:8]}.json"
