@@ -75,6 +75,8 @@ class Settings(BaseSettings):
     llm_ctx: int = 16384
     llm_threads: int = Field(default_factory=lambda: max(1, os.cpu_count() or 1))
     llm_start_timeout_s: float = 180.0
+    llm_prefix_cache: bool = Field(default=True, description="persist the embedded server's prompt-prefix KV "
+                                                             "state in <home>/llm-state between runs")
 
     # --- video sampling and clips (AVI §4.1)
     fps: float = 2.0

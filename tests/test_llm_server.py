@@ -112,3 +112,37 @@ def test_repair_applies_to_the_shipped_qwen_template():
     fixed = repair_chat_template(template)
     assert '{{\\"name\\": <function-name>' not in fixed  # ... and gone after the repair
     assert '<tool_call>\\n{\\"name\\": <function-name>, \\"arguments\\": <args-json-object>}\\n</tool_call>' in fixed
+
+
+def test_prefix_state_persists_between_server_lives(tmp_path):
+    """The second server restores the first one's prompt prefix (its state file is used, then kept)."""
+    s = Settings()
+    gguf = resolve("smollm2-135m-instruct", s.models_dir, s.weights_lock)
+    state_dir = tmp_path / "state"
+    system = {"role": "system", "content": "You are a careful assistant. " * 40}
+    outputs = []
+    for life, question in enumerate(["Say hello.", "Name a colour."]):
+        with LlamaCppServer(gguf, n_ctx=2048, start_timeout_s=60, state_dir=state_dir, model_key="k") as server:
+            client = ChatClient.connect(server.base_url)
+            messages = [system, {"role": "user", "content": question}]
+            outputs.append(client.chat(messages, max_tokens=12).content)
+            files = sorted(state_dir.rglob("*.npz"), key=lambda p: p.stat().st_mtime)
+            if life == 0:
+                assert len(files) == 1
+                first, first_mtime = files[0], files[0].stat().st_mtime_ns
+            else:
+                # the first life's state was read (touched); this life saved its own beside it
+                assert first.stat().st_mtime_ns > first_mtime
+                assert len(files) == 2
+    assert all(o.strip() for o in outputs)
+    # another model key never sees these states
+    from avi.backends.llama_prefix_cache import PrefixStateCache
+
+    class _FakeLlama:  # test double: only what the cache asks of a model
+        def n_ctx(self):
+            return 2048
+
+        def n_vocab(self):
+            return 10
+
+    assert PrefixStateCache(_FakeLlama(), state_dir, "other").cache_size == 0

@@ -92,14 +92,14 @@ class Agent:
     # ------------------------------------------------------------------ prompts
 
     def _system(self) -> str:
-        """The system prompt: the same for the whole run, so the server's KV cache of the
-        conversation prefix stays valid across phases (see module docstring)."""
+        """The system prompt: the same for every run and video, so the server's KV cache of
+        the conversation prefix stays valid across phases and questions (module docstring)."""
         lines = []
         for phase in PHASES:
             names = ", ".join(t.name for t in tools_for(phase)) or "none (answer, or go back to PERCEIVE)"
             lines.append(f"- {phase.upper()} stage: {names}")
         return self.prompts.render("system", core_protocol=self.prompts.text("core_protocol"),
-                                   tool_descriptions="\n".join(lines), video_length=f"{self.ctx.duration_s:.1f}")
+                                   tool_descriptions="\n".join(lines))
 
     def _call_llm(self, history: list[dict], extra: list[dict] | None = None, require: list[str] | None = None,
                   temperature: float | None = None):
@@ -131,7 +131,8 @@ class Agent:
         time_hint = ("Times in the question, in seconds: " + ", ".join(f"{c} = {v:g}s" for c, v in times) + ".") \
             if times else ""
         st.history.append({"role": "user", "content": self.prompts.render(
-            "question", question=question, options=st.options_text, time_hint=time_hint)
+            "question", question=question, options=st.options_text, time_hint=time_hint,
+            video_length=f"{self.ctx.duration_s:.1f}")
             + "\n\n" + self.prompts.text("stage_retrieve")})
 
         while st.iteration < self.settings.max_iterations and st.answer is None:

@@ -87,11 +87,13 @@ class Backends:
                                       timeout_s=s.llm_timeout_s, enable_thinking=s.llm_enable_thinking,
                                       constrain=s.llm_constrain if s.llm_constrain != "auto" else "tool_choice")
         from avi.backends.llm_server import LlamaCppServer
-        from avi.weights import resolve
+        from avi.weights import load_lock, resolve
 
         gguf = resolve(s.llm_gguf, s.models_dir, s.weights_lock)
         self._server = LlamaCppServer(gguf, n_ctx=s.llm_ctx, n_threads=s.llm_threads,
-                                      start_timeout_s=s.llm_start_timeout_s)
+                                      start_timeout_s=s.llm_start_timeout_s,
+                                      state_dir=s.home / "llm-state" if s.llm_prefix_cache else None,
+                                      model_key=load_lock(s.weights_lock)[s.llm_gguf].sha256)
         self._server.start()
         return ChatClient.connect(self._server.base_url, model=self._server.model_alias, api_key="EMPTY",
                                   timeout_s=s.llm_timeout_s,

@@ -54,6 +54,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--n_ctx", type=int, default=8192)
     p.add_argument("--n_threads", type=int, default=max(1, os.cpu_count() or 1))
     p.add_argument("--parent-pid", type=int, default=0)
+    p.add_argument("--state-dir", default=None, help="persist the prompt-prefix KV state here (see "
+                                                     "avi.backends.llama_prefix_cache)")
+    p.add_argument("--model-key", default="", help="identifies the weights (their sha256) for --state-dir")
     a = p.parse_args(argv)
     _die_with_parent(a.parent_pid)
 
@@ -80,6 +83,10 @@ def main(argv: list[str] | None = None) -> None:
             bos_token=llama._model.token_get_text(llama.token_bos()) if llama.token_bos() != -1 else "",  # noqa: SLF001
             stop_token_ids=stop_ids,
         ).to_chat_handler()
+    if a.state_dir:
+        from avi.backends.llama_prefix_cache import PrefixStateCache
+
+        llama.set_cache(PrefixStateCache(llama, a.state_dir, a.model_key or a.model))
     print(f"avi llama server ready to bind {a.host}:{a.port}", file=sys.stderr, flush=True)
     uvicorn.run(app, host=a.host, port=a.port, log_level="warning", access_log=False)
 

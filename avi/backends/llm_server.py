@@ -39,6 +39,9 @@ class LlamaCppServer:
         n_threads: CPU threads for prefill and decode.
         start_timeout_s: how long to wait for the server to answer.
         host: bind address; loopback only.
+        state_dir: where the prompt-prefix KV state persists between runs (None: off);
+            see :mod:`avi.backends.llama_prefix_cache`.
+        model_key: identifies the weights for that state (their sha256).
 
     Attributes:
         base_url: ``http://127.0.0.1:<port>/v1`` once started.
@@ -49,7 +52,8 @@ class LlamaCppServer:
     model_alias = "avi-orchestrator"
 
     def __init__(self, gguf: Path, n_ctx: int = 8192, n_threads: int | None = None,
-                 start_timeout_s: float = 180.0, host: str = "127.0.0.1"):
+                 start_timeout_s: float = 180.0, host: str = "127.0.0.1", state_dir: Path | None = None,
+                 model_key: str = ""):
         if host not in ("127.0.0.1", "localhost", "::1"):
             raise ValueError("the embedded server binds to loopback only")
         self.gguf = Path(gguf)
@@ -57,6 +61,8 @@ class LlamaCppServer:
         self.n_threads = n_threads or max(1, os.cpu_count() or 1)
         self.start_timeout_s = start_timeout_s
         self.host = host
+        self.state_dir = state_dir
+        self.model_key = model_key
         self.port: int | None = None
         self.proc: subprocess.Popen | None = None
         self.log_path: Path | None = None
@@ -83,6 +89,8 @@ class LlamaCppServer:
         cmd = [sys.executable, "-m", "avi.backends.llama_server_main", "--model", str(self.gguf),
                "--alias", self.model_alias, "--host", self.host, "--port", str(self.port),
                "--n_ctx", str(self.n_ctx), "--n_threads", str(self.n_threads), "--parent-pid", str(os.getpid())]
+        if self.state_dir is not None:
+            cmd += ["--state-dir", str(self.state_dir), "--model-key", self.model_key]
         env = dict(os.environ, HF_HUB_OFFLINE="1", NO_PROXY="127.0.0.1,localhost")
         self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      env=env)
