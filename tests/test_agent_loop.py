@@ -452,6 +452,28 @@ def test_early_answer_is_only_a_candidate(make_agent):
     assert result.trace.steps[-1].kind == "answer" and result.trace.steps[-1].phase == "review"
 
 
+@pytest.mark.parametrize("echo", [
+    "**Answer:** the letter of one option",
+    "**Answer:** [start, end]",
+    "**Answer:** a short, direct answer (a number, a word or the text that was read)",
+])
+def test_answer_that_parrots_the_instructions_is_a_retry(make_agent, echo):
+    agent, llm = make_agent([TEXT_AT_5, TO_REVIEW, echo, "**Answer:** EXIT 42"])
+    result = agent.run(QT)
+    retries = [s for s in result.trace.steps if s.kind == "retry"]
+    assert len(retries) == 1 and retries[0].phase == "review" and "repeats the format" in retries[0].notes[0]
+    assert result.answer == "EXIT 42"
+
+
+def test_answer_format_follows_the_question(make_agent):
+    for question, expected in [("When is the EXIT sign on screen?", "[start, end]"),
+                               ("What colour is it? A. red B. blue", "letter of one option"),
+                               (QT, "short, direct answer")]:
+        agent, llm = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** 1"])
+        agent.run(question)
+        assert expected in llm.calls[0].messages[1]["content"]
+
+
 # ---------------------------------------------------------------- iteration limit and forced answer
 
 
@@ -587,7 +609,10 @@ def test_system_prompt_fixed_and_conversation_only_grows(make_agent):
     assert result.trace.forced and result.answer == "EXIT 42"
 
     first_system = llm.calls[0].messages[0]
-    assert first_system["role"] == "system" and "20.0 seconds" in first_system["content"]
+    # the system prompt does not depend on the video (its KV cache is reused across videos and runs);
+    # the video's length travels with the question
+    assert first_system["role"] == "system" and "20.0" not in first_system["content"]
+    assert "The video is 20.0 seconds long." in llm.calls[0].messages[1]["content"]
     tools0 = llm.calls[0].tools
     assert tools0 and {t["function"]["name"] for t in tools0} == {"clip_retrieve", *PERCEIVE_TOOLS}
     for c in llm.calls:

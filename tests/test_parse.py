@@ -365,3 +365,17 @@ def test_parse_reply_switch_and_defaults():
 def test_parse_reply_empty_content():
     r = parse_reply(None)
     assert (r.thought, r.text, r.call, r.switch, r.answer) == ("", "", None, None, None)
+
+
+@pytest.mark.parametrize("question, options, expected", [
+    ("When does the red car appear?", {}, "interval"),
+    ("Give the time span in which the sign is shown.", {}, "interval"),
+    ("At what time does the door open?", {}, "interval"),
+    ("What colour is the car?", {"A": "red", "B": "blue"}, "choice"),
+    ("How many people are visible at 0:40?", {}, "text"),
+    ("What is written on the sign?", {}, "text"),
+])
+def test_answer_type(question, options, expected):
+    from avi.agent.parse import answer_type
+
+    assert answer_type(question, options) == expected

@@ -31,12 +31,14 @@ system prompt on every phase switch cost 10-20 s per switch.
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
 
 from avi.agent.parse import (
     Reply,
+    answer_type,
     extract_choice,
     extract_interval,
     find_answer,
@@ -130,9 +132,10 @@ class Agent:
         times = clock_times_in(question)
         time_hint = ("Times in the question, in seconds: " + ", ".join(f"{c} = {v:g}s" for c, v in times) + ".") \
             if times else ""
+        st.answer_format = self.prompts.text(f"format_{answer_type(question, st.options)}")
         st.history.append({"role": "user", "content": self.prompts.render(
             "question", question=question, options=st.options_text, time_hint=time_hint,
-            video_length=f"{self.ctx.duration_s:.1f}")
+            video_length=f"{self.ctx.duration_s:.1f}", answer_format=st.answer_format)
             + "\n\n" + self.prompts.text("stage_retrieve")})
 
         while st.iteration < self.settings.max_iterations and st.answer is None:
@@ -173,7 +176,7 @@ class Agent:
 
         forced = st.answer is None
         if forced:
-            st.answer = self._forced_answer(trace, st.history, question, st.options_text, st.candidate)
+            st.answer = self._forced_answer(trace, st)
         choice = extract_choice(st.answer, st.options)
         interval = extract_interval(st.answer)
         ev = merge_spans([list(map(float, e)) for e in st.evidence]) or merge_spans(st.looked)
@@ -265,8 +268,7 @@ class Agent:
 
     # ------------------------------------------------------------------ helpers
 
-    @staticmethod
-    def _problem(reply: Reply, st: "_State") -> str | None:
+    def _problem(self, reply: Reply, st: "_State") -> str | None:
         """What is wrong with a reply in the current state (None if it can be acted on)."""
         call, phase = reply.call, st.phase
         allowed = [t.name for t in tools_for(phase)]
@@ -288,7 +290,21 @@ class Agent:
                     "relevant time ranges before leaving the PERCEIVE stage")
         if phase == "retrieve" and not st.retrieved and not mentions_time(st.question):
             return "call clip_retrieve first to find the time ranges worth inspecting"
+        if phase == "review" and reply.answer and self._echoes_instructions(reply.answer):
+            return ("your answer repeats the format instructions instead of answering; write **Answer:** followed "
+                    "by the actual answer taken from the tool results")
         return None
+
+    def _echoes_instructions(self, answer: str) -> bool:
+        """Whether an answer copies our own instruction text (small models parrot examples)."""
+        a = " ".join(answer.lower().split()).strip(" .*")
+        if not a or re.fullmatch(r"[a-h]|\d+(\.\d+)?", a):
+            return False  # a bare letter or number is never an echo, even if an example uses one
+        if "<" in a and ">" in a or a in {"[start, end]", "[start_s, end_s]"}:
+            return True
+        texts = [self.prompts.text(n) for n in ("stage_review", "format_choice", "format_interval", "format_text")]
+        instructions = " ".join(" ".join(texts).lower().split())
+        return len(a) >= 6 and a in instructions
 
     def _append_tool_exchange(self, history: list[dict], res, reply: Reply, tool: Tool, observation: str) -> None:
         limit = self.settings.observation_max_chars
@@ -303,10 +319,11 @@ class Agent:
             history.append({"role": "assistant", "content": res.content or ""})
             history.append({"role": "user", "content": f"Result of {tool.name}:\n{obs}"})
 
-    def _forced_answer(self, trace: Trace, history: list[dict], question: str, options_text: str,
-                       candidate: str | None) -> str | None:
-        prompt = self.prompts.render("forced_answer", question=question, options=options_text)
-        res = self._call_llm(history, [{"role": "user", "content": prompt}])
+    def _forced_answer(self, trace: Trace, st: "_State") -> str | None:
+        prompt = self.prompts.render("forced_answer", question=st.question, options=st.options_text,
+                                     answer_format=st.answer_format)
+        candidate = st.candidate
+        res = self._call_llm(st.history, [{"role": "user", "content": prompt}])
         thought, text = split_thought(res.content)
         answer = find_answer(text, lenient=True)
         notes = []
@@ -339,6 +356,7 @@ class _State:
     seen: set = field(default_factory=set)
     answer: str | None = None
     candidate: str | None = None
+    answer_format: str = ""
 
 
 def _call_key(name: str, arguments: dict | None) -> tuple[str, str]:

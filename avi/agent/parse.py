@@ -238,6 +238,20 @@ def extract_choice(answer: str | None, options: dict[str, str]) -> str | None:
     return None
 
 
+_INTERVAL_QUESTION = re.compile(
+    r"\bwhen\b|\bat what time\b|\bwhat time\b|\btime (?:span|range|interval|segment)\b|\binterval\b|"
+    r"\bstart and end\b|\bfrom when\b|\bhow long\b.*\b(?:shown|visible|on screen)\b", re.I)
+
+
+def answer_type(question: str, options: dict[str, str]) -> str:
+    """``"choice"`` (options present), ``"interval"`` (asks when / for a time span) or ``"text"``."""
+    if options:
+        return "choice"
+    if _INTERVAL_QUESTION.search(question or ""):
+        return "interval"
+    return "text"
+
+
 _NUM = r"(\d+(?:\.\d+)?|\d+:\d{1,2}(?::\d{1,2})?(?:\.\d+)?)"
 _INTERVAL = re.compile(rf"\[\s*{_NUM}\s*s?\s*(?:,|-|–|to)\s*{_NUM}\s*s?\s*\]", re.I)
 
