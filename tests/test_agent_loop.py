@@ -420,8 +420,12 @@ def test_review_nudge_and_back_to_perceive(make_agent):
     assert llm.calls[3].messages[-1] == {"role": "user", "content": nudge}
     # back in perceive: a fresh round that must look at frames again
     assert llm.calls[4].require_tool == PERCEIVE_TOOLS
-    stage_perceive = agent.prompts.text("stage_perceive")
-    assert sum(m.get("content") == stage_perceive for m in llm.calls[4].messages) == 2
+    assert sum(str(m.get("content")).startswith("CURRENT STAGE: PERCEIVE") for m in llm.calls[4].messages) == 2
+    # each Review message restates the question and the evidence found so far
+    reviews = [m["content"] for m in llm.calls[-1].messages if str(m.get("content")).startswith("CURRENT STAGE: REVIEW")]
+    assert len(reviews) == 2 and all("Which signs appear?" in r for r in reviews)
+    assert '"EXIT 42"' in reviews[0] and '"ROOM 7B"' not in reviews[0]
+    assert '"EXIT 42"' in reviews[1] and '"ROOM 7B"' in reviews[1]
     assert result.answer == "EXIT 42 and ROOM 7B"
     assert [[5.0, 5.0], [13.0, 13.0]] == result.evidence
 

@@ -136,7 +136,7 @@ class Agent:
         st.history.append({"role": "user", "content": self.prompts.render(
             "question", question=question, options=st.options_text, time_hint=time_hint,
             video_length=f"{self.ctx.duration_s:.1f}", answer_format=st.answer_format)
-            + "\n\n" + self.prompts.text("stage_retrieve")})
+            + "\n\n" + self._stage_message(st, "retrieve")})
 
         while st.iteration < self.settings.max_iterations and st.answer is None:
             st.iteration += 1
@@ -194,9 +194,18 @@ class Agent:
         st.phase = new_phase
         if new_phase == "perceive":
             st.perceived = 0
-        st.history.append({"role": "user", "content": self.prompts.text(f"stage_{new_phase}")})
+        st.history.append({"role": "user", "content": self._stage_message(st, new_phase)})
         if step_notes is not None:
             step_notes.append(f"entered {new_phase}")
+
+    def _stage_message(self, st: "_State", phase: str) -> str:
+        """The instruction that opens a stage. Review restates the question, the answer format and
+        the evidence found so far right where the decision is made: a small orchestrator reads
+        the last message far more reliably than a tool result ten messages up."""
+        evidence = "\n".join(f"- {e}" for e in st.evidence_notes[-6:]) or "- none yet"
+        question = st.question + (f"\n{st.options_text}" if st.options_text else "")
+        return self.prompts.render(f"stage_{phase}", question=question, answer_format=st.answer_format,
+                                   evidence=evidence, detector_vocabulary=self.ctx.backends.detector.vocabulary)
 
     def _required(self, st: "_State") -> list[str] | None:
         """Tools one of which the next reply must call, or None when the model may choose.
@@ -256,6 +265,7 @@ class Agent:
         self._append_tool_exchange(st.history, res, reply, tool, obs.text)
         if not obs.error:
             if tool.phase == "perceive":
+                st.evidence_notes.append(_evidence_note(obs.text))
                 st.perceived += 1
                 st.evidence += obs.evidence
                 if obs.frames_s:
@@ -357,6 +367,13 @@ class _State:
     answer: str | None = None
     candidate: str | None = None
     answer_format: str = ""
+    evidence_notes: list[str] = field(default_factory=list)
+
+
+def _evidence_note(observation: str, limit: int = 400) -> str:
+    """One perceive result as a compact line for the Review message."""
+    text = " ".join(observation.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _call_key(name: str, arguments: dict | None) -> tuple[str, str]:
