@@ -115,3 +115,11 @@ def test_empty_clip_caption(session_backends):
 def test_frame_type_shapes():
     f = Frame(1.5, np.zeros((4, 6, 3), np.uint8))
     assert f.t_s == 1.5 and f.image.shape == (4, 6, 3)
+
+
+def test_frame_analyzer_merges_identical_neighbours(session_backends, sign_video):
+    frames = VideoReader(probe(sign_video)).frames_at([5.0, 5.5, 6.0, 13.0])
+    res = session_backends.frame_analyzer.analyze(frames, "what is shown?")
+    assert '5.0–6.0s (3 frames): 0 people; text "EXIT 42"; colours blue' in res.text
+    assert '13.0s: 0 people; text "ROOM 7B"; colours green' in res.text
+    assert len(res.data["frames"]) == 4  # the trace keeps every frame

@@ -60,7 +60,7 @@ class PerceptionFrameAnalyzer:
 
     def analyze(self, frames: list[Frame], question: str) -> FrameAnalysis:
         rows = []
-        lines = []
+        runs: list[list] = []  # [first_t, last_t, n, description]: identical neighbours merged
         for f in frames:
             det = self.detector.detect(f, ["person", "face"])
             people = sum(d.label == "person" for d in det.detections)
@@ -68,12 +68,17 @@ class PerceptionFrameAnalyzer:
             texts = [line.text for line in self.ocr.read(f)]
             colours = [n for n, _ in colour_names(f.image)]
             rows.append({"t_s": f.t_s, "people": people, "faces": faces, "text": texts, "colours": colours})
-            desc = f"{f.t_s:.1f}s: {people} {'person' if people == 1 else 'people'}"
+            desc = f"{people} {'person' if people == 1 else 'people'}"
             if faces:
                 desc += f", {faces} face{'s' if faces > 1 else ''}"
             desc += "; text " + (", ".join(f'"{t}"' for t in texts) if texts else "none")
             desc += "; colours " + (", ".join(colours) or "n/a")
-            lines.append(desc)
+            if runs and runs[-1][3] == desc:
+                runs[-1][1] = f.t_s
+                runs[-1][2] += 1
+            else:
+                runs.append([f.t_s, f.t_s, 1, desc])
+        lines = [(f"{a:.1f}s" if n == 1 else f"{a:.1f}–{b:.1f}s ({n} frames)") + f": {d}" for a, b, n, d in runs]
         stats = frame_stats([f.t_s for f in frames], [f.image for f in frames])
         summary = f"Motion {motion_level(stats.motion)}"
         summary += ("; shot changes at " + ", ".join(f"{t:.1f}s" for t in stats.shot_changes_s)) \
