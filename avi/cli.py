@@ -85,6 +85,10 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     g.add_argument("--llm-model", help="model name on that endpoint (default: the first it lists)")
     g.add_argument("--llm-gguf", help="weights.lock entry the embedded server loads "
                                       "(default qwen2.5-coder-1.5b-instruct)")
+    g.add_argument("--subtitles", type=Path, help="subtitle file (.srt/.vtt) for the video (default: a sidecar "
+                                                  "file with the video's name, if any)")
+    g.add_argument("--transcript", choices=["auto", "asr", "subtitles", "both", "off"],
+                   help="where the transcript comes from (default auto: subtitles if any, else speech recognition)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
 
@@ -94,7 +98,8 @@ def _settings(args):
 
     overrides = {}
     for arg, key in (("index_root", "index_root"), ("models_dir", "models_dir"), ("llm_url", "llm_base_url"),
-                     ("llm_model", "llm_model"), ("llm_gguf", "llm_gguf"), ("max_iterations", "max_iterations")):
+                     ("llm_model", "llm_model"), ("llm_gguf", "llm_gguf"), ("max_iterations", "max_iterations"),
+                     ("subtitles", "subtitles"), ("transcript", "transcript")):
         value = getattr(args, arg, None)
         if value is not None:
             overrides[key] = value
@@ -237,7 +242,7 @@ def cmd_doctor(args) -> int:
     import importlib.metadata as md
 
     for pkg in ("av", "opencv-python-headless", "chromadb", "networkx", "openai", "sentence-transformers",
-                "rapidocr", "onnxruntime", "llama_cpp_python", "torch"):
+                "rapidocr", "onnxruntime", "llama_cpp_python", "torch", "faster-whisper", "ctranslate2"):
         check(f"package {pkg}", lambda pkg=pkg: md.version(pkg))
 
     def cv():
@@ -249,6 +254,16 @@ def cmd_doctor(args) -> int:
         return cv2.__version__
 
     check("opencv HOG + Haar", cv)
+
+    def ffmpeg_cli():
+        import shutil
+
+        exe = shutil.which("ffmpeg")
+        if exe is None:
+            raise AviError("not installed: audio that PyAV cannot decode (AC3 in AVI) will fail; apt install ffmpeg")
+        return exe
+
+    check("ffmpeg CLI (audio fallback)", ffmpeg_cli)
     for e in load_lock(settings.weights_lock).values():
         if e.source.get("optional") and not e.checked_file(settings.models_dir).exists():
             rows.append((f"weights {e.name}", True, "not fetched (optional: only the test setup uses it)"))

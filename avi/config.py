@@ -87,6 +87,13 @@ class Settings(BaseSettings):
     caption_ocr_frames: int = Field(default=3, description="frames per clip sent to OCR for the perception caption")
     embedder: str = Field(default="all-minilm-l6-v2", description="weights.lock entry of the sentence-transformers model")
 
+    # --- transcript (speech; beyond AVI, after DVD and AgentCVR)
+    transcript: Literal["auto", "asr", "subtitles", "both", "off"] = Field(
+        default="auto", description="auto = subtitle file if any (--subtitles or a sidecar .srt/.vtt), else ASR")
+    subtitles: Path | None = Field(default=None, description="subtitle file (.srt/.vtt) for the video")
+    asr_model: str = Field(default="whisper-base-ct2", description="weights.lock entry of the faster-whisper model")
+    asr_language: str | None = Field(default=None, description="ISO code; None = detect from the first 30 s")
+
     # --- tools
     iou_threshold: float = 0.5
     frame_analysis_max_frames: int = 64

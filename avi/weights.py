@@ -12,6 +12,9 @@ Source kinds in the lock:
     * ``pypi-file``: one file inside an installed package (``module``/``file``).
     * ``pypi-dir``: a model directory inside an installed package
       (``module``/``dir``), copied whole; ``sha256`` is of ``check_file``.
+    * ``pypi-assemble-dir``: a directory whose files are each the
+      concatenation of ``module:path`` sources (``[weight.source.files]``),
+      for models split across packages; ``sha256`` is of ``check_file``.
 """
 
 from __future__ import annotations
@@ -176,6 +179,15 @@ def fetch(entry: WeightEntry, models_dir: Path, progress: Callable[[int], None] 
         shutil.copytree(src, partial)
         check = partial / entry.check_file
         digest = sha256_file(check)
+    elif kind == "pypi-assemble-dir":
+        partial.mkdir(parents=True)
+        for target_name, sources in entry.source["files"].items():
+            with open(partial / target_name, "wb") as out:
+                for spec in sources:
+                    module, _, rel = spec.partition(":")
+                    with open(_module_dir(module) / rel, "rb") as f:
+                        shutil.copyfileobj(f, out, 1 << 24)
+        digest = sha256_file(partial / entry.check_file)
     else:
         raise WeightsError(f"weights '{entry.name}': unknown source kind {kind!r} in weights.lock")
     if digest != entry.sha256:

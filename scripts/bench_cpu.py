@@ -55,7 +55,12 @@ CASES = [
     Case("signs", "What colour is the background at the start of the video? A. red B. blue C. green",
          r"choice:B", "B (navy)"),
     Case("signs", "Is there a person in the video? A. yes B. no", r"choice:B", "B (no people)"),
+    Case("narrated", "What is the secret code word that is spoken in the video?", r"pineapple", "pineapple (spoken)"),
+    Case("narrated", "Where does the speaker want to meet?", r"north ?gate", "the north gate (spoken)"),
 ]
+
+MEGAMIND = ("Of course. You don't judge a book by its cover or a person from the outside. Oh, that's a relief to "
+            "hear. You judge them based on their actions. Well, that seems kind of petty, don't you think?")
 
 
 def _hog_count(backends: Backends, t: float) -> int:
@@ -65,15 +70,34 @@ def _hog_count(backends: Backends, t: float) -> int:
     return len(backends.detector.detect(frame, ["person"]).detections)
 
 
+def _asr_row(backends: Backends, name: str, path: Path, reference: str, starts: list[float] | None) -> None:
+    import jiwer
+
+    from avi.video.audio import load_audio
+
+    audio, decoder = load_audio(path)
+    t0 = time.perf_counter()
+    segs = backends.asr.transcribe(audio, language="en")
+    dt = time.perf_counter() - t0
+    norm = jiwer.Compose([jiwer.ToLowerCase(), jiwer.RemovePunctuation(), jiwer.RemoveMultipleSpaces(), jiwer.Strip()])
+    hyp = " ".join(s.text for s in segs).replace("Northgate", "north gate").replace(" 7 ", " seven ")
+    wer = jiwer.wer(norm(reference), norm(hyp))
+    err = "-"
+    if starts and len(segs) == len(starts):
+        err = f"{max(abs(s.start_s - t) for s, t in zip(segs, starts)):.2f}"
+    length = audio.size / 16000
+    print(f"| {name} | {length:.1f} | {decoder} | {dt:.2f} | {dt / length:.3f} | {wer:.1%} | {err} |", flush=True)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, default=None, help="JSONL with one record per question")
-    p.add_argument("--only", choices=["vtest", "signs"], help="one video only")
+    p.add_argument("--only", choices=["vtest", "signs", "narrated"], help="one video only")
     p.add_argument("--gguf", default=None, help="weights.lock entry of the orchestrator (default: settings)")
     args = p.parse_args()
     enforce_offline_env()
 
-    from synth import make_video, sign_video_spec
+    from synth import make_narrated_video, make_video, narrated_video_spec, sign_video_spec
 
     work = Path(tempfile.mkdtemp(prefix="avi-bench-"))
     overrides = {"index_root": work / "indexes", "trace_dir": work / "traces"}
@@ -81,23 +105,33 @@ def main() -> int:
         overrides["llm_gguf"] = args.gguf
     settings = Settings(**overrides)
     backends = Backends(settings)
-    videos = {"vtest": VTEST, "signs": make_video(work / "signs.mp4", sign_video_spec())}
+    spec, speech = narrated_video_spec()
+    narrated, truth = make_narrated_video(work / "narrated.mp4", spec, speech, work)
+    videos = {"vtest": VTEST, "signs": make_video(work / "signs.mp4", sign_video_spec()), "narrated": narrated}
     if args.only:
         videos = {args.only: videos[args.only]}
 
     print(f"# avi cpu benchmark  ({time.strftime('%Y-%m-%d %H:%M')}, orchestrator {settings.llm_gguf}, "
           f"{settings.llm_threads} threads)\n")
     print("## index build (fresh)\n")
-    print("| video | length s | clips | build s | captions s | embeddings s | real-time factor |")
-    print("|---|---|---|---|---|---|---|")
+    print("| video | length s | clips | build s | transcript s | captions s | embeddings s | real-time factor |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, path in videos.items():
         t0 = time.perf_counter()
         idx = ensure_index(path, settings, backends, progress=False)
         dt = time.perf_counter() - t0
         dur = idx.duration_s
         b = idx.manifest["build_seconds"]
-        print(f"| {name} | {dur:.1f} | {idx.manifest['counts']['clips']} | {dt:.1f} | {b['captions']:.1f} | "
-              f"{b['embeddings']:.1f} | {dt / dur:.2f} |")
+        print(f"| {name} | {dur:.1f} | {idx.manifest['counts']['clips']} | {dt:.1f} | {b['transcript']:.1f} | "
+              f"{b['captions']:.1f} | {b['embeddings']:.1f} | {dt / dur:.2f} |")
+
+    print("\n## speech recognition (Whisper base int8, VAD)\n")
+    print("| audio | length s | decoder | ASR s | real-time factor | WER | start error s |")
+    print("|---|---|---|---|---|---|---|")
+    _asr_row(backends, "narrated (espeak-ng)", narrated, " ".join(t for _, _, t in truth), [t0 for t0, _, _ in truth])
+    megamind = VTEST.with_name("Megamind.avi")
+    if megamind.exists():
+        _asr_row(backends, "Megamind.avi (real dialogue, AC3)", megamind, MEGAMIND, None)
 
     print("\n## questions\n")
     print("| video | question | answer | right | s | iterations | tool calls | LLM s | tools s | prompt tok |")

@@ -17,16 +17,21 @@ done
 
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
 
-# 1. System packages: Debian's opencv-doc carries the sample videos (vtest.avi, Megamind.avi, ...).
-if [ ! -f /usr/share/doc/opencv-doc/examples/data/vtest.avi ]; then
+# 1. System packages: opencv-doc carries the sample videos (vtest.avi, Megamind.avi, ...); the ffmpeg CLI
+#    decodes audio PyAV cannot (AC3 in AVI); espeak-ng narrates the synthetic test videos (--test).
+APT=()
+[ -f /usr/share/doc/opencv-doc/examples/data/vtest.avi ] || APT+=(opencv-doc)
+command -v ffmpeg >/dev/null || APT+=(ffmpeg)
+[ "$WITH_TESTS" = 1 ] && ! command -v espeak-ng >/dev/null && APT+=(espeak-ng)
+if [ "${#APT[@]}" -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  say "installing Debian package opencv-doc (sample videos)"
+  say "installing Debian packages: ${APT[*]}"
   $SUDO apt-get update -qq
   # Debian's docker-style images exclude /usr/share/doc; keep opencv-doc's examples.
   if [ -d /etc/dpkg/dpkg.cfg.d ] && grep -rqs 'path-exclude=/usr/share/doc' /etc/dpkg/dpkg.cfg.d; then
     echo 'path-include=/usr/share/doc/opencv-doc/*' | $SUDO tee /etc/dpkg/dpkg.cfg.d/avi-opencv-doc >/dev/null
   fi
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends opencv-doc >/dev/null
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${APT[@]}" >/dev/null
 fi
 
 # 2. Virtualenv.

@@ -122,3 +122,34 @@ def sign_index(tmp_path_factory, sign_video, session_backends):
 
     s = Settings(index_root=tmp_path_factory.mktemp("indexes"))
     return ensure_index(sign_video, s, session_backends, progress=False)
+
+
+@pytest.fixture(scope="session")
+def narrated_video(tmp_path_factory):
+    """A 24 s video whose answers are only spoken (tests/synth.py: narrated_video_spec).
+
+    Returns:
+        (path, truth) with truth = [(start_s, end_s, text), ...] of each utterance.
+    """
+    import shutil
+
+    from synth import make_narrated_video, narrated_video_spec
+
+    if shutil.which("espeak-ng") is None:
+        msg = "espeak-ng not installed (scripts/setup.sh --test installs it)"
+        if os.environ.get("AVI_REQUIRE_SAMPLES") == "1":
+            pytest.fail(msg)
+        pytest.skip(msg)
+    work = tmp_path_factory.mktemp("narrated")
+    spec, speech = narrated_video_spec()
+    return make_narrated_video(work / "narrated.mp4", spec, speech, work)
+
+
+@pytest.fixture(scope="session")
+def narrated_index(tmp_path_factory, narrated_video, session_backends):
+    """A built index (with ASR transcript) of the narrated video."""
+    from avi.config import Settings
+    from avi.index.build import ensure_index
+
+    s = Settings(index_root=tmp_path_factory.mktemp("indexes-narrated"))
+    return ensure_index(narrated_video[0], s, session_backends, progress=False)

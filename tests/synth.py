@@ -108,3 +108,95 @@ def sign_video_spec() -> Spec:
         texts=[Text("EXIT 42", 4.0, 9.0), Text("ROOM 7B", 12.0, 17.0)],
         boxes=[Box(1.0, 3.0)],
     )
+
+
+def speak(text: str, wav_path: Path, words_per_minute: int = 150) -> np.ndarray:
+    """Synthesise ``text`` with espeak-ng (Debian package) and return mono float32 samples at 16 kHz."""
+    import shutil
+    import subprocess
+    import wave
+
+    exe = shutil.which("espeak-ng")
+    if exe is None:
+        raise RuntimeError("espeak-ng is not installed (scripts/setup.sh --test installs it)")
+    subprocess.run([exe, "-v", "en-us", "-s", str(words_per_minute), "-w", str(wav_path), text], check=True,
+                   capture_output=True)
+    with wave.open(str(wav_path)) as w:
+        rate, n = w.getframerate(), w.getnframes()
+        pcm = np.frombuffer(w.readframes(n), dtype=np.int16).astype(np.float32) / 32768.0
+    # resample to 16 kHz by linear interpolation (espeak-ng writes 22.05 kHz)
+    t_out = np.arange(int(len(pcm) * 16000 / rate)) / 16000
+    return np.interp(t_out, np.arange(len(pcm)) / rate, pcm).astype(np.float32)
+
+
+@dataclass(frozen=True)
+class Speech:
+    """``text`` spoken starting at ``start_s``."""
+
+    text: str
+    start_s: float
+
+
+def make_narrated_video(path: Path, spec: Spec, speech: list[Speech], workdir: Path,
+                        codec: str = "libx264") -> tuple[Path, list[tuple[float, float, str]]]:
+    """Encode ``spec`` with an AAC audio track in which each :class:`Speech` is said at its time.
+
+    Returns:
+        (path, truth): ``truth`` lists ``(start_s, end_s, text)`` of each utterance, the end
+        being where espeak-ng's audio for it stops.
+    """
+    rate = 16000
+    audio = np.zeros(int(spec.duration_s * rate), dtype=np.float32)
+    truth = []
+    for i, sp in enumerate(speech):
+        clip = speak(sp.text, Path(workdir) / f"speech-{i}.wav")
+        a = int(sp.start_s * rate)
+        clip = clip[: max(0, len(audio) - a)]
+        audio[a:a + len(clip)] += clip
+        voiced = np.nonzero(np.abs(clip) > 0.02)[0]
+        t0 = sp.start_s + (voiced[0] / rate if len(voiced) else 0.0)
+        t1 = sp.start_s + (voiced[-1] / rate if len(voiced) else 0.0)
+        truth.append((round(float(t0), 2), round(float(t1), 2), sp.text))
+    rng = np.random.default_rng(0)
+    path = Path(path)
+    with av.open(str(path), "w") as out:
+        vs = out.add_stream(codec, rate=spec.fps)
+        vs.width, vs.height = spec.size
+        vs.pix_fmt = "yuv420p"
+        if codec == "libx264":
+            vs.options = {"preset": "ultrafast", "crf": "20"}
+        aus = out.add_stream("aac", rate=rate)
+        aus.layout = "mono"
+        n = int(round(spec.duration_s * spec.fps))
+        for i in range(n):
+            frame = av.VideoFrame.from_ndarray(render_frame(spec, i / spec.fps, rng), format="rgb24")
+            for packet in vs.encode(frame):
+                out.mux(packet)
+        for packet in vs.encode():
+            out.mux(packet)
+        step = 1024
+        pcm = np.clip(audio, -1, 1)
+        for i in range(0, len(pcm), step):
+            chunk = pcm[i:i + step]
+            if len(chunk) < step:
+                chunk = np.pad(chunk, (0, step - len(chunk)))
+            af = av.AudioFrame.from_ndarray(chunk[None, :].astype(np.float32), format="fltp", layout="mono")
+            af.sample_rate = rate
+            af.pts = i
+            for packet in aus.encode(af):
+                out.mux(packet)
+        for packet in aus.encode():
+            out.mux(packet)
+    return path, truth
+
+
+def narrated_video_spec() -> tuple[Spec, list[Speech]]:
+    """A 24 s video whose answers are only spoken: a plain grey screen with a counter-free picture.
+
+    Ground truth: "The secret code word is pineapple." said at 4 s; "Meet me at the north gate at
+    seven o'clock." said at 14 s. Nothing about either is shown on screen.
+    """
+    spec = Spec(duration_s=24.0, scenes=[(0.0, "dimgray")], boxes=[Box(2.0, 6.0, color="orange")])
+    speech = [Speech("The secret code word is pineapple.", 4.0),
+              Speech("Meet me at the north gate at seven o'clock.", 14.0)]
+    return spec, speech

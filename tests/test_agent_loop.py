@@ -249,7 +249,7 @@ def test_retrieve_gate_requires_a_search_unless_a_time_is_named(make_agent):
                              "**Answer:** EXIT 42"])
     result = agent.run(Q)
     assert kinds(result.trace)[:3] == ["retry", "tool_call", "stage_switch"]
-    assert "call clip_retrieve first" in result.trace.steps[0].notes[0]
+    assert "search first (clip_retrieve)" in result.trace.steps[0].notes[0]
     assert llm.calls[0].require_tool == ["clip_retrieve"]
     assert llm.calls[1].require_tool == ["clip_retrieve"]
     assert llm.calls[2].require_tool is None
@@ -618,7 +618,9 @@ def test_system_prompt_fixed_and_conversation_only_grows(make_agent):
     assert first_system["role"] == "system" and "20.0" not in first_system["content"]
     assert "The video is 20.0 seconds long." in llm.calls[0].messages[1]["content"]
     tools0 = llm.calls[0].tools
-    assert tools0 and {t["function"]["name"] for t in tools0} == {"clip_retrieve", *PERCEIVE_TOOLS}
+    # every tool is always offered (a constant prefix); the speech tools too, though this video has no audio
+    assert tools0 and {t["function"]["name"] for t in tools0} == {"clip_retrieve", "transcript_search",
+                                                                  *PERCEIVE_TOOLS, "transcript_read"}
     for c in llm.calls:
         assert c.messages[0] == first_system
         assert sum(m["role"] == "system" for m in c.messages) == 1
@@ -701,3 +703,28 @@ def test_context_overflow_keeps_the_question(make_agent):
     result = agent.run(question)
     assert question in llm.calls[3].messages[1]["content"]
     assert result.choice == "B"
+
+
+# ---------------------------------------------------------------- speech
+
+
+def test_speech_tools_offered_only_with_speech(settings, narrated_index, narrated_video, make_agent, backends):
+    """With a transcript, the gates include the speech tools and the stage messages mention them."""
+    llm = ScriptedLLM([call("transcript_search", query="code word"), TO_PERCEIVE,
+                       call("transcript_read", time_ranges=[[3, 7]]), TO_REVIEW, "**Answer:** pineapple"])
+    ctx = ToolContext(settings=settings, index=narrated_index, video=VideoReader(probe(narrated_video[0])),
+                      backends=backends)
+    result = Agent(llm, ctx, PromptLibrary(REPO / "prompts"), settings).run("What code word is spoken?")
+    assert result.answer == "pineapple" and any(s <= 6.5 and e >= 3.5 for s, e in result.evidence)
+    assert llm.calls[0].require_tool == ["clip_retrieve", "transcript_search"]
+    assert llm.calls[2].require_tool == PERCEIVE_TOOLS + ["transcript_read"]
+    first = llm.calls[0].messages[1]["content"]
+    assert "It has speech: 2 transcript lines (asr:whisper-base-ct2)" in first and "transcript_search" in first
+    perceive_msg = [m["content"] for m in llm.calls[2].messages if str(m["content"]).startswith("CURRENT STAGE: PER")]
+    assert "transcript_read" in perceive_msg[0]
+
+    # without speech: no speech tools in the gates, none in the stage messages
+    agent, llm2 = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** EXIT 42"])
+    agent.run(QT)
+    msgs = " ".join(str(m["content"]) for m in llm2.calls[-1].messages[1:])
+    assert "It has no speech transcript." in msgs and "transcript_read" not in msgs and "transcript_search" not in msgs

@@ -66,3 +66,13 @@ def test_readme_question_on_real_video(tmp_path):
         assert {"phase", "kind", "thought", "tool", "arguments", "observation", "llm_seconds", "tool_seconds",
                 "frames_s", "prompt_tokens", "completion_tokens"} <= set(step)
     assert trace["totals"]["prompt_tokens"] > 0 and trace["seconds"]["total"] > 0
+
+
+def test_answer_that_is_only_spoken(tmp_path, narrated_video):
+    video, truth = narrated_video
+    out, trace = _run(tmp_path, video, "What is the secret code word that is spoken in the video?")
+    assert "pineapple" in (out["answer"] or "").lower(), out
+    # the agent cites the time it was said (truth: about 4.0-6.1 s)
+    said_from, said_to = truth[0][0], truth[0][1]
+    assert any(s <= said_to and e >= said_from - 1.0 for s, e in out["evidence"]), out["evidence"]
+    assert any(s["tool"] in ("transcript_read", "transcript_search") and not s["error"] for s in trace["steps"])

@@ -28,7 +28,8 @@ from avi.backends.types import Caption
 from avi.config import Settings
 from avi.errors import AviError
 from avi.index.build import ensure_index, find_index, index_key
-from avi.index.store import VideoIndex
+from avi.index.store import SCHEMA_VERSION, VideoIndex
+from avi.index.transcript import transcript_fingerprint
 from avi.video.decode import file_sha256
 
 AVI = str(Path(__file__).resolve().parent.parent / ".venv" / "bin" / "avi")
@@ -100,11 +101,16 @@ def test_layout_of_a_built_index(sign_index, sign_video):
     sha = file_sha256(sign_video)
     assert KEY_RE.match(path.name), path.name
     assert path.name.startswith(sha[:16])
-    expected = index_key(sha, Settings(index_root=path.parent), PerceptionCaptioner.name, "all-minilm-l6-v2")
+    settings = Settings(index_root=path.parent)
+    expected = index_key(sha, settings, PerceptionCaptioner.name, "all-minilm-l6-v2",
+                         transcript_fingerprint(sign_video, settings))
     assert path.name == expected
+    # the transcript setup is part of the key
+    assert expected != index_key(sha, settings, PerceptionCaptioner.name, "all-minilm-l6-v2",
+                                 transcript_fingerprint(sign_video, Settings(transcript="off")))
 
     manifest = json.loads((path / "manifest.json").read_text())
-    assert manifest["complete"] is True and manifest["schema"] == 1 and manifest["key"] == path.name
+    assert manifest["complete"] is True and manifest["schema"] == SCHEMA_VERSION == 2 and manifest["key"] == path.name
     assert manifest["video"]["sha256"] == sha
     assert manifest["video"]["duration_s"] == pytest.approx(20.0, abs=0.2)
     assert manifest["captioner"] == PerceptionCaptioner.name

@@ -243,8 +243,9 @@ def test_nested_model_parameter_keeps_its_description():
 
 def test_phase_tools():
     assert PHASES == ("retrieve", "perceive", "review")
-    assert [t.name for t in PHASE_TOOLS["retrieve"]] == ["clip_retrieve"]
-    assert {t.name for t in PHASE_TOOLS["perceive"]} == {"text_extract", "object_detect", "frame_analysis"}
+    assert [t.name for t in PHASE_TOOLS["retrieve"]] == ["clip_retrieve", "transcript_search"]
+    assert {t.name for t in PHASE_TOOLS["perceive"]} == {"text_extract", "object_detect", "frame_analysis",
+                                                         "transcript_read"}
     assert PHASE_TOOLS["review"] == []
     assert tools_for("perceive") is PHASE_TOOLS["perceive"]
     for phase, tools in PHASE_TOOLS.items():

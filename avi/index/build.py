@@ -31,22 +31,30 @@ from avi.index.graph import build_entity_graph, save_graph
 from avi.index.store import (
     COLLECTION,
     SCHEMA_VERSION,
+    TRANSCRIPT_COLLECTION,
     ChromaEmbeddingFunction,
     VideoIndex,
     chroma_client,
     release_chroma,
 )
+from avi.index.transcript import attach_speech, build_transcript, transcript_fingerprint
 from avi.video.clips import segment
 from avi.video.decode import VideoInfo, file_sha256, probe, sample_frames
 
 
-def index_key(video_sha256: str, settings: Settings, captioner: str, embedder: str) -> str:
-    """Directory name of the index for a video under the given setup."""
+def index_key(video_sha256: str, settings: Settings, captioner: str, embedder: str,
+              transcript: dict | None = None) -> str:
+    """Directory name of the index for a video under the given setup.
+
+    Args:
+        transcript: :func:`avi.index.transcript.transcript_fingerprint` of the video.
+    """
     fp = fingerprint({
         "schema": SCHEMA_VERSION,
         "settings": settings.index_fingerprint_fields(),
         "captioner": captioner,
         "embedder": embedder,
+        "transcript": transcript,
     })
     return f"{video_sha256[:16]}-{fp[:12]}"
 
@@ -68,7 +76,8 @@ def find_index(video: Path, settings: Settings, backends: Backends) -> tuple[Pat
     """
     info = probe(video)
     sha = file_sha256(info.path)
-    key = index_key(sha, settings, _captioner_name(backends), settings.embedder)
+    key = index_key(sha, settings, _captioner_name(backends), settings.embedder,
+                    transcript_fingerprint(info.path, settings))
     return settings.indexes_dir() / key, info, sha
 
 
@@ -111,10 +120,11 @@ def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, back
                 progress: bool = True) -> VideoIndex:
     """Build the database of one video into ``final`` (see module docstring).
 
-    Steps: sample frames at ``settings.fps`` (long side <= ``max_side``), cut
-    ``clip_seconds`` clips, caption each clip, embed the captions into a Chroma
-    collection with clip start/end metadata, build the entity graph, write the
-    manifest.
+    Steps: transcript (subtitles and/or ASR), sample frames at ``settings.fps``
+    (long side <= ``max_side``), cut ``clip_seconds`` clips, caption each clip
+    and attach the speech said during it, embed the captions into a Chroma
+    collection with clip start/end metadata (and the transcript segments into a
+    second one), build the entity graph, write the manifest.
     """
     root = final.parent
     root.mkdir(parents=True, exist_ok=True)
@@ -124,6 +134,10 @@ def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, back
     tmp.mkdir()
     t0 = time.perf_counter()
     try:
+        if progress:
+            print(f"transcript of {info.path.name} ({settings.transcript})…", file=sys.stderr, flush=True)
+        segments, transcript_info = build_transcript(info.path, settings, backends)
+        t_transcript = time.perf_counter() - t0
         clips = segment(info.duration_s, settings.clip_seconds)
         captioner = backends.captioner
         captions = []
@@ -149,7 +163,11 @@ def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, back
             from avi.errors import InputError
 
             raise InputError(f"no frames could be decoded from {info.path}")
-        t_caption = time.perf_counter() - t0
+        attach_speech(captions, segments)
+        t_caption = time.perf_counter() - t0 - t_transcript
+        with open(tmp / "transcript.jsonl", "w") as f:
+            for seg in segments:
+                f.write(json.dumps(seg.to_dict()) + "\n")
 
         with open(tmp / "captions.jsonl", "w") as f:
             for cap in captions:
@@ -164,6 +182,15 @@ def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, back
         col.add(ids=[f"clip-{c.clip_index:05d}" for c in captions], documents=[c.text for c in captions],
                 embeddings=vectors,
                 metadatas=[{"clip_index": c.clip_index, "start_s": c.start_s, "end_s": c.end_s} for c in captions])
+        if segments:
+            tcol = client.create_collection(TRANSCRIPT_COLLECTION,
+                                            embedding_function=ChromaEmbeddingFunction(embedder),
+                                            metadata={"hnsw:space": "cosine"})
+            tcol.add(ids=[f"seg-{i:05d}" for i in range(len(segments))], documents=[s.text for s in segments],
+                     embeddings=embedder.embed([s.text for s in segments]),
+                     metadatas=[{"segment_index": i, "start_s": s.start_s, "end_s": s.end_s, "source": s.source}
+                                for i, s in enumerate(segments)])
+            del tcol
         del col, client
         release_chroma(tmp / "chroma")
         t_embed = time.perf_counter() - t1
@@ -181,9 +208,11 @@ def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, back
             "settings": settings.index_fingerprint_fields(),
             "captioner": captioner.name,
             "embedder": {"name": embedder.name, "dim": embedder.dim},
+            "transcript": transcript_info,
             "counts": {"clips": len(captions), "frames": n_frames, "entities": graph.number_of_nodes(),
                        "relations": graph.number_of_edges()},
-            "build_seconds": {"captions": round(t_caption, 2), "embeddings": round(t_embed, 2),
+            "build_seconds": {"transcript": round(t_transcript, 2), "captions": round(t_caption, 2),
+                              "embeddings": round(t_embed, 2),
                               "total": round(time.perf_counter() - t0, 2)},
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }

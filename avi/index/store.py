@@ -5,8 +5,9 @@ raw frames are read from the video itself by timestamp)::
 
     <index_root>/<video sha256[:16]>-<fingerprint[:12]>/
         manifest.json    video facts, settings, captioner and embedder, "complete": true
-        captions.jsonl   one Caption per clip, in time order
-        chroma/          Chroma PersistentClient; collection "clips" (cosine space)
+        captions.jsonl   one Caption per clip, in time order (with the speech said during it)
+        transcript.jsonl transcript segments (subtitles and/or ASR), in time order
+        chroma/          Chroma PersistentClient; collections "clips" and "transcript" (cosine space)
         graph.json       entity graph, networkx node-link JSON
 
 A directory is trusted only when its manifest says ``"complete": true``; the
@@ -23,12 +24,14 @@ from typing import Sequence
 import networkx as nx
 import numpy as np
 
+from avi.backends.asr import TranscriptSegment
 from avi.backends.embedder import Embedder
 from avi.backends.types import Caption
 from avi.errors import AviError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 COLLECTION = "clips"
+TRANSCRIPT_COLLECTION = "transcript"
 
 
 class ChromaEmbeddingFunction:
@@ -144,8 +147,13 @@ class VideoIndex:
             Caption.from_dict(json.loads(line))
             for line in (self.path / "captions.jsonl").read_text().splitlines() if line.strip()
         ]
+        tpath = self.path / "transcript.jsonl"
+        self.transcript: list[TranscriptSegment] = [
+            TranscriptSegment.from_dict(json.loads(line))
+            for line in (tpath.read_text().splitlines() if tpath.exists() else []) if line.strip()
+        ]
         self._graph: nx.DiGraph | None = None
-        self._collection = None
+        self._collections: dict[str, object] = {}
 
     @property
     def duration_s(self) -> float:
@@ -159,8 +167,11 @@ class VideoIndex:
             self._graph = load_graph(self.path / "graph.json")
         return self._graph
 
-    def collection(self, embedder: Embedder):
-        """The Chroma collection, after checking the embedder matches the one that built it.
+    def collection(self, embedder: Embedder, name: str = COLLECTION):
+        """A Chroma collection of this index, after checking the embedder matches the one that built it.
+
+        Args:
+            name: ``"clips"`` or ``"transcript"``.
 
         Raises:
             AviError: embedder name or dimension differs from the manifest's.
@@ -169,10 +180,10 @@ class VideoIndex:
         if embedder.name != want["name"] or embedder.dim != want["dim"]:
             raise AviError(f"index {self.path.name} was embedded with {want['name']} (dim {want['dim']}), "
                            f"not {embedder.name} (dim {embedder.dim}); rebuild it with `avi index`")
-        if self._collection is None:
+        if name not in self._collections:
             client = chroma_client(self.path / "chroma")
-            self._collection = client.get_collection(COLLECTION, embedding_function=ChromaEmbeddingFunction(embedder))
-        return self._collection
+            self._collections[name] = client.get_collection(name, embedding_function=ChromaEmbeddingFunction(embedder))
+        return self._collections[name]
 
     def search(self, query: str, embedder: Embedder, top_k: int = 16) -> list[RetrievedClip]:
         """Top-k clips by cosine similarity of caption and query embeddings (AVI §3.3.1).
@@ -188,6 +199,20 @@ class VideoIndex:
             cap = self.captions[int(meta["clip_index"])]
             out.append(RetrievedClip(cap, 1.0 - float(dist)))
         return out
+
+    def search_transcript(self, query: str, embedder: Embedder, top_k: int = 8) -> list[tuple[TranscriptSegment, float]]:
+        """Top-k transcript segments by cosine similarity to ``query``, most similar first.
+
+        Returns:
+            ``[(segment, similarity)]``; empty when the video has no transcript.
+        """
+        if not self.transcript:
+            return []
+        col = self.collection(embedder, TRANSCRIPT_COLLECTION)
+        n = min(max(1, top_k), len(self.transcript))
+        res = col.query(query_embeddings=embedder.embed([query]), n_results=n, include=["distances", "metadatas"])
+        return [(self.transcript[int(m["segment_index"])], 1.0 - float(d))
+                for m, d in zip(res["metadatas"][0], res["distances"][0])]
 
     def clip_at(self, t_s: float) -> Caption | None:
         """Caption of the clip containing time ``t_s`` (seconds)."""

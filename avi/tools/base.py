@@ -101,8 +101,11 @@ TimeRange = Annotated[list[float], Field(min_length=2, max_length=2)]
 TimeRanges = Annotated[
     list[TimeRange],
     BeforeValidator(_coerce_ranges),
-    Field(min_length=1, description="time ranges [[start_s, end_s], ...] in seconds"),
+    Field(min_length=1, max_length=16, description="time ranges [[start_s, end_s], ...] in seconds"),
 ]
+# Bounded lengths also bound what a grammar-constrained decoder may write into a string.
+Query = Annotated[str, Field(min_length=1, max_length=200)]
+Question = Annotated[str, Field(min_length=1, max_length=400)]
 
 
 def _coerce_str_list(value: Any) -> Any:
@@ -111,7 +114,8 @@ def _coerce_str_list(value: Any) -> Any:
     return value
 
 
-StrList = Annotated[list[str], BeforeValidator(_coerce_str_list), Field(min_length=1)]
+StrList = Annotated[list[Annotated[str, Field(max_length=60)]], BeforeValidator(_coerce_str_list),
+                    Field(min_length=1, max_length=10)]
 
 
 def clip_ranges(ctx: ToolContext, ranges: list[list[float]]) -> tuple[list[list[float]], list[str]]:

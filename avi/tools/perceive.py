@@ -12,7 +12,7 @@ import statistics
 from collections import defaultdict
 
 from avi.backends.captioner import normalise_text
-from avi.tools.base import Observation, StrList, TimeRanges, ToolContext, clip_ranges, sample_times, tool
+from avi.tools.base import Observation, Question, StrList, TimeRanges, ToolContext, clip_ranges, sample_times, tool
 from avi.video.timecode import fmt_range
 
 
@@ -136,7 +136,7 @@ def object_detect(ctx: ToolContext, time_ranges: TimeRanges, objects: StrList) -
 
 
 @tool("perceive")
-def frame_analysis(ctx: ToolContext, time_ranges: TimeRanges, question: str) -> Observation:
+def frame_analysis(ctx: ToolContext, time_ranges: TimeRanges, question: Question) -> Observation:
     """Analyse frames of the given time ranges in detail for a specific question (the most expensive tool; use it last).
 
     Args:

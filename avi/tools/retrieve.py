@@ -10,14 +10,14 @@ from typing import Annotated
 
 from pydantic import Field
 
-from avi.tools.base import Observation, ToolContext, tool
+from avi.tools.base import Observation, Query, ToolContext, tool
 from avi.video.timecode import fmt_range
 
 _CAPTION_CHARS = 320  # per clip in the LLM's context; the trace keeps full captions
 
 
 @tool("retrieve")
-def clip_retrieve(ctx: ToolContext, query: str, top_k: Annotated[int, Field(ge=1, le=64)] = 16) -> Observation:
+def clip_retrieve(ctx: ToolContext, query: Query, top_k: Annotated[int, Field(ge=1, le=64)] = 16) -> Observation:
     """Search the clip captions for a text query; returns the top_k most similar 5 s clips in time order.
 
     Args:

@@ -1,0 +1,109 @@
+"""The transcript of a video: subtitles and/or speech recognition, attached to clips.
+
+``Settings.transcript`` chooses the source:
+
+* ``auto`` (default): a subtitle file if there is one (``--subtitles`` or a
+  sidecar), else speech recognition;
+* ``asr`` / ``subtitles``: only that source; ``both``: the two side by side,
+  each segment recording its source; ``off``: no transcript.
+
+Each clip's caption gets the speech said during it appended (DVD attaches
+subtitles to its clip captions the same way), so clip_retrieve finds spoken
+content too; the segments are also searchable on their own (transcript_search).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from avi.backends.asr import TranscriptSegment
+from avi.backends.types import Caption
+from avi.errors import InputError
+from avi.hashing import sha256_file
+from avi.index.subtitles import find_sidecar, load_subtitles
+from avi.video.audio import load_audio
+
+SPEECH_CHARS_PER_CLIP = 400
+
+
+def subtitle_file(video: Path, settings) -> Path | None:
+    """The subtitle file the transcript uses for ``video`` under ``settings`` (None if none).
+
+    Raises:
+        InputError: ``transcript = "subtitles"`` but there is no subtitle file.
+    """
+    if settings.transcript in ("off", "asr"):
+        return None
+    path = Path(settings.subtitles) if settings.subtitles else find_sidecar(video)
+    if path is not None and not path.is_file():
+        raise InputError(f"subtitle file not found: {path}")
+    if path is None and settings.transcript == "subtitles":
+        raise InputError(f"no subtitle file for {Path(video).name}: pass --subtitles FILE or put a .srt/.vtt "
+                         f"with the same name beside the video")
+    return path
+
+
+def uses_asr(video: Path, settings) -> bool:
+    """Whether the transcript of ``video`` runs speech recognition."""
+    mode = settings.transcript
+    return mode in ("asr", "both") or (mode == "auto" and subtitle_file(video, settings) is None)
+
+
+def transcript_fingerprint(video: Path, settings) -> dict:
+    """What shapes the transcript, for the index key: mode, ASR weights, subtitle file contents."""
+    subs = subtitle_file(video, settings)
+    return {"mode": settings.transcript,
+            "asr": settings.asr_model if uses_asr(video, settings) else None,
+            "subtitles_sha256": sha256_file(subs) if subs else None}
+
+
+def build_transcript(video: Path, settings, backends) -> tuple[list[TranscriptSegment], dict]:
+    """Transcript segments of ``video`` in time order, and facts for the manifest.
+
+    Raises:
+        InputError: a subtitle file is required but missing, or cannot be parsed.
+        AviError: the audio track exists but cannot be decoded at all.
+    """
+    info: dict = {"mode": settings.transcript, "sources": [], "segments": 0}
+    if settings.transcript == "off":
+        return [], info
+    segments: list[TranscriptSegment] = []
+    subs = subtitle_file(video, settings)
+    if subs is not None:
+        segments += load_subtitles(subs)
+        info["sources"].append(f"subtitles:{subs.name}")
+    if uses_asr(video, settings):
+        t0 = time.perf_counter()
+        audio, decoder = load_audio(video)
+        info["audio_decoder"] = decoder
+        if audio is None:
+            info["sources"].append("none (no audio track)")
+        else:
+            info["audio_seconds"] = round(audio.size / 16000, 2)
+            asr = backends.asr
+            segments += asr.transcribe(audio, language=settings.asr_language)
+            info["sources"].append(f"asr:{asr.name}")
+        info["asr_seconds"] = round(time.perf_counter() - t0, 2)
+    segments.sort(key=lambda s: (s.start_s, s.end_s))
+    info["segments"] = len(segments)
+    return segments, info
+
+
+def attach_speech(captions: list[Caption], segments: list[TranscriptSegment]) -> None:
+    """Append to each caption what was said during its clip (in place).
+
+    A segment overlapping several clips is attached to each of them. The text
+    added to a caption is capped at ``SPEECH_CHARS_PER_CLIP`` characters; the
+    full segments stay in ``caption.data["speech"]``.
+    """
+    for cap in captions:
+        said = [s for s in segments if s.start_s < cap.end_s and s.end_s > cap.start_s]
+        if not said:
+            continue
+        cap.data["speech"] = [{"start_s": s.start_s, "end_s": s.end_s, "text": s.text, "source": s.source}
+                              for s in said]
+        text = " ".join(s.text for s in said)
+        if len(text) > SPEECH_CHARS_PER_CLIP:
+            text = text[: SPEECH_CHARS_PER_CLIP - 1] + "…"
+        cap.text = f'{cap.text} Speech: "{text}"'
