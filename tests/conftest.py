@@ -89,10 +89,12 @@ socket.socket.connect_ex = _guarded_connect_ex
 
 @pytest.fixture
 def settings(tmp_path):
-    """Settings with index and trace dirs in a temporary directory; repo models."""
+    """Settings with index and trace dirs in a temporary directory; repo models; the index's LLM
+    stages (graph extraction, summary) off, so only the tests about them pay for the LLM."""
     from avi.config import Settings
 
-    return Settings(home=tmp_path / "home", index_root=tmp_path / "indexes", trace_dir=tmp_path / "traces")
+    return Settings(home=tmp_path / "home", index_root=tmp_path / "indexes", trace_dir=tmp_path / "traces",
+                    graph_llm=False, summary_llm=False)
 
 
 @pytest.fixture(scope="session")
@@ -120,7 +122,7 @@ def sign_index(tmp_path_factory, sign_video, session_backends):
     from avi.config import Settings
     from avi.index.build import ensure_index
 
-    s = Settings(index_root=tmp_path_factory.mktemp("indexes"))
+    s = Settings(index_root=tmp_path_factory.mktemp("indexes"), graph_llm=False, summary_llm=False)
     return ensure_index(sign_video, s, session_backends, progress=False)
 
 
@@ -151,5 +153,5 @@ def narrated_index(tmp_path_factory, narrated_video, session_backends):
     from avi.config import Settings
     from avi.index.build import ensure_index
 
-    s = Settings(index_root=tmp_path_factory.mktemp("indexes-narrated"))
+    s = Settings(index_root=tmp_path_factory.mktemp("indexes-narrated"), graph_llm=False, summary_llm=False)
     return ensure_index(narrated_video[0], s, session_backends, progress=False)

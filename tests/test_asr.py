@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import jiwer
 import numpy as np
 import pytest
 from conftest import VTEST, sample_video
@@ -11,6 +10,8 @@ from avi.backends.asr import FasterWhisperTranscriber, TranscriptSegment, Word, 
 from avi.errors import AviError
 from avi.video import audio as audio_mod
 from avi.video.audio import load_audio
+
+jiwer = pytest.importorskip("jiwer")  # test extra of the cpu environment
 
 # What is said in opencv-doc's Megamind.avi (checked by ear).
 MEGAMIND = ("Of course. You don't judge a book by its cover or a person from the outside. Oh, that's a relief to "

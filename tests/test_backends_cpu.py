@@ -123,3 +123,24 @@ def test_frame_analyzer_merges_identical_neighbours(session_backends, sign_video
     assert '5.0–6.0s (3 frames): 0 people; text "EXIT 42"; colours blue' in res.text
     assert '13.0s: 0 people; text "ROOM 7B"; colours green' in res.text
     assert len(res.data["frames"]) == 4  # the trace keeps every frame
+
+
+def test_embedder_from_local_model_dir(tmp_path):
+    """``embedder_model_dir`` (how Qwen3-Embedding-4B is used in-process) loads any sentence-transformers
+    directory; its name and a fingerprint of the directory go into the index key."""
+    import shutil
+
+    from avi.backends import Backends
+    from avi.config import Settings
+    from avi.weights import resolve
+
+    base = Settings()
+    src = resolve(base.embedder, base.models_dir, base.weights_lock)
+    local = tmp_path / "my-embedder"
+    shutil.copytree(src, local)
+    b = Backends(Settings(embedder_model_dir=local))
+    assert b.embedder.name == "my-embedder" and b.embedder.dim == 384
+    first = b.embedder_id()
+    assert first.startswith("my-embedder@") and first != Backends(base).embedder_id()
+    (local / "config.json").write_text((local / "config.json").read_text().replace("384", "384 "))
+    assert Backends(Settings(embedder_model_dir=local)).embedder_id() != first

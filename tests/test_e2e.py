@@ -21,21 +21,24 @@ AVI_RUN = str(Path(sys.executable).with_name("avi-run"))
 pytestmark = pytest.mark.slow
 
 
-def _server_pids() -> set[int]:
-    out = subprocess.run(["pgrep", "-f", "avi.backends.llama_server_main"], capture_output=True, text=True)
-    return {int(p) for p in out.stdout.split()}
+def _servers_of(avi_pid: int) -> list[int]:
+    """Embedded LLM servers started by the avi process ``avi_pid`` that are still alive."""
+    out = subprocess.run(["pgrep", "-f", f"avi.backends.llama_server_main.*--parent-pid {avi_pid}( |$)"],
+                         capture_output=True, text=True)
+    return [int(p) for p in out.stdout.split()]
 
 
 def _run(tmp_path: Path, video: Path, question: str, *extra: str) -> tuple[dict, dict]:
     env = dict(os.environ, AVI_HOME=str(tmp_path / "home"), AVI_INDEX_ROOT=str(tmp_path / "indexes"))
     trace = tmp_path / "trace.json"
-    before = _server_pids()
-    proc = subprocess.run([AVI_RUN, "--video", str(video), "--question", question, "--json", "--quiet",
-                           "--trace", str(trace), *extra], capture_output=True, text=True, env=env, timeout=900)
-    assert proc.returncode == 0, proc.stderr
-    assert "Traceback" not in proc.stderr
-    assert _server_pids() - before == set(), "the embedded LLM server outlived avi-run"
-    out = json.loads(proc.stdout)
+    proc = subprocess.Popen([AVI_RUN, "--video", str(video), "--question", question, "--json", "--quiet",
+                             "--trace", str(trace), *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    stdout, stderr = proc.communicate(timeout=1500)
+    assert proc.returncode == 0, stderr
+    assert "Traceback" not in stderr
+    assert _servers_of(proc.pid) == [], "the embedded LLM server outlived avi-run"
+    out = json.loads(stdout)
     return out, json.loads(trace.read_text())
 
 

@@ -27,9 +27,8 @@ from avi.backends.captioner import PerceptionCaptioner
 from avi.backends.types import Caption
 from avi.config import Settings
 from avi.errors import AviError
-from avi.index.build import ensure_index, find_index, index_key
+from avi.index.build import ensure_index, find_index, index_components, index_key
 from avi.index.store import SCHEMA_VERSION, VideoIndex
-from avi.index.transcript import transcript_fingerprint
 from avi.video.decode import file_sha256
 
 AVI = str(Path(__file__).resolve().parent.parent / ".venv" / "bin" / "avi")
@@ -52,15 +51,30 @@ class StubCaptioner:
 
 
 class StubBackends:
-    """Real embedder (from the session backends), stub captioner."""
+    """Real embedder (from the session backends), stub captioner; no LLM (the tests turn the LLM stages off)."""
 
     def __init__(self, real):
         self.embedder = real.embedder
         self.captioner = StubCaptioner()
         self.settings = real.settings
+        self._real = real
+
+    def captioner_id(self, settings=None):
+        return self._real.captioner_id(settings)
+
+    def embedder_id(self, settings=None):
+        return self._real.embedder_id(settings)
+
+    def llm_id(self, settings=None):
+        return self._real.llm_id(settings)
 
     def close(self):
         pass
+
+
+def S(root: Path, **kw) -> Settings:
+    """Settings for these tests: indexes under ``root``, the LLM stages off."""
+    return Settings(index_root=root, graph_llm=False, summary_llm=False, **kw)
 
 
 class FakeEmbedder:
@@ -96,18 +110,17 @@ def copy_index(index: VideoIndex, root: Path) -> Path:
 # ---------------------------------------------------------------- layout and content (real build)
 
 
-def test_layout_of_a_built_index(sign_index, sign_video):
+def test_layout_of_a_built_index(sign_index, sign_video, session_backends):
     path = sign_index.path
     sha = file_sha256(sign_video)
     assert KEY_RE.match(path.name), path.name
     assert path.name.startswith(sha[:16])
-    settings = Settings(index_root=path.parent)
-    expected = index_key(sha, settings, PerceptionCaptioner.name, "all-minilm-l6-v2",
-                         transcript_fingerprint(sign_video, settings))
+    settings = S(path.parent)
+    expected = index_key(sha, settings, index_components(sign_video, settings, session_backends))
     assert path.name == expected
     # the transcript setup is part of the key
-    assert expected != index_key(sha, settings, PerceptionCaptioner.name, "all-minilm-l6-v2",
-                                 transcript_fingerprint(sign_video, Settings(transcript="off")))
+    off = S(path.parent, transcript="off")
+    assert expected != index_key(sha, off, index_components(sign_video, off, session_backends))
 
     manifest = json.loads((path / "manifest.json").read_text())
     assert manifest["complete"] is True and manifest["schema"] == SCHEMA_VERSION == 2 and manifest["key"] == path.name
@@ -188,7 +201,7 @@ def test_second_ensure_index_reuses(sign_index, sign_video, session_backends, ro
         raise AssertionError("the captioner was called: the index was rebuilt")
 
     monkeypatch.setattr(PerceptionCaptioner, "caption", boom)
-    idx = ensure_index(sign_video, Settings(index_root=root), session_backends, progress=False)
+    idx = ensure_index(sign_video, S(root), session_backends, progress=False)
     assert idx.path == path
     assert (path / "manifest.json").read_text() == before
     assert [c.text for c in idx.captions] == [c.text for c in sign_index.captions]
@@ -199,33 +212,33 @@ def test_second_ensure_index_reuses(sign_index, sign_video, session_backends, ro
 @pytest.mark.parametrize("field, value", [("clip_seconds", 4.0), ("fps", 1.0), ("max_side", 640),
                                           ("caption_ocr_frames", 2), ("embedder", "other-embedder")])
 def test_fingerprint_fields_change_the_key(sign_video, stub_backends, root, field, value):
-    base, _, sha = find_index(sign_video, Settings(index_root=root), stub_backends)
-    other, _, _ = find_index(sign_video, Settings(index_root=root, **{field: value}), stub_backends)
+    base, _, sha, _ = find_index(sign_video, S(root), stub_backends)
+    other, _, _, _ = find_index(sign_video, S(root, **{field: value}), stub_backends)
     assert other != base and other.parent == base.parent == root
     assert other.name[:16] == base.name[:16] == sha[:16]
 
 
-@pytest.mark.parametrize("field, value", [("top_k", 4), ("max_iterations", 3), ("llm_base_url", "http://x/v1")])
+@pytest.mark.parametrize("field, value", [("top_k", 4), ("max_iterations", 3), ("llm_temperature", 0.5)])
 def test_other_settings_keep_the_key(sign_video, stub_backends, root, field, value):
-    base, _, _ = find_index(sign_video, Settings(index_root=root), stub_backends)
-    same, _, _ = find_index(sign_video, Settings(index_root=root, **{field: value}), stub_backends)
+    base, _, _, _ = find_index(sign_video, S(root), stub_backends)
+    same, _, _, _ = find_index(sign_video, S(root, **{field: value}), stub_backends)
     assert same == base
 
 
 def test_changed_fingerprint_builds_a_new_directory(sign_index, sign_video, stub_backends, root):
     old = copy_index(sign_index, root)
-    idx = ensure_index(sign_video, Settings(index_root=root, clip_seconds=4.0), stub_backends, progress=False)
+    idx = ensure_index(sign_video, S(root, clip_seconds=4.0), stub_backends, progress=False)
     assert idx.path != old and idx.path.parent == root
     assert stub_backends.captioner.calls == 5  # 20 s in 4 s clips
     assert idx.manifest["settings"]["clip_seconds"] == 4.0 and idx.manifest["counts"]["clips"] == 5
     assert (old / "manifest.json").exists()  # the other setup's index is untouched
-    assert hidden(root) == []
+    assert [h for h in hidden(root) if not h.endswith(".lock")] == []
 
 
 # ---------------------------------------------------------------- crash safety
 
 
-def test_failed_build_leaves_nothing(sign_video, stub_backends, root, monkeypatch):
+def test_failed_build_resumes_without_redoing_finished_clips(sign_video, stub_backends, root, monkeypatch):
     captioner = stub_backends.captioner
     real = captioner.caption
 
@@ -235,16 +248,85 @@ def test_failed_build_leaves_nothing(sign_video, stub_backends, root, monkeypatc
         return real(clip, frames, previous)
 
     monkeypatch.setattr(captioner, "caption", third_fails)
-    settings = Settings(index_root=root)
+    settings = S(root)
+    final, *_ = find_index(sign_video, settings, stub_backends)
     with pytest.raises(RuntimeError, match="third clip"):
         ensure_index(sign_video, settings, stub_backends, progress=False)
     assert captioner.calls == 2
-    assert list(root.iterdir()) == []  # neither the final nor a hidden .building- directory
+    assert not final.exists()  # nothing a later run would trust ...
+    partial = root / f".{final.name}.partial"
+    assert len((partial / "captions.partial.jsonl").read_text().splitlines()) == 2  # ... but the work is kept
 
-    monkeypatch.setattr(captioner, "caption", real)
+    seen = []
+    monkeypatch.setattr(captioner, "caption", lambda clip, frames, previous=None: (
+        seen.append(clip.index), real(clip, frames, previous))[1])
     idx = ensure_index(sign_video, settings, stub_backends, progress=False)
+    assert seen == [2, 3]  # only the missing clips
     assert idx.manifest["complete"] is True and idx.manifest["counts"]["clips"] == 4
-    assert hidden(root) == []
+    assert idx.manifest["resumed"] == {"resumed": True, "clips_captioned_in_last_run": 2}
+    assert [c.clip_index for c in idx.captions] == [0, 1, 2, 3]
+    assert idx.captions[2].data["frames_s"][0] == pytest.approx(10.0)  # the resumed decode starts at clip 2
+    assert not partial.exists()
+
+
+def test_torn_last_line_is_cut_and_redone(sign_video, stub_backends, root):
+    settings = S(root)
+    final, *_ = find_index(sign_video, settings, stub_backends)
+    partial = root / f".{final.name}.partial"
+    partial.mkdir(parents=True)
+    good = Caption(0, 0.0, 5.0, "Stub caption of clip 0: kept.", PerceptionCaptioner.name,
+                   {"frames_s": [0.0], "subject_registry": {}, "ocr": []})
+    (partial / "captions.partial.jsonl").write_text(json.dumps(good.to_dict()) + "\n" + '{"clip_index": 1, "sta')
+    idx = ensure_index(sign_video, settings, stub_backends, progress=False)
+    assert stub_backends.captioner.calls == 3  # clips 1-3; clip 0 came from the partial file
+    assert idx.captions[0].text == "Stub caption of clip 0: kept."
+
+
+def test_a_second_builder_is_refused(sign_video, stub_backends, root):
+    import fcntl
+
+    settings = S(root)
+    final, *_ = find_index(sign_video, settings, stub_backends)
+    root.mkdir(parents=True)
+    with open(root / f".{final.name}.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        f.write("4242")
+        f.flush()
+        with pytest.raises(AviError, match="another avi process"):
+            ensure_index(sign_video, settings, stub_backends, progress=False)
+    assert stub_backends.captioner.calls == 0
+    ensure_index(sign_video, settings, stub_backends, progress=False)  # free again
+
+
+class SlowConcurrentCaptioner(StubCaptioner):
+    """Test double declaring concurrency: sleeps so that several clips are in flight at once."""
+
+    concurrency = 3
+
+    def __init__(self):
+        super().__init__()
+        import threading
+
+        self.active = 0
+        self.peak = 0
+        self._lock = threading.Lock()
+
+    def caption(self, clip, frames, previous=None):
+        with self._lock:
+            self.active += 1
+            self.peak = max(self.peak, self.active)
+        time.sleep(0.3 if clip.index % 2 == 0 else 0.05)  # finish out of order
+        with self._lock:
+            self.active -= 1
+        return super().caption(clip, frames, previous)
+
+
+def test_concurrent_captioning_keeps_clip_order(sign_video, stub_backends, root):
+    stub_backends.captioner = SlowConcurrentCaptioner()
+    idx = ensure_index(sign_video, S(root), stub_backends, progress=False)
+    assert stub_backends.captioner.peak >= 2
+    assert [c.clip_index for c in idx.captions] == [0, 1, 2, 3]
+    assert all(f"clip {c.clip_index}:" in c.text for c in idx.captions)
 
 
 def _set_incomplete(path: Path) -> None:
@@ -268,7 +350,7 @@ def test_untrusted_directory_is_rebuilt(sign_index, sign_video, stub_backends, r
     if damage is not _drop_captions:
         with pytest.raises(AviError):
             VideoIndex(path)
-    idx = ensure_index(sign_video, Settings(index_root=root), stub_backends, progress=False)
+    idx = ensure_index(sign_video, S(root), stub_backends, progress=False)
     assert idx.path == path
     assert stub_backends.captioner.calls == 4
     assert json.loads((path / "manifest.json").read_text())["complete"] is True
@@ -278,7 +360,7 @@ def test_untrusted_directory_is_rebuilt(sign_index, sign_video, stub_backends, r
 
 def test_rebuild_replaces_a_complete_index(sign_index, sign_video, stub_backends, root):
     path = copy_index(sign_index, root)
-    idx = ensure_index(sign_video, Settings(index_root=root), stub_backends, rebuild=True, progress=False)
+    idx = ensure_index(sign_video, S(root), stub_backends, rebuild=True, progress=False)
     assert idx.path == path and stub_backends.captioner.calls == 4
     assert idx.captions[0].text.startswith("Stub caption")
     assert "Stub caption" in idx.search("clip 2", stub_backends.embedder)[0].caption.text
@@ -288,7 +370,7 @@ def test_rebuild_replaces_a_complete_index(sign_index, sign_video, stub_backends
 def test_rebuild_after_the_old_index_was_opened_serves_the_new_collection(sign_index, sign_video, session_backends,
                                                                           stub_backends, root):
     copy_index(sign_index, root)
-    settings = Settings(index_root=root)
+    settings = S(root)
     old = ensure_index(sign_video, settings, session_backends, progress=False)
     assert "EXIT 42" in old.search("EXIT 42", session_backends.embedder)[0].caption.text  # opens Chroma
     new = ensure_index(sign_video, settings, stub_backends, rebuild=True, progress=False)
@@ -305,21 +387,6 @@ def test_embedder_mismatch_is_refused(sign_index, name, dim):
         idx.search("EXIT 42", FakeEmbedder(name, dim))
 
 
-def test_stale_building_dir_of_dead_build_is_removed(sign_video, stub_backends, root):
-    final, _, _ = find_index(sign_video, Settings(index_root=root), stub_backends)
-    root.mkdir(parents=True)
-    dead = root / f".{final.name}.building-99999999-dead0000"
-    (dead / "chroma").mkdir(parents=True)
-    (dead / "captions.jsonl").write_text("half written\n")
-    live = root / f".{final.name}.building-{os.getppid()}-live0000"  # a build still running elsewhere
-    live.mkdir()
-    idx = ensure_index(sign_video, Settings(index_root=root), stub_backends, progress=False)
-    assert idx.path == final
-    assert not dead.exists()
-    assert live.exists()
-    assert hidden(root) == [live.name]
-
-
 # ---------------------------------------------------------------- a killed `avi index`
 
 
@@ -334,16 +401,17 @@ def short_video(tmp_path_factory):
 def test_sigterm_during_build_leaves_no_trusted_index(short_video, tmp_path):
     root = tmp_path / "indexes"
     env = {k: v for k, v in os.environ.items() if not k.startswith("AVI_")}
-    env.update(AVI_INDEX_ROOT=str(root), AVI_HOME=str(tmp_path / "home"), AVI_TRACE_DIR=str(tmp_path / "traces"))
+    env.update(AVI_INDEX_ROOT=str(root), AVI_HOME=str(tmp_path / "home"), AVI_TRACE_DIR=str(tmp_path / "traces"),
+               AVI_GRAPH_LLM="false", AVI_SUMMARY_LLM="false")
     argv = [AVI, "index", str(short_video), "--quiet", "--json"]
 
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             stdin=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
-        while not list(root.glob(".*.building-*")):
+        while not list(root.glob(".*.partial")):
             assert proc.poll() is None, f"avi index ended before building: {proc.communicate()}"
-            assert time.monotonic() < deadline, "no .building- directory appeared"
+            assert time.monotonic() < deadline, "no .partial work directory appeared"
             time.sleep(0.05)
         time.sleep(1.0)  # well inside the build: models load, frames are captioned
         if proc.poll() is not None:
@@ -359,9 +427,7 @@ def test_sigterm_during_build_leaves_no_trusted_index(short_video, tmp_path):
     trusted = [p for p in root.iterdir() if not p.name.startswith(".") and (p / "manifest.json").exists()
                and json.loads((p / "manifest.json").read_text()).get("complete")]
     assert trusted == []
-    for p in root.glob(".*.building-*"):  # if one is left, its pid is dead: the next build ignores it
-        pid = int(p.name.rsplit("-", 2)[-2])
-        assert not Path(f"/proc/{pid}").exists()
+    # the work directory may stay (it is resumed); nothing in it is opened as an index
 
     r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
     assert r.returncode == 0, r.stderr
@@ -370,4 +436,95 @@ def test_sigterm_during_build_leaves_no_trusted_index(short_video, tmp_path):
     assert final.parent == root and KEY_RE.match(final.name)
     assert json.loads((final / "manifest.json").read_text())["complete"] is True
     assert out["clips"] == 1
-    assert hidden(root) == []
+    assert [h for h in hidden(root) if not h.endswith(".lock")] == []
+
+
+# ---------------------------------------------------------------- folders and the LLM stages
+
+
+def test_index_a_folder_continues_past_a_bad_video(short_video, tmp_path):
+    folder = tmp_path / "videos"
+    folder.mkdir()
+    shutil.copy(short_video, folder / "a.mp4")
+    shutil.copy(short_video, folder / "b.mp4")  # same content: the second reuses the first's index
+    (folder / "broken.mp4").write_text("not a video")
+    (folder / "notes.txt").write_text("ignored: not a video suffix")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AVI_")}
+    env.update(AVI_INDEX_ROOT=str(tmp_path / "indexes"), AVI_HOME=str(tmp_path / "home"),
+               AVI_GRAPH_LLM="false", AVI_SUMMARY_LLM="false")
+    r = subprocess.run([AVI, "index", str(folder), "--json", "--quiet"], env=env, capture_output=True, text=True,
+                       timeout=300, stdin=subprocess.DEVNULL)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines()[-1] == "avi: error: 1 of 3 videos failed to index"
+    rows = [json.loads(line) for line in r.stdout.splitlines()]
+    ok = [row for row in rows if "index_dir" in row]
+    bad = [row for row in rows if "error" in row]
+    assert [Path(row["video"]).name for row in ok] == ["a.mp4", "b.mp4"] and ok[0]["index_dir"] == ok[1]["index_dir"]
+    assert [Path(row["video"]).name for row in bad] == ["broken.mp4"] and "not a readable video" in bad[0]["error"]
+
+
+@pytest.mark.slow
+def test_llm_stages_with_the_real_orchestrator(sign_video, session_backends, tmp_path):
+    """Graph extraction and the hierarchical summary with the real 1.5B model (AVI §3.2.3, §6.2)."""
+    settings = Settings(index_root=tmp_path / "indexes", home=tmp_path / "home")
+    idx = ensure_index(sign_video, settings, session_backends, progress=False)
+    summary = json.loads((idx.path / "summary.json").read_text())
+    assert summary["llm"] and summary["segments"] and summary["video"]
+    assert summary["segments"][0]["start_s"] == 0.0 and summary["segments"][-1]["end_s"] == pytest.approx(20.0)
+    extraction = idx.graph.graph["extraction"]
+    assert extraction["llm"] and extraction["chunks"] == 1
+    m = idx.manifest
+    assert m["components"]["llm"].startswith("qwen2.5-coder-1.5b-instruct@")
+    assert m["build_seconds"]["graph"] > 0 and m["build_seconds"]["summary"] > 0
+    assert set(m["components"]["prompts"]) >= {"graph_extract", "summary_segment", "summary_video"}
+
+
+def test_sigkill_mid_captions_resumes_from_the_last_finished_clip(tmp_path):
+    """A build killed with SIGKILL (no handler runs) while captioning resumes: the clips already in
+    captions.partial.jsonl are kept byte for byte and only the rest are captioned."""
+    from synth import Spec, Text, make_video
+
+    video = make_video(tmp_path / "long.mp4", Spec(duration_s=60.0, scenes=[(0.0, "navy"), (30.0, "olive")],
+                                                   texts=[Text("GATE 7", 10.0, 40.0)]))
+    root = tmp_path / "indexes"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AVI_")}
+    env.update(AVI_INDEX_ROOT=str(root), AVI_HOME=str(tmp_path / "home"), AVI_GRAPH_LLM="false",
+               AVI_SUMMARY_LLM="false", AVI_TRANSCRIPT="off")
+    argv = [AVI, "index", str(video), "--quiet", "--json"]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 240
+        partial: list[Path] = []
+        while True:
+            assert proc.poll() is None, f"avi index ended before 3 clips were captioned: {proc.communicate()}"
+            assert time.monotonic() < deadline, "captioning did not reach 3 clips"
+            partial = list(root.glob(".*.partial/captions.partial.jsonl"))
+            if partial and partial[0].read_bytes().count(b"\n") >= 3:
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    done = partial[0].read_bytes()
+    done = done[:done.rfind(b"\n") + 1]  # whole lines only (a torn last line is cut on resume)
+    n_done = done.count(b"\n")
+    assert 3 <= n_done < 12
+
+    r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    final = Path(json.loads(r.stdout)["index_dir"])
+    manifest = json.loads((final / "manifest.json").read_text())
+    assert manifest["complete"] and manifest["counts"]["clips"] == 12
+    assert manifest["resumed"] == {"resumed": True, "clips_captioned_in_last_run": 12 - n_done}
+    def comparable(c: dict) -> dict:  # the subject merge (after captioning) adds global ids to the registry
+        data = {k: v for k, v in c["data"].items() if k != "subject_registry"}
+        reg = {k: {f: v for f, v in s.items() if f != "global_id"} for k, s in c["data"]["subject_registry"].items()}
+        return {**c, "data": data, "registry": reg}
+
+    lines = [comparable(json.loads(x)) for x in done.decode().splitlines()]
+    kept = [comparable(json.loads(x)) for x in (final / "captions.jsonl").read_text().splitlines()][:n_done]
+    assert kept == lines

