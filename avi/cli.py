@@ -142,7 +142,7 @@ def cmd_ask(args) -> int:
         print(json.dumps({"answer": result.answer, "choice": result.choice, "interval": result.interval,
                           "evidence": result.evidence, "trace": str(trace_path), "question": trace.question,
                           "video": trace.video, "iterations": trace.iterations, "forced": trace.forced,
-                          "seconds": trace.seconds}, ensure_ascii=False))
+                          "seconds": trace.seconds, "frames": _frames_line(trace)}, ensure_ascii=False))
     else:
         print(f"Answer: {result.answer if result.answer is not None else '(no answer)'}")
         if result.choice:
@@ -151,30 +151,125 @@ def cmd_ask(args) -> int:
             print(f"Interval: [{result.interval[0]:.1f}s, {result.interval[1]:.1f}s]")
         ev = ", ".join(f"{s:.1f}s–{e:.1f}s" for s, e in result.evidence) or "none"
         print(f"Evidence: {ev}")
+        f = _frames_line(trace)
+        print(f"Frames: {f['spent']} looked at ({f['distinct']} distinct)"
+              + (f" of a budget of {f['budget']}" if f["budget"] else ""))
         print(f"Trace: {trace_path}")
     return 0
+
+
+def _frames_line(trace) -> dict:
+    """The question's frame budget use: frames looked at by perceive calls, distinct frames, the budget."""
+    totals = trace.totals()
+    return {"spent": totals["frames_spent"], "distinct": totals["frames_looked_at"],
+            "budget": trace.settings.get("frame_budget") or None}
+
+
+# ---------------------------------------------------------------- tool
+
+
+def cmd_tool(args) -> int:
+    """Run one agent tool on a video, outside the agent (the same code path the agent calls)."""
+    from avi.tools import ALL_TOOLS, PHASE_TOOLS
+
+    if args.name == "list":
+        for phase, tools in PHASE_TOOLS.items():
+            for t in tools:
+                print(f"{phase:9s} {t.signature_line()}\n          {t.description}")
+        return 0
+    tool = ALL_TOOLS.get(args.name)
+    if tool is None:
+        raise InputError(f"no tool named '{args.name}'; tools: {', '.join(ALL_TOOLS)} (or `avi tool list`)")
+    if args.video is None:
+        raise InputError("--video is required")
+    try:
+        arguments = json.loads(args.args) if args.args else {}
+    except json.JSONDecodeError as exc:
+        raise InputError(f"--args is not valid JSON ({exc.msg} at character {exc.pos}): {args.args}") from None
+    if not isinstance(arguments, dict):
+        raise InputError('--args must be a JSON object, e.g. \'{"time_ranges": [[0, 5]]}\'')
+
+    from avi.backends import Backends
+    from avi.index.build import ensure_index
+    from avi.tools import ToolContext
+    from avi.video.decode import VideoReader, probe
+
+    settings = _settings(args)
+    backends = Backends(settings)
+    try:
+        info = probe(args.video)
+        index = ensure_index(info.path, settings, backends, progress=not args.quiet)
+        ctx = ToolContext(settings=settings, index=index, video=VideoReader(info, settings.max_side),
+                          backends=backends)
+        obs = tool.run(ctx, arguments)
+    finally:
+        backends.close()
+    if args.json:
+        print(json.dumps({"tool": tool.name, "arguments": arguments, "error": obs.error, "text": obs.text,
+                          "frames": len(obs.frames_s), "frames_s": obs.frames_s, "evidence": obs.evidence,
+                          "notes": obs.notes, "data": obs.data}, ensure_ascii=False, default=str))
+    elif obs.error:
+        print(f"avi: error: {' '.join(obs.text.split())}", file=sys.stderr)
+    else:
+        print(obs.text)
+    return 2 if obs.error else 0
 
 
 # ---------------------------------------------------------------- index
 
 
 def cmd_index(args) -> int:
-    from avi.backends import Backends
-    from avi.index.build import ensure_index
+    """Build or reuse the index of each video (files, or every video in a folder)."""
+    from tqdm import tqdm
 
+    from avi.backends import Backends
+    from avi.index.build import ensure_index, video_files
+
+    videos: list[Path] = []
+    for path in args.videos:
+        if path.is_dir():
+            found = video_files(path)
+            if not found:
+                raise InputError(f"no video files in folder {path}")
+            videos += found
+        else:
+            videos.append(path)
     settings = _settings(args)
     backends = Backends(settings)
-    t0 = time.perf_counter()
-    index = ensure_index(args.video, settings, backends, rebuild=args.rebuild, progress=not args.quiet)
-    out = {"index_dir": str(index.path), "seconds": round(time.perf_counter() - t0, 2), **index.manifest["counts"],
-           "captioner": index.manifest["captioner"], "embedder": index.manifest["embedder"]["name"],
-           "build_seconds": index.manifest["build_seconds"]}
-    if args.json:
-        print(json.dumps(out))
-    else:
-        print(f"Index: {out['index_dir']}")
-        print(f"Clips: {out['clips']}  frames: {out['frames']}  entities: {out['entities']}  "
-              f"relations: {out['relations']}  (captioner {out['captioner']}, embedder {out['embedder']})")
+    results, failures = [], []
+    outer = tqdm(videos, desc="videos", unit="video", file=sys.stderr, disable=args.quiet or len(videos) < 2,
+                 position=0, dynamic_ncols=True)
+    try:
+        for video in outer:
+            t0 = time.perf_counter()
+            try:
+                index = ensure_index(video, settings, backends, rebuild=args.rebuild, progress=not args.quiet)
+            except AviError as exc:
+                if len(videos) == 1:
+                    raise
+                failures.append({"video": str(video), "error": " ".join(str(exc).split())})
+                continue
+            m = index.manifest
+            results.append({"video": str(video), "index_dir": str(index.path),
+                            "seconds": round(time.perf_counter() - t0, 2), **m["counts"],
+                            "captioner": m["captioner"], "embedder": m["embedder"]["name"],
+                            "transcript": m.get("transcript", {}).get("sources", []),
+                            "build_seconds": m["build_seconds"]})
+    finally:
+        backends.close()
+    for r in results:
+        if args.json:
+            print(json.dumps(r))
+        else:
+            print(f"Index: {r['index_dir']}  ({Path(r['video']).name})")
+            print(f"  clips {r['clips']} (failed {r['failed_clips']})  frames {r['frames']}  subjects "
+                  f"{r['subjects']}  entities {r['entities']}  relations {r['relations']}  summary segments "
+                  f"{r['summary_segments']}  transcript {', '.join(r['transcript']) or 'none'}")
+    for f in failures:
+        print(json.dumps({"video": f["video"], "error": f["error"]}) if args.json else
+              f"FAILED {f['video']}: {f['error']}", file=sys.stdout if args.json else sys.stderr)
+    if failures:
+        raise AviError(f"{len(failures)} of {len(videos)} videos failed to index")
     return 0
 
 
@@ -333,12 +428,22 @@ def main(argv: list[str] | None = None) -> int:
     _add_ask_args(a)
     a.set_defaults(fn=cmd_ask)
 
-    i = sub.add_parser("index", help="build (or reuse) a video's database")
-    i.add_argument("video", type=Path)
-    i.add_argument("--rebuild", action="store_true", help="build anew even if a complete index exists")
+    i = sub.add_parser("index", help="build (or reuse, or resume) the database of videos or of a folder of videos")
+    i.add_argument("videos", type=Path, nargs="+", metavar="VIDEO_OR_FOLDER")
+    i.add_argument("--rebuild", action="store_true", help="build anew, even over a complete index or a partial build")
     i.add_argument("--json", action="store_true", help="print one JSON object")
     _add_common(i)
     i.set_defaults(fn=cmd_index)
+
+    t = sub.add_parser("tool", help="run one agent tool on a video (e.g. avi tool text_extract --video V "
+                                    "--args '{\"time_ranges\": [[0, 5]]}'); `avi tool list` lists them")
+    t.add_argument("name", help="tool name, or 'list'")
+    t.add_argument("--video", type=Path, help="video file (its index is built or reused first)")
+    t.add_argument("--args", default="{}", help="the tool's arguments as a JSON object (default {})")
+    t.add_argument("--json", action="store_true", help="print the observation as one JSON object "
+                                                       "(text, data, frames, evidence)")
+    _add_common(t)
+    t.set_defaults(fn=cmd_tool)
 
     w = sub.add_parser("weights", help="list, fetch or verify local weights (weights.lock)")
     w.add_argument("action", choices=["list", "fetch", "verify"])

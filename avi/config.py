@@ -86,6 +86,9 @@ class Settings(BaseSettings):
     # --- index build
     caption_ocr_frames: int = Field(default=3, description="frames per clip sent to OCR for the perception caption")
     embedder: str = Field(default="all-minilm-l6-v2", description="weights.lock entry of the sentence-transformers model")
+    embedder_model_dir: Path | None = Field(default=None, description="local sentence-transformers directory "
+                                                                      "(e.g. Qwen3-Embedding-4B, gpu profile); "
+                                                                      "replaces the locked embedder")
     embedder_base_url: str | None = Field(default=None, description="OpenAI-compatible /v1/embeddings endpoint "
                                                                     "(gpu profile; replaces the local embedder)")
     embedder_model: str | None = Field(default=None, description="model name on that endpoint (default: first listed)")
@@ -110,8 +113,35 @@ class Settings(BaseSettings):
 
     # --- tools
     iou_threshold: float = 0.5
+    # object_detect / text_extract models of the gpu profile (AVI §3.3.2); unset = the cpu profile's backends
+    detector_model_dir: Path | None = Field(default=None, description="local Grounding-DINO directory: transformers "
+                                                                      "format (config.json, e.g. grounding-dino-tiny) "
+                                                                      "or the original *.py config + *.pth + "
+                                                                      "bert-base-uncased/ (needs groundingdino-py)")
+    detector_box_threshold: float = Field(default=0.35, ge=0.0, le=1.0, description="Grounding-DINO minimum box "
+                                                                                    "score")
+    detector_text_threshold: float = Field(default=0.25, ge=0.0, le=1.0, description="Grounding-DINO minimum "
+                                                                                     "token probability naming a box")
+    ocr_paddle_det_dir: Path | None = Field(default=None, description="PaddleOCR 3.x text-detection inference "
+                                                                      "directory (e.g. PP-OCRv5_server_det); with "
+                                                                      "ocr_paddle_rec_dir replaces rapidocr")
+    ocr_paddle_rec_dir: Path | None = Field(default=None, description="PaddleOCR 3.x text-recognition inference "
+                                                                      "directory (e.g. PP-OCRv5_server_rec)")
+    ocr_paddle_cls_dir: Path | None = Field(default=None, description="optional PaddleOCR text-line orientation "
+                                                                      "directory (e.g. PP-LCNet_x1_0_textline_ori)")
     frame_analysis_max_frames: int = 64
+    frame_budget: int = Field(default=256, ge=0, description="frames the perceive tools may look at per question "
+                                                             "(0 = no budget); a call past it gets an error "
+                                                             "observation telling the agent to answer")
     perceive_max_frames: int = Field(default=16, description="frames per text_extract / object_detect call")
+    boundary_max_frames: int = Field(default=120, description="frames per boundary_detect call (1 minute at 2 fps)")
+    # boundary_detect's CLIP (gpu profile; AVI §3.3.2). open_clip wins when both are set; neither = cpu fallback
+    # (colour-histogram shots scored by caption similarity).
+    open_clip_model: str | None = Field(default=None, description="open_clip architecture (e.g. ViT-L-14, with "
+                                                                   "open_clip_checkpoint) or local-dir:/path")
+    open_clip_checkpoint: Path | None = Field(default=None, description="local open_clip weights file")
+    clip_model_dir: Path | None = Field(default=None, description="local transformers CLIP directory "
+                                                                  "(e.g. clip-vit-large-patch14)")
     observation_max_chars: int = Field(default=2400, description="observation text kept in the LLM context")
 
     # --- agent
@@ -138,8 +168,6 @@ class Settings(BaseSettings):
             "max_side": self.max_side,
             "clip_seconds": self.clip_seconds,
             "caption_ocr_frames": self.caption_ocr_frames,
-            "embedder": self.embedder_model or self.embedder if self.embedder_base_url else self.embedder,
-            "vlm_frames_per_clip": self.vlm_frames_per_clip,
             "graph_llm": self.graph_llm,
             "graph_chunk_chars": self.graph_chunk_chars,
             "summary_llm": self.summary_llm,

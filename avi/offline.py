@@ -16,6 +16,7 @@ _OFFLINE_ENV = {
     "DO_NOT_TRACK": "1",
     "TOKENIZERS_PARALLELISM": "false",
     "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "PADDLE_PDX_DISABLE_MODEL_SOURCE_CHECK": "True",  # PaddleOCR 3.x checks its model hosts at start-up
 }
 
 

@@ -200,3 +200,38 @@ def narrated_video_spec() -> tuple[Spec, list[Speech]]:
     speech = [Speech("The secret code word is pineapple.", 4.0),
               Speech("Meet me at the north gate at seven o'clock.", 14.0)]
     return spec, speech
+
+
+def news_video_spec() -> Spec:
+    """A 30 s "news" video for boundary_detect: five shots, each with its own caption text.
+
+    Ground truth (hard cuts, two of them off the 2 fps sampling grid):
+        * 0.0-6.0 s navy, "WEATHER REPORT";
+        * 6.0-13.3 s dark green, "GOAL SCORED" (a red square moves across 8.0-11.0 s);
+        * 13.3-21.0 s maroon, "BREAKING NEWS";
+        * 21.0-25.7 s dark orange, "TRAFFIC UPDATE";
+        * 25.7-30.0 s purple, "GOOD NIGHT".
+    """
+    shots = [(0.0, "navy", "WEATHER REPORT"), (6.0, "darkgreen", "GOAL SCORED"), (13.3, "maroon", "BREAKING NEWS"),
+             (21.0, "darkorange", "TRAFFIC UPDATE"), (25.7, "purple", "GOOD NIGHT")]
+    ends = [s for s, _, _ in shots[1:]] + [30.0]
+    return Spec(duration_s=30.0, scenes=[(s, c) for s, c, _ in shots],
+                texts=[Text(t, s, e) for (s, _, t), e in zip(shots, ends)],
+                boxes=[Box(8.0, 11.0)], noise=4)
+
+
+def news_video_cuts() -> list[float]:
+    """The cut times (s) of :func:`news_video_spec`."""
+    return [s for s, _ in news_video_spec().scenes[1:]]
+
+
+def many_cuts_spec() -> Spec:
+    """A 40 s video with 9 hard cuts at irregular times (some off the 2 fps grid), frame noise
+    and a red square moving across two cuts (motion that must not read as a cut).
+
+    Ground truth: the cut times are the ``scenes`` starts after 0.
+    """
+    starts = [0.0, 3.2, 7.0, 11.6, 15.0, 19.4, 24.0, 27.3, 32.0, 36.5]
+    colours = ["navy", "darkgreen", "maroon", "teal", "darkorange", "purple", "olive", "black", "crimson", "gray"]
+    return Spec(duration_s=40.0, scenes=list(zip(starts, colours)), boxes=[Box(5.0, 13.0, speed_px_s=60.0)],
+                noise=8)

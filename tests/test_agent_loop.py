@@ -24,7 +24,8 @@ from avi.tools import ToolContext
 from avi.video.decode import VideoReader, probe
 
 REPO = Path(__file__).resolve().parent.parent
-PERCEIVE_TOOLS = ["text_extract", "object_detect", "frame_analysis"]
+PERCEIVE_TOOLS = ["text_extract", "object_detect", "boundary_detect", "frame_analysis"]
+SEARCH_TOOLS = ["clip_retrieve", "global_explore"]  # no transcript, no LLM entity graph in the fake index
 RETRY_MARK = "Your last reply could not be used"
 
 
@@ -188,7 +189,7 @@ def test_happy_path_retrieve_perceive_review(make_agent, tmp_path):
 
     # the perceive gate asked for a perceive tool only on the first perceive decision
     # the gates asked for a search first, then for a perceive tool on the first perceive decision
-    assert [c.require_tool for c in llm.calls] == [["clip_retrieve"], None, PERCEIVE_TOOLS, None, None]
+    assert [c.require_tool for c in llm.calls] == [SEARCH_TOOLS, None, PERCEIVE_TOOLS, None, None]
     assert len(llm.calls) == 5 and not llm.replies
 
     # tokens and seconds
@@ -249,9 +250,9 @@ def test_retrieve_gate_requires_a_search_unless_a_time_is_named(make_agent):
                              "**Answer:** EXIT 42"])
     result = agent.run(Q)
     assert kinds(result.trace)[:3] == ["retry", "tool_call", "stage_switch"]
-    assert "search first (clip_retrieve)" in result.trace.steps[0].notes[0]
-    assert llm.calls[0].require_tool == ["clip_retrieve"]
-    assert llm.calls[1].require_tool == ["clip_retrieve"]
+    assert "search first (clip_retrieve or global_explore)" in result.trace.steps[0].notes[0]
+    assert llm.calls[0].require_tool == SEARCH_TOOLS
+    assert llm.calls[1].require_tool == SEARCH_TOOLS
     assert llm.calls[2].require_tool is None
     assert result.answer == "EXIT 42"
 
@@ -309,12 +310,12 @@ def test_retrieve_tool_in_perceive_is_refused(make_agent):
     retry = trace.steps[2]
     assert retry.phase == "perceive"
     assert retry.notes == ["clip_retrieve cannot be used in the PERCEIVE stage. "
-                           "Tools in this stage: text_extract, object_detect, frame_analysis"]
+                           "Tools in this stage: text_extract, object_detect, boundary_detect, frame_analysis"]
     assert llm.calls[2].require_tool is None  # already looked: unconstrained decision
     assert llm.calls[3].require_tool == PERCEIVE_TOOLS  # the retry is constrained
     retry_msg = llm.calls[3].messages[-1]["content"]
     assert "clip_retrieve cannot be used" in retry_msg
-    assert "text_extract, object_detect, frame_analysis" in retry_msg
+    assert "text_extract, object_detect, boundary_detect, frame_analysis" in retry_msg
     assert "ROOM 7B" in trace.steps[3].observation
     assert result.answer == "ROOM 7B"
 
@@ -325,7 +326,7 @@ def test_unknown_tool_is_a_retry(make_agent):
     result = agent.run("What does the sign say?")
     assert kinds(result.trace)[:2] == ["retry", "tool_call"]
     assert "no tool named 'read_minds'" in result.trace.steps[0].notes[0]
-    assert llm.calls[1].require_tool == ["clip_retrieve"]
+    assert llm.calls[1].require_tool == SEARCH_TOOLS + ["clip_merge"]  # a retry may use any retrieve tool
     assert result.answer == "EXIT 42"
 
 
@@ -357,8 +358,8 @@ def test_malformed_call_retries_then_spends_the_iteration(make_agent):
             assert "not valid JSON" in s.notes[0]
 
     # the problem is sent back, with the bad reply, and the retry is constrained to the phase's tools
-    assert llm.calls[0].require_tool == ["clip_retrieve"]  # the retrieve gate
-    assert llm.calls[1].require_tool == ["clip_retrieve"]
+    assert llm.calls[0].require_tool == SEARCH_TOOLS  # the retrieve gate
+    assert llm.calls[1].require_tool == SEARCH_TOOLS + ["clip_merge"]
     assert llm.calls[3].require_tool == PERCEIVE_TOOLS  # the perceive gate
     assert llm.calls[1].messages[-2] == {"role": "assistant", "content": MALFORMED}
     assert "not valid JSON" in llm.calls[1].messages[-1]["content"]
@@ -619,8 +620,9 @@ def test_system_prompt_fixed_and_conversation_only_grows(make_agent):
     assert "The video is 20.0 seconds long." in llm.calls[0].messages[1]["content"]
     tools0 = llm.calls[0].tools
     # every tool is always offered (a constant prefix); the speech tools too, though this video has no audio
-    assert tools0 and {t["function"]["name"] for t in tools0} == {"clip_retrieve", "transcript_search",
-                                                                  *PERCEIVE_TOOLS, "transcript_read"}
+    assert tools0 and {t["function"]["name"] for t in tools0} == {*SEARCH_TOOLS, "graph_retrieve", "clip_merge",
+                                                                  "transcript_search", *PERCEIVE_TOOLS,
+                                                                  "transcript_read"}
     for c in llm.calls:
         assert c.messages[0] == first_system
         assert sum(m["role"] == "system" for m in c.messages) == 1
@@ -716,7 +718,7 @@ def test_speech_tools_offered_only_with_speech(settings, narrated_index, narrate
                       backends=backends)
     result = Agent(llm, ctx, PromptLibrary(REPO / "prompts"), settings).run("What code word is spoken?")
     assert result.answer == "pineapple" and any(s <= 6.5 and e >= 3.5 for s, e in result.evidence)
-    assert llm.calls[0].require_tool == ["clip_retrieve", "transcript_search"]
+    assert llm.calls[0].require_tool == SEARCH_TOOLS + ["transcript_search"]
     assert llm.calls[2].require_tool == PERCEIVE_TOOLS + ["transcript_read"]
     first = llm.calls[0].messages[1]["content"]
     assert "It has speech: 2 transcript lines (asr:whisper-base-ct2)" in first and "transcript_search" in first

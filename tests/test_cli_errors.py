@@ -7,6 +7,7 @@ build an index, so the index root must stay empty.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -25,7 +26,7 @@ def cli(tmp_path):
     """``cli(argv, timeout=60) -> CompletedProcess`` with AVI_* roots in tmp_path; ``cli.index_root``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AVI_")}
     env.update(AVI_INDEX_ROOT=str(tmp_path / "indexes"), AVI_TRACE_DIR=str(tmp_path / "traces"),
-               AVI_HOME=str(tmp_path / "home"))
+               AVI_HOME=str(tmp_path / "home"), AVI_GRAPH_LLM="false", AVI_SUMMARY_LLM="false")
 
     def run(argv, timeout=60):
         return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout,
@@ -210,3 +211,32 @@ def test_weights_verify_unknown(cli):
     line = assert_one_line_error(r)
     assert r.returncode == 2
     assert "nosuch" in line and "all-minilm-l6-v2" in line  # names the known entries
+
+
+def test_avi_tool_list(cli):
+    r = cli([AVI, "tool", "list"])
+    assert r.returncode == 0, r.stderr
+    assert "text_extract(time_ranges" in r.stdout and "clip_retrieve(query" in r.stdout
+
+
+@pytest.mark.parametrize("argv_tail, needle", [
+    (["nope", "--video", "x.mp4"], "no tool named 'nope'"),
+    (["text_extract"], "--video is required"),
+    (["text_extract", "--video", "x.mp4", "--args", "[1,"], "--args is not valid JSON"),
+    (["text_extract", "--video", "x.mp4", "--args", "[1]"], "--args must be a JSON object"),
+])
+def test_avi_tool_bad_input(cli, argv_tail, needle):
+    line = assert_one_line_error(cli([AVI, "tool", *argv_tail]))
+    assert needle in line
+
+
+def test_avi_tool_runs_a_tool_on_a_video(cli, sign_video):
+    r = cli([AVI, "tool", "text_extract", "--video", str(sign_video), "--args", '{"time_ranges": [[5, 10]]}',
+             "--json", "--quiet"], timeout=300)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["tool"] == "text_extract" and not out["error"] and out["frames"] > 0
+    assert any(t["text"] == "EXIT 42" for t in out["data"]["texts"])
+    line = assert_one_line_error(cli([AVI, "tool", "text_extract", "--video", str(sign_video), "--args",
+                                      '{"time_ranges": [[900, 990]]}', "--quiet"], timeout=300))
+    assert "no time range overlaps the video" in line

@@ -20,7 +20,7 @@ from avi.tools.base import Observation, Tool, ToolContext, clip_ranges, sample_t
 from avi.tools.perceive import frame_analysis, object_detect, text_extract
 from avi.tools.retrieve import clip_retrieve
 
-REAL_TOOLS = [clip_retrieve, text_extract, object_detect, frame_analysis]
+REAL_TOOLS = list(ALL_TOOLS.values())
 
 # ----------------------------------------------------------------- test doubles
 
@@ -243,9 +243,11 @@ def test_nested_model_parameter_keeps_its_description():
 
 def test_phase_tools():
     assert PHASES == ("retrieve", "perceive", "review")
-    assert [t.name for t in PHASE_TOOLS["retrieve"]] == ["clip_retrieve", "transcript_search"]
-    assert {t.name for t in PHASE_TOOLS["perceive"]} == {"text_extract", "object_detect", "frame_analysis",
-                                                         "transcript_read"}
+    # the eight AVI tools (§3.3) and the two transcript tools
+    assert [t.name for t in PHASE_TOOLS["retrieve"]] == ["clip_retrieve", "global_explore", "graph_retrieve",
+                                                         "clip_merge", "transcript_search"]
+    assert {t.name for t in PHASE_TOOLS["perceive"]} == {"text_extract", "object_detect", "boundary_detect",
+                                                         "frame_analysis", "transcript_read"}
     assert PHASE_TOOLS["review"] == []
     assert tools_for("perceive") is PHASE_TOOLS["perceive"]
     for phase, tools in PHASE_TOOLS.items():
@@ -491,3 +493,27 @@ def test_sample_times_thinned_keeps_first_and_last():
 
 def test_sample_times_not_thinned_at_cap():
     assert len(sample_times([[0.0, 7.5]], 2.0, 16)) == 16
+
+
+def test_frame_budget_caps_calls_and_counts_every_frame():
+    ctx = make_ctx()
+    ctx.settings.frame_budget = 20
+    obs = text_extract.run(ctx, {"time_ranges": [[0, 60]]})
+    assert len(obs.frames_s) == 16 and ctx.frames_spent == 16 and ctx.frames_left == 4
+    assert obs.data["frames"] == 16
+    obs = frame_analysis.run(ctx, {"time_ranges": [[0, 60]], "question": "q"})
+    assert len(obs.frames_s) == 4 and ctx.frames_left == 0  # capped to what is left, spread over the range
+    assert obs.frames_s[0] == 0.0 and obs.frames_s[-1] == 60.0
+    obs = object_detect.run(ctx, {"time_ranges": [[0, 5]], "objects": ["person"]})
+    assert obs.error and "frame budget of 20 frames" in obs.text and "answer" in obs.text
+    assert ctx.frames_spent == 20
+    # retrieve calls look at no frames and are never refused
+    assert not clip_retrieve.run(ctx, {"query": "dog"}).error
+
+
+def test_no_frame_budget_means_no_cap():
+    ctx = make_ctx()
+    ctx.settings.frame_budget = 0
+    for _ in range(3):
+        assert len(frame_analysis.run(ctx, {"time_ranges": [[0, 60]], "question": "q"}).frames_s) == 64
+    assert ctx.frames_left is None and ctx.frames_spent == 192

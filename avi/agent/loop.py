@@ -209,10 +209,12 @@ class Agent:
         evidence = "\n".join(f"- {e}" for e in st.evidence_notes[-6:]) or "- none yet"
         question = st.question + (f"\n{st.options_text}" if st.options_text else "")
         speech = bool(self.ctx.index.transcript)  # speech tools are only mentioned when there is speech
+        graph = self._has_entity_graph()  # graph_retrieve only when the graph has extracted entities
         return self.prompts.render(f"stage_{phase}", question=question, answer_format=st.answer_format,
                                    evidence=evidence, detector_vocabulary=self.ctx.backends.detector.vocabulary,
                                    speech_retrieve=self.prompts.text("speech_retrieve") if speech else "",
-                                   speech_perceive="  " + self.prompts.text("speech_perceive") if speech else "")
+                                   speech_perceive="  " + self.prompts.text("speech_perceive") if speech else "",
+                                   graph_retrieve=self.prompts.text("graph_retrieve_hint") if graph else "")
 
     def _required(self, st: "_State") -> list[str] | None:
         """Tools one of which the next reply must call, or None when the model may choose.
@@ -224,13 +226,29 @@ class Agent:
         if st.phase == "perceive" and not st.perceived:
             return self._usable("perceive")
         if st.phase == "retrieve" and not st.retrieved and not mentions_time(st.question):
-            return self._usable("retrieve")
+            return self._search_tools()
         return None
 
     def _usable(self, phase: str) -> list[str]:
         """Names of the phase's tools that can work on this video (no speech tools without a transcript)."""
         speech = bool(self.ctx.index.transcript)
-        return [t.name for t in tools_for(phase) if speech or not t.name.startswith("transcript_")]
+        graph = self._has_entity_graph()
+        return [t.name for t in tools_for(phase) if (speech or not t.name.startswith("transcript_"))
+                and (graph or t.name != "graph_retrieve")]
+
+    def _search_tools(self) -> list[str]:
+        """The usable Retrieve tools that search (clip_merge only joins ranges found by a search)."""
+        return [n for n in self._usable("retrieve") if n != "clip_merge"]
+
+    def _has_entity_graph(self) -> bool:
+        """Whether the index's graph holds LLM-extracted entities (graph_retrieve is offered only then)."""
+        if not hasattr(self, "_graph_entities"):
+            try:
+                g = self.ctx.index.graph
+                self._graph_entities = any(d.get("source") == "llm" for _, d in g.nodes(data=True))
+            except Exception:  # noqa: BLE001 - no or unreadable graph: the tool is simply not offered
+                self._graph_entities = False
+        return self._graph_entities
 
     def _decide(self, st: "_State", trace: Trace):
         """Ask for one usable decision, re-asking with the problem up to ``max_retries`` times.
@@ -310,7 +328,7 @@ class Agent:
             return (f"you must call a perceive tool ({', '.join(self._usable('perceive'))}) on the "
                     f"relevant time ranges before leaving the PERCEIVE stage")
         if phase == "retrieve" and not st.retrieved and not mentions_time(st.question):
-            return f"search first ({' or '.join(self._usable('retrieve'))}) to find the time ranges worth inspecting"
+            return f"search first ({' or '.join(self._search_tools())}) to find the time ranges worth inspecting"
         if phase == "review" and reply.answer and self._echoes_instructions(reply.answer):
             return ("your answer repeats the format instructions instead of answering; write **Answer:** followed "
                     "by the actual answer taken from the tool results")

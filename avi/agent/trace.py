@@ -96,6 +96,7 @@ class Trace:
             "tool_seconds": round(sum(s.tool_seconds for s in self.steps), 3),
             "tool_calls": sum(1 for s in self.steps if s.kind == "tool_call"),
             "frames_looked_at": len(frames),
+            "frames_spent": sum(len(s.frames_s) for s in self.steps),
         }
 
     def to_dict(self) -> dict:

@@ -4,18 +4,26 @@
 for the models it needs (``avi index`` never starts the LLM; a question on an
 existing index never loads the captioner's OCR unless a tool asks for it).
 
-Roles and their cpu-profile implementations (DESIGN.md):
-    llm        -> embedded llama.cpp server + :class:`avi.backends.llm.ChatClient`
-    embedder   -> :class:`avi.backends.embedder.SentenceTransformerEmbedder` (MiniLM)
-    ocr        -> :class:`avi.backends.ocr.RapidOcrEngine`
-    detector   -> :class:`avi.backends.detector.OpenCvDetector`
-    captioner  -> :class:`avi.backends.captioner.PerceptionCaptioner`
-    frames     -> :class:`avi.backends.frame_analyzer.PerceptionFrameAnalyzer`
-    asr        -> :class:`avi.backends.asr.FasterWhisperTranscriber` (Whisper base, int8)
+Roles, chosen by settings (DESIGN.md, "Two model profiles"):
 
-The gpu profile's vision backends (Qwen3-VL, Grounding-DINO, PaddleOCR, CLIP)
-come with later issues; until then a gpu profile uses the remote LLM endpoint
-and these cpu implementations for the vision roles.
+============  ====================================================  ==========================================
+role          cpu profile (default)                                 configured endpoint / local model
+============  ====================================================  ==========================================
+llm           embedded llama.cpp server (Qwen2.5-Coder-1.5B GGUF)   ``llm_base_url`` (vLLM Qwen3-32B)
+embedder      SentenceTransformerEmbedder (MiniLM)                  ``embedder_base_url`` (/v1/embeddings) or
+                                                                    ``embedder_model_dir`` (Qwen3-Embedding-4B)
+captioner     PerceptionCaptioner (OCR, detectors, pixels)          ``vlm_base_url`` or ``vlm_model_dir``:
+                                                                    VlmCaptioner (Qwen3-VL)
+frames        PerceptionFrameAnalyzer                               same VLM: VlmFrameAnalyzer
+ocr           RapidOcrEngine (PP-OCRv6)                             ``ocr_paddle_det_dir`` + ``ocr_paddle_rec_dir``
+                                                                    (+ ``ocr_paddle_cls_dir``): PaddleOcrEngine
+detector      OpenCvDetector (HOG + Haar)                           ``detector_model_dir``: GroundingDinoDetector
+                                                                    (or the groundingdino-py adapter)
+asr           FasterWhisperTranscriber (Whisper base int8)          same class, large-v3 weights (gpu issue)
+clip_scorer   None: boundary_detect falls back to colour-histogram  ``open_clip_model`` (+ ``open_clip_checkpoint``):
+              shots scored by caption similarity                    OpenClipScorer; or ``clip_model_dir``:
+                                                                    HfClipScorer (transformers CLIP)
+============  ====================================================  ==========================================
 """
 
 from __future__ import annotations
@@ -23,6 +31,26 @@ from __future__ import annotations
 from functools import cached_property
 
 from avi.config import Settings
+
+
+def _dir_tag(model_dir) -> str:
+    """Short fingerprint of a local model directory: its config and the names and sizes of its weight files.
+
+    Cheap (no weights are read), yet it changes when the model or its revision is swapped.
+    """
+    import hashlib
+    from pathlib import Path
+
+    root = Path(model_dir)
+    if not root.is_dir():
+        return "missing"
+    h = hashlib.sha256()
+    for f in sorted(root.iterdir()):
+        if f.name.endswith(".json") and f.stat().st_size < (1 << 20):
+            h.update(f.name.encode() + f.read_bytes())
+        elif f.suffix in {".safetensors", ".bin", ".gguf"}:
+            h.update(f"{f.name}:{f.stat().st_size}".encode())
+    return h.hexdigest()[:12]
 
 
 class Backends:
@@ -38,18 +66,45 @@ class Backends:
 
     @cached_property
     def embedder(self):
+        s = self.settings
+        if s.embedder_base_url:
+            from avi.backends.embedder import OpenAIEmbedder
+
+            return OpenAIEmbedder(s.embedder_base_url, model=s.embedder_model, api_key=s.llm_api_key)
         from avi.backends.embedder import SentenceTransformerEmbedder
+
+        if s.embedder_model_dir:
+            return SentenceTransformerEmbedder(s.embedder_model_dir, s.embedder_model_dir.name, device=None)
         from avi.weights import resolve
 
-        s = self.settings
         return SentenceTransformerEmbedder(resolve(s.embedder, s.models_dir, s.weights_lock), s.embedder)
 
     @cached_property
+    def vlm(self):
+        """The VLM backend (Qwen3-VL) for captions and frame analysis, or None on the cpu profile."""
+        s = self.settings
+        if s.vlm_base_url:
+            from avi.backends.llm import ChatClient
+            from avi.backends.vlm import OpenAIVlmBackend
+
+            return OpenAIVlmBackend(ChatClient.connect(s.vlm_base_url, model=s.vlm_model, api_key=s.llm_api_key,
+                                                       timeout_s=s.llm_timeout_s))
+        if s.vlm_model_dir:
+            from avi.backends.vlm import TransformersVlmBackend
+
+            return TransformersVlmBackend(s.vlm_model_dir)
+        return None
+
+    @cached_property
     def ocr(self):
+        s = self.settings
+        if s.ocr_paddle_det_dir or s.ocr_paddle_rec_dir:
+            from avi.backends.paddle_ocr import PaddleOcrEngine
+
+            return PaddleOcrEngine(s.ocr_paddle_det_dir, s.ocr_paddle_rec_dir, s.ocr_paddle_cls_dir)
         from avi.backends.ocr import RapidOcrEngine
         from avi.weights import resolve
 
-        s = self.settings
         paths = {role: resolve(name, s.models_dir, s.weights_lock)
                  for role, name in (("det", "ppocrv6-det-small"), ("rec", "ppocrv6-rec-small"),
                                     ("cls", "ppocr-cls-mobile-v2"))}
@@ -57,15 +112,28 @@ class Backends:
 
     @cached_property
     def detector(self):
+        s = self.settings
+        if s.detector_model_dir:
+            from avi.backends.grounding_dino import load_grounding_dino
+
+            return load_grounding_dino(s.detector_model_dir, box_threshold=s.detector_box_threshold,
+                                       text_threshold=s.detector_text_threshold, iou_threshold=s.iou_threshold)
         from avi.backends.detector import OpenCvDetector
 
-        return OpenCvDetector(iou_threshold=self.settings.iou_threshold)
+        return OpenCvDetector(iou_threshold=s.iou_threshold)
 
     @cached_property
     def captioner(self):
+        s = self.settings
+        if self.vlm is not None:
+            from avi.agent.prompts import PromptLibrary
+            from avi.backends.vlm import VlmCaptioner
+
+            return VlmCaptioner(self.vlm, PromptLibrary(s.prompts_dir), frames_per_clip=s.vlm_frames_per_clip,
+                                concurrency=s.caption_concurrency, max_tokens=s.vlm_max_tokens)
         from avi.backends.captioner import PerceptionCaptioner
 
-        return PerceptionCaptioner(self.ocr, self.detector, ocr_frames=self.settings.caption_ocr_frames)
+        return PerceptionCaptioner(self.ocr, self.detector, ocr_frames=s.caption_ocr_frames)
 
     @cached_property
     def asr(self):
@@ -78,6 +146,13 @@ class Backends:
 
     @cached_property
     def frame_analyzer(self):
+        s = self.settings
+        if self.vlm is not None:
+            from avi.agent.prompts import PromptLibrary
+            from avi.backends.vlm import VlmFrameAnalyzer
+
+            return VlmFrameAnalyzer(self.vlm, PromptLibrary(s.prompts_dir), max_frames=s.frame_analysis_max_frames,
+                                    max_tokens=s.vlm_max_tokens)
         from avi.backends.frame_analyzer import PerceptionFrameAnalyzer
 
         return PerceptionFrameAnalyzer(self.ocr, self.detector)
@@ -108,6 +183,60 @@ class Backends:
         return ChatClient.connect(self._server.base_url, model=self._server.model_alias, api_key="EMPTY",
                                   timeout_s=s.llm_timeout_s,
                                   constrain=s.llm_constrain if s.llm_constrain != "auto" else "json_schema")
+
+    @cached_property
+    def clip_scorer(self):
+        """The frame–text scorer (CLIP) for boundary_detect, or None when none is configured (cpu fallback).
+
+        ``open_clip_model`` wins over ``clip_model_dir`` when both are set; both load local weights only.
+        """
+        s = self.settings
+        if s.open_clip_model:
+            from avi.backends.clip_scorer import OpenClipScorer
+
+            return OpenClipScorer(s.open_clip_model, s.open_clip_checkpoint)
+        if s.clip_model_dir:
+            from avi.backends.clip_scorer import HfClipScorer
+
+            return HfClipScorer(s.clip_model_dir)
+        return None
+
+    # --- identities (part of the index key; cheap: no model is loaded to compute them)
+
+    def _lock_sha(self, name: str) -> str:
+        from avi.weights import load_lock
+
+        entry = load_lock(self.settings.weights_lock).get(name)
+        return entry.sha256[:16] if entry else "unlocked"
+
+    def captioner_id(self, settings: Settings | None = None) -> str:
+        """Which captioner and model write the clip captions (with the settings that change them)."""
+        s = settings or self.settings
+        if s.vlm_base_url:
+            return (f"vlm-caption-v1:openai:{s.vlm_base_url}|{s.vlm_model or self.vlm.name}"
+                    f"|frames={s.vlm_frames_per_clip}|max_tokens={s.vlm_max_tokens}")
+        if s.vlm_model_dir:
+            return (f"vlm-caption-v1:transformers:{s.vlm_model_dir.name}@{_dir_tag(s.vlm_model_dir)}"
+                    f"|frames={s.vlm_frames_per_clip}|max_tokens={s.vlm_max_tokens}")
+        from avi.backends.captioner import PerceptionCaptioner
+
+        return PerceptionCaptioner.name
+
+    def embedder_id(self, settings: Settings | None = None) -> str:
+        """Which embedding model (and weights) embeds captions and queries."""
+        s = settings or self.settings
+        if s.embedder_base_url:
+            return f"openai:{s.embedder_base_url}|{self.embedder.name}|dim={self.embedder.dim}"
+        if s.embedder_model_dir:
+            return f"{s.embedder_model_dir.name}@{_dir_tag(s.embedder_model_dir)}"
+        return f"{s.embedder}@{self._lock_sha(s.embedder)}"
+
+    def llm_id(self, settings: Settings | None = None) -> str:
+        """Which orchestrator model writes the graph extraction and summaries at index time."""
+        s = settings or self.settings
+        if s.llm_base_url:
+            return f"openai:{s.llm_base_url}|{s.llm_model or self.llm.model}"
+        return f"{s.llm_gguf}@{self._lock_sha(s.llm_gguf)}"
 
     def close(self) -> None:
         """Stop the embedded LLM server, if this run started one."""

@@ -5,8 +5,9 @@ Backends:
       (Dalal & Triggs 2005) for people and the Haar cascade (Viola & Jones 2001)
       for frontal faces, both inside ``opencv-python-headless<5``. It is closed
       set: any other label is reported back as unsupported on this profile.
-    * Grounding-DINO (gpu profile, open vocabulary) comes with the tools issue
-      and implements the same :class:`Detector` protocol.
+    * Grounding-DINO (gpu profile, open vocabulary):
+      :mod:`avi.backends.grounding_dino`, same :class:`Detector` protocol
+      (plus ``detect_batch`` for many frames in one forward pass).
 
 Boxes are pixel xyxy in the analysed frame; overlapping boxes of one label are
 suppressed with NMS at ``iou_threshold`` (AVI §4.1 uses 0.5).

@@ -3,8 +3,8 @@
 Backends:
     * :class:`RapidOcrEngine` (cpu profile): rapidocr 3.x with the PP-OCRv6
       det/rec ONNX models that ship inside its wheel; no download at run time.
-    * PaddleOCR with local model directories (gpu profile) comes with the tools
-      issue; it implements the same :class:`OcrEngine` protocol.
+    * :class:`avi.backends.paddle_ocr.PaddleOcrEngine` (gpu profile): PaddleOCR
+      3.x with local model directories; same :class:`OcrEngine` protocol.
 """
 
 from __future__ import annotations

@@ -1,22 +1,24 @@
 """The agent's tools and the one place that maps phases to tool sets (AVI Eq. 8).
 
-Retrieve tools search the database (captions, transcript); Perceive tools look
-at frames or read the speech of given ranges; Review has no tools (the agent
-answers or goes back to Perceive).
+Retrieve tools search the database (captions, summary, entity graph,
+transcript); Perceive tools look at frames or read the speech of given ranges;
+Review has no tools (the agent answers or goes back to Perceive). The eight
+AVI tools (§3.3) plus the two transcript tools (beyond AVI).
 """
 
 from __future__ import annotations
 
 from avi.tools.base import Observation, Tool, ToolContext, tool
+from avi.tools.boundary import boundary_detect
 from avi.tools.perceive import frame_analysis, object_detect, text_extract
-from avi.tools.retrieve import clip_retrieve
+from avi.tools.retrieve import clip_merge, clip_retrieve, global_explore, graph_retrieve
 from avi.tools.transcript import transcript_read, transcript_search
 
 PHASES = ("retrieve", "perceive", "review")
 
 PHASE_TOOLS: dict[str, list[Tool]] = {
-    "retrieve": [clip_retrieve, transcript_search],
-    "perceive": [text_extract, object_detect, frame_analysis, transcript_read],
+    "retrieve": [clip_retrieve, global_explore, graph_retrieve, clip_merge, transcript_search],
+    "perceive": [text_extract, object_detect, boundary_detect, frame_analysis, transcript_read],
     "review": [],
 }
 

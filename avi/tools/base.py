@@ -43,10 +43,36 @@ class ToolContext:
     index: Any
     video: Any
     backends: Any
+    frames_spent: int = 0
 
     @property
     def duration_s(self) -> float:
         return float(self.video.info.duration_s)
+
+    @property
+    def frames_left(self) -> int | None:
+        """Frames the perceive tools may still look at for this question (``None``: no budget)."""
+        budget = getattr(self.settings, "frame_budget", None)
+        return None if not budget else max(0, int(budget) - self.frames_spent)
+
+    def frame_cap(self, wanted: int) -> int:
+        """How many of ``wanted`` frames a perceive call may look at now, within the question's frame budget.
+
+        Raises:
+            ValueError: the budget is spent (the contract turns this into an error observation
+                that tells the model to answer from the evidence it has).
+        """
+        left = self.frames_left
+        if left is None:
+            return wanted
+        if left <= 0:
+            raise ValueError(f"the frame budget of {self.settings.frame_budget} frames for this question is "
+                             f"spent; answer from the evidence gathered so far")
+        return min(wanted, left)
+
+    def spend_frames(self, n: int) -> None:
+        """Count ``n`` frames looked at against the question's frame budget."""
+        self.frames_spent += int(n)
 
 
 @dataclass
@@ -279,6 +305,9 @@ class Tool:
             obs = Observation(f"Error in {self.name}: {type(exc).__name__}: {exc}",
                               {"traceback": traceback.format_exc(limit=5)}, error=True)
         obs.data.setdefault("seconds", round(time.perf_counter() - t0, 3))
+        if obs.frames_s:  # the frame budget counts every frame a call looked at
+            ctx.spend_frames(len(obs.frames_s))
+            obs.data.setdefault("frames", len(obs.frames_s))
         if dropped:
             obs.notes.append(f"ignored schema keywords in the arguments: {', '.join(dropped)}")
         return obs

@@ -1,7 +1,7 @@
 """Perceive tools (AVI §3.3.2): look at the frames themselves.
 
 Implemented here: ``text_extract``, ``object_detect`` and ``frame_analysis``;
-``boundary_detect`` comes with the tools issue. Every tool samples frames at
+``boundary_detect`` is in :mod:`avi.tools.boundary`. Every tool samples frames at
 the index's rate (2 fps) inside the requested ranges, thinned uniformly to a
 per-call cap, and reports which frames it looked at.
 """
@@ -18,7 +18,7 @@ from avi.video.timecode import fmt_range
 
 def _frames(ctx: ToolContext, time_ranges: list[list[float]], max_frames: int):
     ranges, notes = clip_ranges(ctx, time_ranges)
-    times = sample_times(ranges, ctx.settings.fps, max_frames)
+    times = sample_times(ranges, ctx.settings.fps, ctx.frame_cap(max_frames))
     frames = ctx.video.frames_at(times)
     return ranges, notes, frames
 
@@ -97,11 +97,13 @@ def object_detect(ctx: ToolContext, time_ranges: TimeRanges, objects: StrList) -
                 f"{det.vocabulary}): {', '.join(unsupported)}. Nothing was looked at; use text_extract or "
                 f"frame_analysis instead.")
         return Observation(_with_notes(text, notes), {"unsupported": unsupported}, error=True, notes=notes)
-    frames = ctx.video.frames_at(sample_times(ranges, ctx.settings.fps, ctx.settings.perceive_max_frames))
+    cap = ctx.frame_cap(ctx.settings.perceive_max_frames)
+    frames = ctx.video.frames_at(sample_times(ranges, ctx.settings.fps, cap))
     counts: dict[str, list[tuple[float, int]]] = defaultdict(list)
     boxes = []
-    for f in frames:
-        res = det.detect(f, supported)
+    batch = getattr(det, "detect_batch", None)  # Grounding-DINO: one forward pass for many frames
+    results = batch(frames, supported) if batch is not None else [det.detect(f, supported) for f in frames]
+    for f, res in zip(frames, results):
         per = defaultdict(int)
         for d in res.detections:
             per[d.label] += 1
