@@ -6,7 +6,7 @@ evidence time ranges and the path of the JSON trace (``--json`` prints one
 JSON object instead).
 
 ``avi`` subcommands: ``ask`` (same as avi-run), ``index``, ``weights``
-(``list``/``fetch``/``verify``), ``doctor``, ``serve``.
+(``list``/``fetch``/``verify``), ``doctor``, ``serve``, ``view`` (HTML page of a trace).
 
 Every user error ends with one line on stderr and a non-zero exit status
 (2 bad input, 3 LLM unreachable, 4 weights missing, 1 anything else); no
@@ -99,7 +99,7 @@ def _settings(args):
     overrides = {}
     for arg, key in (("index_root", "index_root"), ("models_dir", "models_dir"), ("llm_url", "llm_base_url"),
                      ("llm_model", "llm_model"), ("llm_gguf", "llm_gguf"), ("max_iterations", "max_iterations"),
-                     ("subtitles", "subtitles"), ("transcript", "transcript")):
+                     ("subtitles", "subtitles"), ("transcript", "transcript"), ("answer_type", "answer_type")):
         value = getattr(args, arg, None)
         if value is not None:
             overrides[key] = value
@@ -118,6 +118,9 @@ def _add_ask_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", type=Path, help="where to write the JSON trace (default ~/.cache/avi/traces/)")
     p.add_argument("--rebuild-index", action="store_true", help="build the index anew even if one exists")
     p.add_argument("--max-iterations", type=int, help="agent iterations before a forced answer (default 10)")
+    p.add_argument("--answer-type", choices=["auto", "choice", "multi", "interval", "order", "text"],
+                   help="answer type (default auto: inferred from the question; multi = select all that apply, "
+                        "order = a sequence of letters or items)")
     _add_common(p)
 
 
@@ -140,15 +143,24 @@ def cmd_ask(args) -> int:
     trace_path = trace.write(args.trace or default_trace_path(settings, trace))
     if args.json:
         print(json.dumps({"answer": result.answer, "choice": result.choice, "interval": result.interval,
-                          "evidence": result.evidence, "trace": str(trace_path), "question": trace.question,
+                          "choices": result.choices, "order": result.order, "answer_type": result.answer_type,
+                          "note": result.note, "evidence": result.evidence, "trace": str(trace_path),
+                          "question": trace.question,
                           "video": trace.video, "iterations": trace.iterations, "forced": trace.forced,
-                          "seconds": trace.seconds, "frames": _frames_line(trace)}, ensure_ascii=False))
+                          "seconds": trace.seconds, "frames": _frames_line(trace), "telemetry": trace.totals()},
+                         ensure_ascii=False))
     else:
         print(f"Answer: {result.answer if result.answer is not None else '(no answer)'}")
         if result.choice:
             print(f"Choice: {result.choice}")
         if result.interval:
             print(f"Interval: [{result.interval[0]:.1f}s, {result.interval[1]:.1f}s]")
+        if result.choices:
+            print(f"Choices: {', '.join(result.choices)}")
+        if result.order:
+            print(f"Order: {' -> '.join(result.order)}")
+        if result.note:
+            print(f"Note: {result.note}")
         ev = ", ".join(f"{s:.1f}s–{e:.1f}s" for s, e in result.evidence) or "none"
         print(f"Evidence: {ev}")
         f = _frames_line(trace)
@@ -405,6 +417,23 @@ def cmd_serve(args) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- view
+
+
+def cmd_view(args) -> int:
+    """Write a self-contained HTML page for a JSON trace and print its path."""
+    from avi.viewer import load_trace, render_trace_html
+
+    if args.max_thumbs < 0:
+        raise InputError("--max-thumbs must be 0 or more")
+    trace = load_trace(args.trace)
+    out = args.out or args.trace.with_suffix(".html")
+    if out.resolve() == args.trace.resolve():
+        raise InputError(f"--out would overwrite the trace itself: {out}")
+    print(render_trace_html(trace, out, video=args.video, max_thumbs=args.max_thumbs))
+    return 0
+
+
 # ---------------------------------------------------------------- entry points
 
 
@@ -459,6 +488,15 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("serve", help="run the embedded orchestrator server until Ctrl-C")
     _add_common(s)
     s.set_defaults(fn=cmd_serve)
+
+    v = sub.add_parser("view", help="write a self-contained HTML page for a JSON trace (timeline, steps, "
+                                    "annotated frames); no network needed to open it")
+    v.add_argument("trace", type=Path, metavar="TRACE", help="a JSON trace written by avi-run / avi ask")
+    v.add_argument("--out", type=Path, help="HTML file to write (default: the trace's path with .html)")
+    v.add_argument("--video", type=Path, help="video for the thumbnails (default: the path in the trace)")
+    v.add_argument("--max-thumbs", type=int, default=48, help="at most this many frame thumbnails (default 48)")
+    v.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    v.set_defaults(fn=cmd_view)
 
     args = p.parse_args(argv)
     sys.exit(_guard(args.fn, args))

@@ -148,6 +148,12 @@ class Settings(BaseSettings):
     max_iterations: int = 10
     max_retries: int = Field(default=2, description="malformed tool calls re-asked per iteration")
     retry_temperature: float = Field(default=0.7, description="sampling temperature of re-asked replies")
+    answer_type: Literal["auto", "choice", "multi", "interval", "order", "text"] = Field(
+        default="auto", description="answer type; auto = inferred from the question (options, 'select all', "
+                                    "'in which order', 'when')")
+    frame_analysis_last: bool = Field(default=True, description="in Perceive, allow frame_analysis only after "
+                                                                "object_detect, text_extract, boundary_detect or "
+                                                                "transcript_read worked (AVI Fig. 11)")
 
     def resolved_profile(self) -> Literal["cpu", "gpu"]:
         """``cpu`` or ``gpu``: ``auto`` means gpu iff an LLM endpoint is configured."""

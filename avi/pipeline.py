@@ -52,7 +52,7 @@ def ask(video: Path, question: str, settings: Settings, backends: Backends, *, r
              "model": llm.model if settings.llm_base_url else settings.llm_gguf},
         settings={"max_iterations": settings.max_iterations, "fps": settings.fps,
                   "clip_seconds": settings.clip_seconds, "perceive_max_frames": settings.perceive_max_frames,
-                  "frame_budget": settings.frame_budget,
+                  "frame_budget": settings.frame_budget, "max_side": settings.max_side,
                   "temperature": settings.llm_temperature, "llm_ctx": settings.llm_ctx},
         prompts_sha256=prompts.fingerprint())
     result = Agent(llm, ctx, prompts, settings).run(question, trace)

@@ -55,6 +55,7 @@ CASES = [
     Case("signs", "What colour is the background at the start of the video? A. red B. blue C. green",
          r"choice:B", "B (navy)"),
     Case("signs", "Is there a person in the video? A. yes B. no", r"choice:B", "B (no people)"),
+    Case("signs", "At what second does the scene change?", r"\b(9\.[5-9]|10(\.[0-5])?)\b", "10 s (hard cut)"),
     Case("narrated", "What is the secret code word that is spoken in the video?", r"pineapple", "pineapple (spoken)"),
     Case("narrated", "Where does the speaker want to meet?", r"north ?gate", "the north gate (spoken)"),
 ]

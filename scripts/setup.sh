@@ -27,6 +27,8 @@ APT=()
 [ -f /usr/share/doc/opencv-doc/examples/data/vtest.avi ] || APT+=(opencv-doc)
 command -v ffmpeg >/dev/null || APT+=(ffmpeg)
 [ "$WITH_TESTS" = 1 ] && ! command -v espeak-ng >/dev/null && APT+=(espeak-ng)
+# chromium (--test): headless browser test of the `avi view` HTML page (tests/test_viewer.py).
+[ "$WITH_TESTS" = 1 ] && ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null && APT+=(chromium)
 if [ "${#APT[@]}" -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   say "installing Debian packages: ${APT[*]}"

@@ -25,6 +25,7 @@ from avi.video.decode import VideoReader, probe
 
 REPO = Path(__file__).resolve().parent.parent
 PERCEIVE_TOOLS = ["text_extract", "object_detect", "boundary_detect", "frame_analysis"]
+PERCEIVE_GATE = ["text_extract", "object_detect", "boundary_detect"]  # frame_analysis only after one of them
 SEARCH_TOOLS = ["clip_retrieve", "global_explore"]  # no transcript, no LLM entity graph in the fake index
 RETRY_MARK = "Your last reply could not be used"
 
@@ -189,7 +190,7 @@ def test_happy_path_retrieve_perceive_review(make_agent, tmp_path):
 
     # the perceive gate asked for a perceive tool only on the first perceive decision
     # the gates asked for a search first, then for a perceive tool on the first perceive decision
-    assert [c.require_tool for c in llm.calls] == [SEARCH_TOOLS, None, PERCEIVE_TOOLS, None, None]
+    assert [c.require_tool for c in llm.calls] == [SEARCH_TOOLS, None, PERCEIVE_GATE, None, None]
     assert len(llm.calls) == 5 and not llm.replies
 
     # tokens and seconds
@@ -235,14 +236,52 @@ def test_perceive_gate_requires_a_perceive_tool(make_agent):
     retry = trace.steps[1]
     assert retry.iteration == trace.steps[2].iteration == 2  # the retry belongs to the same decision
     assert "must call a perceive tool" in retry.notes[0]
-    assert llm.calls[1].require_tool == PERCEIVE_TOOLS
-    assert llm.calls[2].require_tool == PERCEIVE_TOOLS
+    assert llm.calls[1].require_tool == PERCEIVE_GATE
+    assert llm.calls[2].require_tool == PERCEIVE_GATE
     assert llm.calls[2].messages[-2] == {"role": "assistant", "content": TO_REVIEW}
     assert llm.calls[2].messages[-1]["role"] == "user"
     assert RETRY_MARK in llm.calls[2].messages[-1]["content"]
     assert "must call a perceive tool" in llm.calls[2].messages[-1]["content"]
     assert [c.temperature for c in llm.calls] == [0.0, 0.0, 0.7, 0.0, 0.0]  # only the re-ask samples
     assert result.answer == "EXIT 42"
+
+
+FA_AT_5 = call("frame_analysis", time_ranges=[[5, 5]], question="What colour is the sign?")
+
+
+def test_frame_analysis_waits_for_a_confirming_tool(make_agent):
+    """AVI Fig. 11: frame_analysis only after object_detect / text_extract / boundary_detect worked."""
+    agent, llm = make_agent([TO_PERCEIVE, FA_AT_5, TEXT_AT_5, FA_AT_5, TO_REVIEW, "**Answer:** EXIT 42"])
+    result = agent.run(QT)
+    trace = result.trace
+    assert kinds(trace) == ["stage_switch", "retry", "tool_call", "tool_call", "stage_switch", "answer"]
+    note = trace.steps[1].notes[0]
+    assert "frame_analysis is the last resort: first use text_extract, object_detect, boundary_detect" in note
+    assert llm.calls[1].require_tool == PERCEIVE_GATE
+    assert llm.calls[2].require_tool == PERCEIVE_GATE  # the retry may not pick frame_analysis either
+    assert "using one of: text_extract, object_detect, boundary_detect," in llm.calls[2].messages[-1]["content"]
+    assert llm.calls[3].require_tool is None  # text_extract worked: frame_analysis is allowed now
+    assert [s.tool for s in trace.steps if s.kind == "tool_call"] == ["text_extract", "frame_analysis"]
+    assert result.answer == "EXIT 42"
+
+
+def test_frame_analysis_refused_as_implied_switch_and_after_returning(make_agent):
+    agent, llm = make_agent([FA_AT_5, TEXT_AT_5, TO_REVIEW, "[STAGE_SWITCH: perceive]",
+                             call("frame_analysis", time_ranges=[[6, 6]], question="colour?"),
+                             call("text_extract", time_ranges=[[6, 6]]), TO_REVIEW, "**Answer:** EXIT 42"])
+    result = agent.run(QT)
+    assert kinds(result.trace) == ["retry", "tool_call", "stage_switch", "stage_switch", "retry", "tool_call",
+                                   "stage_switch", "answer"]
+    assert all("last resort" in s.notes[0] for s in result.trace.steps if s.kind == "retry")
+    assert llm.calls[4].require_tool == PERCEIVE_GATE  # a new perceive round starts over
+
+
+def test_frame_analysis_first_when_the_rule_is_off(make_agent):
+    agent, llm = make_agent([TO_PERCEIVE, FA_AT_5, TO_REVIEW, "**Answer:** EXIT 42"], frame_analysis_last=False)
+    result = agent.run(QT)
+    assert kinds(result.trace) == ["stage_switch", "tool_call", "stage_switch", "answer"]
+    assert llm.calls[1].require_tool == PERCEIVE_TOOLS
+    assert result.trace.steps[1].tool == "frame_analysis"
 
 
 def test_retrieve_gate_requires_a_search_unless_a_time_is_named(make_agent):
@@ -272,6 +311,52 @@ def test_repeated_identical_call_is_a_retry(make_agent):
     assert "already called clip_retrieve" in result.trace.steps[1].notes[0]
     assert result.trace.steps[2].arguments == {"query": "exit sign"}
     assert result.answer == "EXIT 42"
+
+
+def test_trap_same_query_warns_on_the_fourth_call_and_refuses_the_fifth(make_agent):
+    """DVD Fig. 3: the same tool more than 3 times in a row with near-identical arguments."""
+    queries = ["exit sign", "Exit sign", "exit sign.", "EXIT  sign", "exit sign!"]
+    agent, llm = make_agent([call("clip_retrieve", query=q) for q in queries]
+                            + [call("clip_retrieve", query="room sign"), TO_PERCEIVE, TEXT_AT_5, TO_REVIEW,
+                               "**Answer:** EXIT 42"])
+    result = agent.run(Q)
+    trace = result.trace
+    assert kinds(trace)[:6] == ["tool_call"] * 4 + ["retry", "tool_call"]
+    for step in trace.steps[:3]:
+        assert not any("trap" in n for n in step.notes) and "Repeating it" not in step.observation
+    fourth = trace.steps[3]
+    assert any(n.startswith("trap: clip_retrieve called 4 times in a row") for n in fourth.notes)
+    assert "switch to another tool, widen or move the time range" in fourth.observation
+    assert "switch to another tool, widen" in llm.calls[4].messages[-1]["content"]  # the model saw it
+    assert "4 times in a row on nearly the same input" in trace.steps[4].notes[0]
+    assert trace.steps[5].arguments == {"query": "room sign"}  # a different query breaks the run
+    assert not any("trap" in n for n in trace.steps[5].notes)
+    assert result.answer == "EXIT 42"
+
+
+def test_trap_overlapping_time_ranges(make_agent):
+    ranges = [[[5, 5]], [[5, 5.1]], [[5.05, 5.05]], [[5, 5.05]], [[5.02, 5.02]]]
+    agent, llm = make_agent([call("text_extract", time_ranges=r) for r in ranges]
+                            + [call("text_extract", time_ranges=[[12, 14]]), TO_REVIEW, "**Answer:** EXIT 42"])
+    result = agent.run(QT)
+    assert kinds(result.trace) == ["tool_call"] * 4 + ["retry", "tool_call", "stage_switch", "answer"]
+    assert any("trap" in n for n in result.trace.steps[3].notes)
+    assert "nearly the same input" in result.trace.steps[4].notes[0]
+    assert result.answer == "EXIT 42"
+
+
+def test_near_identical_rules():
+    from avi.agent.loop import near_identical
+
+    assert near_identical(("clip_retrieve", {"query": "A red car"}), ("clip_retrieve", {"query": "a red car!"}))
+    assert not near_identical(("clip_retrieve", {"query": "red car"}), ("global_explore", {"query": "red car"}))
+    assert not near_identical(("clip_retrieve", {"query": "red car"}), ("clip_retrieve", {"query": "blue car"}))
+    assert near_identical(("text_extract", {"time_ranges": [[0, 10]]}), ("text_extract", {"time_ranges": [[0, 9]]}))
+    assert not near_identical(("text_extract", {"time_ranges": [[0, 10]]}),
+                              ("text_extract", {"time_ranges": [[0, 7]]}))
+    # a sweep over the video with the same objects is progress, not a trap
+    assert not near_identical(("object_detect", {"time_ranges": [[0, 5]], "objects": ["person"]}),
+                              ("object_detect", {"time_ranges": [[5, 10]], "objects": ["person"]}))
 
 
 def test_implied_switch_perceive_tool_in_retrieve(make_agent):
@@ -360,7 +445,7 @@ def test_malformed_call_retries_then_spends_the_iteration(make_agent):
     # the problem is sent back, with the bad reply, and the retry is constrained to the phase's tools
     assert llm.calls[0].require_tool == SEARCH_TOOLS  # the retrieve gate
     assert llm.calls[1].require_tool == SEARCH_TOOLS + ["clip_merge"]
-    assert llm.calls[3].require_tool == PERCEIVE_TOOLS  # the perceive gate
+    assert llm.calls[3].require_tool == PERCEIVE_GATE  # the perceive gate
     assert llm.calls[1].messages[-2] == {"role": "assistant", "content": MALFORMED}
     assert "not valid JSON" in llm.calls[1].messages[-1]["content"]
     assert sum(RETRY_MARK in (m["content"] or "") for m in llm.calls[2].messages) == 2
@@ -392,7 +477,7 @@ def test_bad_arguments_are_an_error_observation_not_a_retry(make_agent):
     assert kinds(trace)[:2] == ["tool_call", "tool_call"]
     assert trace.steps[0].error and "no time range overlaps the video" in trace.steps[0].observation
     # a failed perceive call does not open the gate
-    assert llm.calls[1].require_tool == PERCEIVE_TOOLS
+    assert llm.calls[1].require_tool == PERCEIVE_GATE
     assert "no time range overlaps the video" in llm.calls[1].messages[-1]["content"]
     assert result.answer == "EXIT 42"
 
@@ -420,7 +505,7 @@ def test_review_nudge_and_back_to_perceive(make_agent):
     nudge = agent.prompts.text("review_nudge")
     assert llm.calls[3].messages[-1] == {"role": "user", "content": nudge}
     # back in perceive: a fresh round that must look at frames again
-    assert llm.calls[4].require_tool == PERCEIVE_TOOLS
+    assert llm.calls[4].require_tool == PERCEIVE_GATE
     assert sum(str(m.get("content")).startswith("CURRENT STAGE: PERCEIVE") for m in llm.calls[4].messages) == 2
     # each Review message restates the question and the evidence found so far
     reviews = [m["content"] for m in llm.calls[-1].messages if str(m.get("content")).startswith("CURRENT STAGE: REVIEW")]
@@ -471,10 +556,12 @@ def test_answer_that_parrots_the_instructions_is_a_retry(make_agent, echo):
 
 
 def test_answer_format_follows_the_question(make_agent):
-    for question, expected in [("When is the EXIT sign on screen?", "[start, end]"),
-                               ("What colour is it? A. red B. blue", "letter of one option"),
-                               (QT, "short, direct answer")]:
-        agent, llm = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** 1"])
+    for question, expected, answer in [("When is the EXIT sign on screen?", "[start, end]", "[4, 9]"),
+                                       ("What colour is it? A. red B. blue", "letter of one option", "B"),
+                                       ("Select all that apply: A. red B. blue", "letters of every option", "A, B"),
+                                       ("In which order do they appear? A. red B. blue", "in the order", "B, A"),
+                                       (QT, "short, direct answer", "1")]:
+        agent, llm = make_agent([TEXT_AT_5, TO_REVIEW, f"**Answer:** {answer}"])
         agent.run(question)
         assert expected in llm.calls[0].messages[1]["content"]
 
@@ -558,6 +645,51 @@ def test_interval_answer(make_agent):
     assert result.trace.interval == [4.0, 9.0]
 
 
+MULTI_QUESTION = "Which texts are shown on signs? Select all that apply. A. EXIT 42 B. ROOM 7B C. EXIT 24"
+
+
+def test_multi_select_answer(make_agent):
+    agent, llm = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** B and A"])
+    result = agent.run(MULTI_QUESTION)
+    assert result.answer_type == "multi" and result.choices == ["A", "B"] and result.answer == "B and A"
+    assert result.choice is None  # one letter would be a guess at a multi-select answer
+    assert result.trace.choices == ["A", "B"] and result.trace.answer_type == "multi"
+    assert "letters of every option" in llm.calls[0].messages[1]["content"]
+
+
+def test_order_answer_with_and_without_options(make_agent):
+    agent, llm = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** C -> A -> B"])
+    result = agent.run("In which order do the signs appear? A. EXIT 42 B. ROOM 7B C. EXIT 24")
+    assert result.answer_type == "order" and result.order == ["C", "A", "B"] and result.choice is None
+    agent, llm = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** EXIT 42, ROOM 7B"])
+    result = agent.run("In what order do the signs appear?")
+    assert result.order == ["EXIT 42", "ROOM 7B"] and result.trace.order == ["EXIT 42", "ROOM 7B"]
+
+
+def test_unparseable_typed_answer_is_re_asked_then_reported_not_guessed(make_agent):
+    agent, llm = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** the exit one", "**Answer:** A, C"])
+    result = agent.run(MULTI_QUESTION)
+    retry = [s for s in result.trace.steps if s.kind == "retry"]
+    assert len(retry) == 1 and "does not follow the answer format" in retry[0].notes[0]
+    assert "letters of every option" in llm.calls[3].messages[-1]["content"]
+    assert result.choices == ["A", "C"]
+
+    # the forced answer cannot be read as an option letter: no answer, with a note
+    agent, llm = make_agent([call("clip_retrieve", query="sign"), "**Answer:** probably the red one"],
+                            max_iterations=1)
+    result = agent.run(MC_QUESTION)
+    assert result.answer is None and result.choice is None
+    assert result.note and "unparseable choice answer" in result.note
+    assert result.trace.raw_answer == "probably the red one" and result.trace.answer_note == result.note
+
+
+def test_answer_type_setting_overrides_inference(make_agent):
+    agent, llm = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** A, C"], answer_type="multi")
+    result = agent.run("Which of these are shown: A. EXIT 42 B. a cat C. ROOM 7B")
+    assert result.answer_type == "multi" and result.choices == ["A", "C"]
+    assert "letters of every option" in llm.calls[0].messages[1]["content"]
+
+
 # ---------------------------------------------------------------- native tool calls
 
 
@@ -591,6 +723,31 @@ def test_native_tool_calls(make_agent):
     ids = [m["tool_calls"][0]["id"] for m in final_msgs if m.get("tool_calls")]
     assert len(ids) == 2 and len(set(ids)) == 2
     assert [m["tool_call_id"] for m in final_msgs if m["role"] == "tool"] == ids
+
+
+def test_telemetry_per_question(make_agent):
+    native = ChatResult(content="", tool_calls=[("text_extract", '{"time_ranges": [[5,5]]}')],
+                        prompt_tokens=7, completion_tokens=3, seconds=0.02)
+    agent, llm = make_agent([call("clip_retrieve", query="sign"), TO_PERCEIVE, MALFORMED, native,
+                             call("object_detect", time_ranges=[[5, 5]], objects=["person"]), TO_REVIEW,
+                             "**Answer:** EXIT 42"])
+    result = agent.run(Q)
+    t = result.trace.totals()
+    assert kinds(result.trace) == ["tool_call", "stage_switch", "retry", "tool_call", "tool_call", "stage_switch",
+                                   "answer"]
+    assert t["llm_replies"] == 7
+    assert t["steps_per_phase"] == {"retrieve": 2, "perceive": 4, "review": 1}
+    assert t["tool_calls_per_tool"] == {"clip_retrieve": 1, "text_extract": 1, "object_detect": 1}
+    assert set(t["seconds_per_tool"]) == set(t["tool_calls_per_tool"])
+    assert all(v >= 0 for v in t["seconds_per_tool"].values()) and t["seconds_per_tool"]["text_extract"] > 0
+    assert set(t["seconds_per_phase"]) == {"retrieve", "perceive", "review"}
+    assert t["native_tool_calls"] == 1 and t["content_tool_calls"] == 2 and t["retries"] == 1
+    assert t["fallback_replies"] == 3 and t["traps"] == 0
+    assert t["frames_looked_at"] == 1 and t["frames_spent"] == 2
+    assert t["prompt_tokens"] == sum(s.prompt_tokens for s in result.trace.steps)
+    assert [s.call_source for s in result.trace.steps] == ["content", None, "content", "native", "content", None,
+                                                           None]
+    assert json.loads(json.dumps(result.trace.to_dict()))["totals"]["tool_calls_per_tool"]["text_extract"] == 1
 
 
 # ---------------------------------------------------------------- KV-cache friendly conversation
@@ -656,7 +813,7 @@ def test_tool_raising_inside_is_an_error_observation(make_agent, backends, monke
     assert bad.observation.startswith("Error in text_extract: RuntimeError: ocr exploded")
     assert "traceback" in bad.observation_data
     assert "ocr exploded" in llm.calls[1].messages[-1]["content"]
-    assert llm.calls[1].require_tool == PERCEIVE_TOOLS  # the failed call did not count as looking
+    assert llm.calls[1].require_tool == PERCEIVE_GATE  # the failed call did not count as looking
     assert trace.steps[1].tool == "object_detect" and not trace.steps[1].error
     assert "person: none found" in trace.steps[1].observation
     assert result.answer == "no person"
@@ -719,7 +876,7 @@ def test_speech_tools_offered_only_with_speech(settings, narrated_index, narrate
     result = Agent(llm, ctx, PromptLibrary(REPO / "prompts"), settings).run("What code word is spoken?")
     assert result.answer == "pineapple" and any(s <= 6.5 and e >= 3.5 for s, e in result.evidence)
     assert llm.calls[0].require_tool == SEARCH_TOOLS + ["transcript_search"]
-    assert llm.calls[2].require_tool == PERCEIVE_TOOLS + ["transcript_read"]
+    assert llm.calls[2].require_tool == PERCEIVE_GATE + ["transcript_read"]
     first = llm.calls[0].messages[1]["content"]
     assert "It has speech: 2 transcript lines (asr:whisper-base-ct2)" in first and "transcript_search" in first
     perceive_msg = [m["content"] for m in llm.calls[2].messages if str(m["content"]).startswith("CURRENT STAGE: PER")]

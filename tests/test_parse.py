@@ -374,8 +374,63 @@ def test_parse_reply_empty_content():
     ("What colour is the car?", {"A": "red", "B": "blue"}, "choice"),
     ("How many people are visible at 0:40?", {}, "text"),
     ("What is written on the sign?", {}, "text"),
+    ("Select all that apply: which colours appear?", {"A": "red", "B": "blue"}, "multi"),
+    ("Which of these are true? Choose all correct options.", {"A": "x", "B": "y"}, "multi"),
+    ("In which order do the animals appear?", {"A": "dog", "B": "cat", "C": "cow"}, "order"),
+    ("In what order do the signs appear?", {}, "order"),
+    ("Which order is right?", {"A": "dog, cat", "B": "cat, dog"}, "choice"),  # options are sequences
 ])
 def test_answer_type(question, options, expected):
     from avi.agent.parse import answer_type
 
     assert answer_type(question, options) == expected
+
+
+# ----------------------------------------------------------------- multi-select and ordering answers
+
+ORDER_OPTS = {"A": "red car", "B": "blue truck", "C": "green bus"}
+
+
+@pytest.mark.parametrize("answer, letters", [
+    ("A, C", ["A", "C"]), ("C and A", ["A", "C"]), ("(A) (C)", ["A", "C"]), ("A;C.", ["A", "C"]),
+    ("B", ["B"]), ("red car, green bus", ["A", "C"]), ("Options: B, C", ["B", "C"]), ("A, A, B", ["A", "B"]),
+])
+def test_extract_choices(answer, letters):
+    from avi.agent.parse import extract_choices
+
+    assert extract_choices(answer, ORDER_OPTS) == letters
+
+
+@pytest.mark.parametrize("answer", ["A, D", "A, because it is red", "all of them", "", None])
+def test_extract_choices_never_guesses(answer):
+    from avi.agent.parse import extract_choices
+
+    assert extract_choices(answer, ORDER_OPTS) is None
+
+
+@pytest.mark.parametrize("answer, order", [
+    ("C, A, B", ["C", "A", "B"]), ("C -> A -> B", ["C", "A", "B"]), ("B then C", ["B", "C"]),
+    ("green bus, red car, blue truck", ["C", "A", "B"]), ("C → A", ["C", "A"]),
+])
+def test_extract_order_with_options(answer, order):
+    from avi.agent.parse import extract_order
+
+    assert extract_order(answer, ORDER_OPTS) == order
+
+
+@pytest.mark.parametrize("answer", ["A", "A, A", "C, D", "first the car", None])
+def test_extract_order_never_guesses(answer):
+    from avi.agent.parse import extract_order
+
+    assert extract_order(answer, ORDER_OPTS) is None
+
+
+@pytest.mark.parametrize("answer, order", [
+    ("dog, cat, cow", ["dog", "cat", "cow"]), ("dog -> cat", ["dog", "cat"]),
+    ("1. dog 2. cat 3. cow", ["dog", "cat", "cow"]), ("the dog, then the cat", ["the dog", "the cat"]),
+])
+def test_extract_order_free_items(answer, order):
+    from avi.agent.parse import extract_order
+
+    assert extract_order(answer, {}) == order
+    assert extract_order("dog", {}) is None

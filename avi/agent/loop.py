@@ -40,7 +40,9 @@ from avi.agent.parse import (
     Reply,
     answer_type,
     extract_choice,
+    extract_choices,
     extract_interval,
+    extract_order,
     find_answer,
     parse_options,
     parse_reply,
@@ -65,6 +67,10 @@ class AgentResult:
         interval: ``[start_s, end_s]`` when the answer is a time span, else None.
         evidence: merged time ranges where perceive tools found the evidence.
         trace: the full :class:`Trace`.
+        choices: option letters of a multi-select answer, sorted, else None.
+        order: the sequence of an ordering answer (letters, or items without options), else None.
+        answer_type: choice, multi, interval, order or text.
+        note: why ``answer`` is None although the model answered (unparseable for the type).
     """
 
     answer: str | None
@@ -72,6 +78,10 @@ class AgentResult:
     interval: list[float] | None
     evidence: list[list[float]]
     trace: Trace = field(repr=False)
+    choices: list[str] | None = None
+    order: list[str] | None = None
+    answer_type: str = "text"
+    note: str | None = None
 
 
 class Agent:
@@ -132,7 +142,9 @@ class Agent:
         times = clock_times_in(question)
         time_hint = ("Times in the question, in seconds: " + ", ".join(f"{c} = {v:g}s" for c, v in times) + ".") \
             if times else ""
-        st.answer_format = self.prompts.text(f"format_{answer_type(question, st.options)}")
+        configured = getattr(self.settings, "answer_type", "auto")
+        st.kind = answer_type(question, st.options) if configured == "auto" else configured
+        st.answer_format = self.prompts.text(f"format_{st.kind}")
         transcript = self.ctx.index.transcript
         speech = self.prompts.render("speech_yes", segments=len(transcript),
                                      source=", ".join(sorted({s.source for s in transcript}))) \
@@ -181,13 +193,34 @@ class Agent:
         forced = st.answer is None
         if forced:
             st.answer = self._forced_answer(trace, st)
-        choice = extract_choice(st.answer, st.options)
-        interval = extract_interval(st.answer)
+        raw = st.answer
+        choice, choices, interval, order, note = self._typed(st, raw)
+        if note:
+            st.answer = None  # unparseable for its type: reported as such, never a guess
         ev = merge_spans([list(map(float, e)) for e in st.evidence]) or merge_spans(st.looked)
         trace.answer, trace.choice, trace.interval, trace.evidence = st.answer, choice, interval, ev
+        trace.choices, trace.order, trace.answer_type, trace.raw_answer, trace.answer_note = \
+            choices, order, st.kind, raw, note
         trace.iterations, trace.forced = st.iteration, forced
         trace.seconds["agent"] = round(time.perf_counter() - t_start, 3)
-        return AgentResult(st.answer, choice, interval, ev, trace)
+        return AgentResult(st.answer, choice, interval, ev, trace, choices, order, st.kind, note)
+
+    def _typed(self, st: "_State", answer: str | None):
+        """The answer read for its type: ``(choice, choices, interval, order, note)``.
+
+        ``note`` is set when a choice / multi / interval / order answer cannot be read as such
+        (the caller then reports no answer rather than guess; issue 5, answer types).
+        """
+        options = st.options or ({c: "" for c in "ABCDEFGH"} if st.kind in ("choice", "multi") else {})
+        choice = extract_choice(answer, options) if st.kind not in ("multi", "order") else None
+        interval = extract_interval(answer)
+        choices = extract_choices(answer, options) if st.kind == "multi" else None
+        order = extract_order(answer, st.options) if st.kind == "order" else None
+        value = {"choice": choice, "multi": choices, "interval": interval, "order": order}.get(st.kind, answer)
+        note = None
+        if answer is not None and value is None:
+            note = f"unparseable {st.kind} answer {answer[:200]!r}: reported as no answer"
+        return choice, choices, interval, order, note
 
     # ------------------------------------------------------------------ steps
 
@@ -198,6 +231,7 @@ class Agent:
         st.phase = new_phase
         if new_phase == "perceive":
             st.perceived = 0
+            st.confirmed = 0
         st.history.append({"role": "user", "content": self._stage_message(st, new_phase)})
         if step_notes is not None:
             step_notes.append(f"entered {new_phase}")
@@ -224,7 +258,7 @@ class Agent:
         action is such a call, so it is decoded under constraint straight away.
         """
         if st.phase == "perceive" and not st.perceived:
-            return self._usable("perceive")
+            return self._allowed(st)
         if st.phase == "retrieve" and not st.retrieved and not mentions_time(st.question):
             return self._search_tools()
         return None
@@ -235,6 +269,22 @@ class Agent:
         graph = self._has_entity_graph()
         return [t.name for t in tools_for(phase) if (speech or not t.name.startswith("transcript_"))
                 and (graph or t.name != "graph_retrieve")]
+
+    def _allowed(self, st: "_State") -> list[str]:
+        """The usable tools of the current phase that may be called now.
+
+        In Perceive, frame_analysis is a last resort (AVI §3.3.2, Fig. 11): it is offered only after
+        object_detect, text_extract, boundary_detect or transcript_read worked in this Perceive
+        stage (setting ``frame_analysis_last``).
+        """
+        names = self._usable(st.phase)
+        if st.phase == "perceive" and self._frame_analysis_blocked(st):
+            names = [n for n in names if n != "frame_analysis"]
+        return names
+
+    def _frame_analysis_blocked(self, st: "_State") -> bool:
+        """Whether frame_analysis must wait for a confirming perceive tool (AVI Fig. 11)."""
+        return bool(getattr(self.settings, "frame_analysis_last", True)) and not st.confirmed
 
     def _search_tools(self) -> list[str]:
         """The usable Retrieve tools that search (clip_merge only joins ranges found by a search)."""
@@ -267,17 +317,18 @@ class Agent:
             problem = self._problem(reply, st)
             common = dict(iteration=st.iteration, phase=st.phase, thought=reply.thought, content=res.content,
                           llm_seconds=round(res.seconds, 3), prompt_tokens=res.prompt_tokens,
-                          completion_tokens=res.completion_tokens)
+                          completion_tokens=res.completion_tokens,
+                          call_source=None if reply.call is None else "native" if reply.native else "content")
             if problem is None:
                 return res, reply, common
             trace.add(kind="retry", notes=[problem], **common)
             retries += [{"role": "assistant", "content": res.content or "(empty reply)"},
                         {"role": "user", "content": self.prompts.render(
-                            "tool_retry", problem=problem, tools=", ".join(self._usable(st.phase)) or "none")}]
+                            "tool_retry", problem=problem, tools=", ".join(self._allowed(st)) or "none")}]
             if reply.call is not None and (reply.call.error or reply.call.name not in
                                            [t.name for t in tools_for(st.phase)]) and tools_for(st.phase):
                 # A broken or misplaced call: the retry decodes a call of this phase's tools.
-                require = self._usable(st.phase)
+                require = self._allowed(st)
             temperature = max(temperature, self.settings.retry_temperature)
         return res, None, common
 
@@ -291,17 +342,26 @@ class Agent:
             common["phase"] = st.phase
         obs = tool.run(self.ctx, reply.call.arguments)
         st.seen.add(_call_key(reply.call.name, reply.call.arguments))
-        self._append_tool_exchange(st.history, res, reply, tool, obs.text)
+        run = _trap_run(st.streak, tool.name, reply.call.arguments)
+        st.streak = (st.streak if run else []) + [(tool.name, reply.call.arguments or {})]
+        text = obs.text
+        if run + 1 > TRAP_REPEATS:  # DVD Fig. 3: a loop on one tool; tell the model to break out
+            text += "\n\n" + self.prompts.render("trap_warning", tool=tool.name, count=run + 1)
+            notes.append(f"trap: {tool.name} called {run + 1} times in a row with near-identical arguments; "
+                         f"told to switch tool or widen the range")
+        self._append_tool_exchange(st.history, res, reply, tool, text)
         if not obs.error:
             if tool.phase == "perceive":
                 st.evidence_notes.append(_evidence_note(obs.text))
                 st.perceived += 1
+                if tool.name != "frame_analysis":
+                    st.confirmed += 1
                 st.evidence += obs.evidence
                 if obs.frames_s:
                     st.looked.append([min(obs.frames_s), max(obs.frames_s)])
             else:
                 st.retrieved += 1
-        trace.add(kind="tool_call", tool=tool.name, arguments=reply.call.arguments, observation=obs.text,
+        trace.add(kind="tool_call", tool=tool.name, arguments=reply.call.arguments, observation=text,
                   observation_data=obs.data, error=obs.error, tool_seconds=obs.data.get("seconds", 0.0),
                   frames_s=obs.frames_s, notes=notes + obs.notes, **common)
 
@@ -320,9 +380,20 @@ class Agent:
             if tool.phase != phase and not (tool.phase == "perceive" and phase in ("retrieve", "review")):
                 return (f"{call.name} cannot be used in the {phase.upper()} stage. "
                         f"Tools in this stage: {', '.join(allowed) or 'none'}")
+            entering = tool.phase == "perceive" and phase != "perceive"  # an implied switch starts a new round
+            if call.name == "frame_analysis" and (entering or self._frame_analysis_blocked(st)) \
+                    and getattr(self.settings, "frame_analysis_last", True):
+                first = [n for n in self._usable("perceive") if n != "frame_analysis"]
+                return (f"frame_analysis is the last resort: first use {', '.join(first)} on the time ranges; "
+                        f"frame_analysis is allowed after one of them has worked in this stage")
             if _call_key(call.name, call.arguments) in st.seen:
                 return (f"you already called {call.name} with exactly these arguments and its result is above. "
                         f"Use other arguments or another tool, or write a stage directive")
+            run = _trap_run(st.streak, call.name, call.arguments)
+            if run > TRAP_REPEATS:
+                return (f"you already called {call.name} {run} times in a row on nearly the same input. "
+                        f"Switch to another tool, widen or move the time range, change the query, "
+                        f"or write a stage directive")
             return None
         if phase == "perceive" and not st.perceived:
             return (f"you must call a perceive tool ({', '.join(self._usable('perceive'))}) on the "
@@ -332,16 +403,20 @@ class Agent:
         if phase == "review" and reply.answer and self._echoes_instructions(reply.answer):
             return ("your answer repeats the format instructions instead of answering; write **Answer:** followed "
                     "by the actual answer taken from the tool results")
+        if phase == "review" and reply.answer and reply.switch != "perceive" and self._typed(st, reply.answer)[4]:
+            return (f"your answer {reply.answer[:100]!r} does not follow the answer format. "
+                    f"{st.answer_format}")
         return None
 
     def _echoes_instructions(self, answer: str) -> bool:
         """Whether an answer copies our own instruction text (small models parrot examples)."""
         a = " ".join(answer.lower().split()).strip(" .*")
-        if not a or re.fullmatch(r"[a-h]|\d+(\.\d+)?", a):
+        if not a or re.fullmatch(r"[a-h](\W+[a-h])*|\d+(\.\d+)?", a):
             return False  # a bare letter or number is never an echo, even if an example uses one
         if "<" in a and ">" in a or a in {"[start, end]", "[start_s, end_s]"}:
             return True
-        texts = [self.prompts.text(n) for n in ("stage_review", "format_choice", "format_interval", "format_text")]
+        texts = [self.prompts.text(n) for n in ("stage_review", "format_choice", "format_interval", "format_text",
+                                                 "format_multi", "format_order")]
         instructions = " ".join(" ".join(texts).lower().split())
         return len(a) >= 6 and a in instructions
 
@@ -389,13 +464,16 @@ class _State:
     history: list[dict] = field(default_factory=list)
     iteration: int = 0
     perceived: int = 0  # successful perceive calls since Perceive was (re-)entered
+    confirmed: int = 0  # of those, calls of tools other than frame_analysis (AVI Fig. 11)
     retrieved: int = 0  # successful retrieve calls
     evidence: list[list[float]] = field(default_factory=list)
     looked: list[list[float]] = field(default_factory=list)
     seen: set = field(default_factory=set)
+    streak: list = field(default_factory=list)  # the last run of near-identical tool calls (trap detection)
     answer: str | None = None
     candidate: str | None = None
     answer_format: str = ""
+    kind: str = "text"  # the answer type
     evidence_notes: list[str] = field(default_factory=list)
 
 
@@ -403,6 +481,76 @@ def _evidence_note(observation: str, limit: int = 400) -> str:
     """One perceive result as a compact line for the Review message."""
     text = " ".join(observation.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+TRAP_REPEATS = 3  # DVD Fig. 3: more than this many near-identical calls in a row is a trap
+_RANGE_KEYS = ("time_ranges", "clips")
+_QUERY_KEYS = ("query", "event", "question", "objects")
+
+
+def _trap_run(streak: list, name: str, arguments: dict | None) -> int:
+    """How many calls at the end of ``streak`` the call ``name(arguments)`` would continue (0 if none).
+
+    Trap detection after DVD Fig. 3: consecutive calls of one tool are near-identical when
+    their time ranges overlap by at least 80 % (tools that take time ranges) or their query
+    text is the same after normalisation (tools that do not).
+    """
+    if streak and near_identical(streak[-1], (name, arguments or {})):
+        return len(streak)
+    return 0
+
+
+def near_identical(a: tuple[str, dict], b: tuple[str, dict], min_overlap: float = 0.8) -> bool:
+    """Whether two ``(tool, arguments)`` calls are near-identical (trap detection, DVD Fig. 3).
+
+    Time ranges are compared by intersection over union of the covered time (a single moment
+    counts as one second around it); query text is compared lower-cased, without punctuation.
+    """
+    (na, aa), (nb, ab) = a, b
+    if na != nb:
+        return False
+    ra, rb = _ranges_arg(aa or {}), _ranges_arg(ab or {})
+    if ra is not None or rb is not None:
+        return ra is not None and rb is not None and _range_iou(ra, rb) >= min_overlap
+    qa, qb = _query_arg(aa or {}), _query_arg(ab or {})
+    if qa is not None or qb is not None:
+        return qa == qb
+    return (aa or {}) == (ab or {})
+
+
+def _ranges_arg(arguments: dict) -> list[list[float]] | None:
+    for key in _RANGE_KEYS:
+        value = arguments.get(key)
+        if isinstance(value, list) and value:
+            try:
+                spans = [sorted([float(r[0]), float(r[-1])]) for r in value]
+            except (TypeError, ValueError, IndexError, KeyError):
+                return None
+            out = []
+            for s, e in spans:
+                if e - s < 1.0:  # a moment: one second around its centre
+                    s, e = (s + e) / 2 - 0.5, (s + e) / 2 + 0.5
+                out.append([s, e])
+            return out
+    return None
+
+
+def _range_iou(a: list[list[float]], b: list[list[float]]) -> float:
+    """Intersection over union of the time covered by two lists of ranges."""
+    ma, mb = merge_spans(a), merge_spans(b)
+    inter = sum(max(0.0, min(e1, e2) - max(s1, s2)) for s1, e1 in ma for s2, e2 in mb)
+    union = sum(e - s for s, e in ma) + sum(e - s for s, e in mb) - inter
+    return inter / union if union > 0 else 1.0
+
+
+def _query_arg(arguments: dict) -> str | None:
+    for key in _QUERY_KEYS:
+        value = arguments.get(key)
+        if value is not None:
+            if isinstance(value, list):
+                value = " ".join(sorted(str(v) for v in value))
+            return " ".join(re.sub(r"[^\w\s]", " ", str(value).lower()).split())
+    return None
 
 
 def _call_key(name: str, arguments: dict | None) -> tuple[str, str]:

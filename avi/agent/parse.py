@@ -243,13 +243,78 @@ _INTERVAL_QUESTION = re.compile(
     r"\bstart and end\b|\bfrom when\b|\bhow long\b.*\b(?:shown|visible|on screen)\b", re.I)
 
 
+ANSWER_TYPES = ("choice", "multi", "interval", "order", "text")
+_MULTI_QUESTION = re.compile(
+    r"\b(?:select|choose|pick|mark|tick|name)\s+all\b|\ball (?:that|which) (?:apply|are (?:true|correct))\b|"
+    r"\ball (?:the )?correct\b|\bmore than one\b|\bone or more\b|\bwhich (?:two|three|four) (?:of|options)\b", re.I)
+_ORDER_QUESTION = re.compile(
+    r"\bin (?:which|what) order\b|\bwhat order\b|\border (?:in which|of (?:appearance|events))\b|"
+    r"\bchronological(?:ly)?\b|\b(?:arrange|sort|put|list|rank)\b[^.?]*\border\b|\bsequence of\b", re.I)
+_SEQUENCE_MARK = re.compile(r",|;|->|→|=>|>|\bthen\b", re.I)
+
+
 def answer_type(question: str, options: dict[str, str]) -> str:
-    """``"choice"`` (options present), ``"interval"`` (asks when / for a time span) or ``"text"``."""
+    """The answer type a question asks for (issue 5; AVI §4 answers letters and intervals).
+
+    ``"order"`` (asks for an order; the options, if any, are single items to put in order),
+    ``"multi"`` (options and "select all that apply" wording), ``"choice"`` (options present),
+    ``"interval"`` (asks when / for a time span) or ``"text"``.
+    """
+    q = question or ""
+    if _ORDER_QUESTION.search(q) and not any(_SEQUENCE_MARK.search(b) for b in options.values()):
+        return "order"  # options that are themselves sequences make it a plain choice
     if options:
-        return "choice"
+        return "multi" if _MULTI_QUESTION.search(q) else "choice"
     if _INTERVAL_QUESTION.search(question or ""):
         return "interval"
     return "text"
+
+
+_LETTER_LIST = re.compile(r"^\W*[A-H](?:\W+(?:(?:and|then)\W+)?[A-H])*\W*$")
+_ITEM_SPLIT = re.compile(r"\s*(?:->|→|=>|>|,|;|\n|\band then\b|\bthen\b|\band\b)\s*", re.I)
+_NUMBERED = re.compile(r"(?:^|\s)\(?\d+[.)]\s+")
+
+
+def _letters(answer: str, options: dict[str, str]) -> list[str] | None:
+    """Option letters in the order written (``"A, C"``, ``"C -> A -> B"``, ``"B. blue, C. green"``), or None
+    unless every part names an option."""
+    a = answer.strip().rstrip(".")
+    a = re.sub(r"^(?:options?|letters?)\s*:?\s*", "", a, flags=re.I)
+    if _LETTER_LIST.match(a):
+        found = re.findall(r"[A-H]", a)
+    else:
+        found = [extract_choice(part, options) for part in _ITEM_SPLIT.split(a) if part.strip(" .()")]
+    if not found or any(x is None or x not in options for x in found):
+        return None
+    return found
+
+
+def extract_choices(answer: str | None, options: dict[str, str]) -> list[str] | None:
+    """The letters a multi-select answer picks (``"A, C"``, ``"A and C"``, ``"(A) (C)"``), sorted, or None.
+
+    Every part of the answer must name an option; anything else is unparseable (never guessed).
+    """
+    if not answer or not options:
+        return None
+    found = _letters(answer, options)
+    return sorted(set(found)) if found else None
+
+
+def extract_order(answer: str | None, options: dict[str, str]) -> list[str] | None:
+    """The sequence an ordering answer gives, first to last, or None.
+
+    With options: their letters (``"C, A, B"``, ``"C -> A -> B"``), each at most once. Without:
+    the items of ``"dog, cat, car"``, ``"dog -> cat"``, ``"1. dog 2. cat"``. At least two items.
+    """
+    if not answer:
+        return None
+    if options:
+        found = _letters(answer, options)
+        return found if found and len(found) >= 2 and len(set(found)) == len(found) else None
+    text = answer.strip()
+    parts = _NUMBERED.split(text) if len(_NUMBERED.findall(text)) >= 2 else _ITEM_SPLIT.split(text)
+    items = [p.strip(" .") for p in parts if p.strip(" .")]
+    return items if len(items) >= 2 else None
 
 
 _NUM = r"(\d+(?:\.\d+)?|\d+:\d{1,2}(?::\d{1,2})?(?:\.\d+)?)"

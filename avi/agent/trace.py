@@ -36,6 +36,8 @@ class Step:
         frames_s: times (s) of the frames the tool looked at.
         prompt_tokens, completion_tokens: as reported by the server.
         notes: host decisions worth knowing (implicit switches, repairs).
+        call_source: where the reply's tool call came from: ``native`` (the server's
+            ``tool_calls``), ``content`` (JSON in the reply text, the fallback parser) or None.
     """
 
     index: int
@@ -57,6 +59,7 @@ class Step:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     notes: list[str] = field(default_factory=list)
+    call_source: str | None = None
 
 
 @dataclass
@@ -76,6 +79,11 @@ class Trace:
     answer: str | None = None
     choice: str | None = None
     interval: list[float] | None = None
+    choices: list[str] | None = None
+    order: list[str] | None = None
+    answer_type: str = ""
+    raw_answer: str | None = None
+    answer_note: str | None = None
     evidence: list[list[float]] = field(default_factory=list)
     iterations: int = 0
     forced: bool = False
@@ -87,8 +95,29 @@ class Trace:
         return step
 
     def totals(self) -> dict:
-        """Token, frame and time totals over all steps."""
+        """Per-question telemetry (issue 5): tokens, frames, time, steps and tool calls.
+
+        Besides the sums over all steps: model replies and seconds per phase (model + tool
+        time), calls and seconds per tool, and how many replies needed the fallback parser
+        (a tool call written as JSON in the text instead of native ``tool_calls``, or a
+        reply that had to be re-asked).
+        """
         frames = sorted({t for s in self.steps for t in s.frames_s})
+        # every step is one model reply, except the host's move on after replies that were all unusable
+        replies = [s for s in self.steps if "no usable reply after retries" not in s.notes]
+        steps_per_phase: dict[str, int] = {}
+        seconds_per_phase: dict[str, float] = {}
+        calls_per_tool: dict[str, int] = {}
+        seconds_per_tool: dict[str, float] = {}
+        for s in replies:
+            steps_per_phase[s.phase] = steps_per_phase.get(s.phase, 0) + 1
+        for s in self.steps:
+            seconds_per_phase[s.phase] = seconds_per_phase.get(s.phase, 0.0) + s.llm_seconds + s.tool_seconds
+            if s.kind == "tool_call" and s.tool:
+                calls_per_tool[s.tool] = calls_per_tool.get(s.tool, 0) + 1
+                seconds_per_tool[s.tool] = seconds_per_tool.get(s.tool, 0.0) + s.tool_seconds
+        content_calls = sum(1 for s in self.steps if s.kind == "tool_call" and s.call_source == "content")
+        retries = sum(1 for s in self.steps if s.kind == "retry")
         return {
             "prompt_tokens": sum(s.prompt_tokens for s in self.steps),
             "completion_tokens": sum(s.completion_tokens for s in self.steps),
@@ -97,6 +126,16 @@ class Trace:
             "tool_calls": sum(1 for s in self.steps if s.kind == "tool_call"),
             "frames_looked_at": len(frames),
             "frames_spent": sum(len(s.frames_s) for s in self.steps),
+            "llm_replies": len(replies),
+            "steps_per_phase": steps_per_phase,
+            "seconds_per_phase": {k: round(v, 3) for k, v in seconds_per_phase.items()},
+            "tool_calls_per_tool": calls_per_tool,
+            "seconds_per_tool": {k: round(v, 3) for k, v in seconds_per_tool.items()},
+            "native_tool_calls": sum(1 for s in self.steps if s.kind == "tool_call" and s.call_source == "native"),
+            "content_tool_calls": content_calls,
+            "retries": retries,
+            "fallback_replies": content_calls + retries,
+            "traps": sum(1 for s in self.steps if any(n.startswith("trap:") for n in s.notes)),
         }
 
     def to_dict(self) -> dict:
