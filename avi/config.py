@@ -147,6 +147,9 @@ class Settings(BaseSettings):
     # --- agent
     max_iterations: int = 10
     max_retries: int = Field(default=2, description="malformed tool calls re-asked per iteration")
+    extract_pass: bool = Field(default=True, description="a reply that names a tool in words but holds no usable "
+                                                         "call goes through a short constrained extraction request "
+                                                         "before any retry (think, then extract)")
     retry_temperature: float = Field(default=0.7, description="sampling temperature of re-asked replies")
     answer_type: Literal["auto", "choice", "multi", "interval", "order", "text"] = Field(
         default="auto", description="answer type; auto = inferred from the question (options, 'select all', "

@@ -887,3 +887,46 @@ def test_speech_tools_offered_only_with_speech(settings, narrated_index, narrate
     agent.run(QT)
     msgs = " ".join(str(m["content"]) for m in llm2.calls[-1].messages[1:])
     assert "It has no speech transcript." in msgs and "transcript_read" not in msgs and "transcript_search" not in msgs
+
+
+# ----------------------------------------------------------------- think, then extract
+
+
+PROSE_SEARCH = "THOUGHT: I need to find the sign first, so I would use clip_retrieve to look for an exit sign."
+
+
+def test_extraction_pass_turns_a_described_call_into_a_call(make_agent):
+    agent, llm = make_agent([PROSE_SEARCH, call("clip_retrieve", thought="", query="exit sign"), TO_PERCEIVE,
+                             TEXT_AT_5, TO_REVIEW, "**Answer:** EXIT 42"])
+    result = agent.run(Q)
+    assert result.answer == "EXIT 42"
+    assert kinds(result.trace)[:2] == ["extract", "tool_call"]
+    ex = llm.calls[1]
+    assert ex.messages[0]["content"] == (REPO / "prompts" / "extract_call.md").read_text().strip()
+    assert "use clip_retrieve to look for an exit sign" in ex.messages[1]["content"] and Q in ex.messages[1]["content"]
+    assert ex.require_tool == SEARCH_TOOLS and ex.temperature == 0.0
+    step = result.trace.steps[1]
+    assert step.tool == "clip_retrieve" and step.arguments == {"query": "exit sign"}
+    assert step.call_source == "extracted" and "I need to find the sign" in step.thought
+    assert "gave clip_retrieve" in result.trace.steps[0].notes[0]
+    tot = result.trace.totals()
+    assert tot["extraction_passes"] == 1 and tot["extracted_tool_calls"] == 1 and tot["retries"] == 0
+
+
+def test_failed_extraction_falls_back_to_a_retry(make_agent):
+    agent, llm = make_agent([PROSE_SEARCH, "I cannot tell.", call("clip_retrieve", query="exit"), TO_PERCEIVE,
+                             TEXT_AT_5, TO_REVIEW, "**Answer:** EXIT 42"])
+    result = agent.run(Q)
+    assert result.answer == "EXIT 42"
+    assert kinds(result.trace)[:3] == ["extract", "retry", "tool_call"]
+    assert "extraction pass failed" in result.trace.steps[0].notes[0]
+    assert llm.calls[2].messages[0]["content"] == agent._system()  # the retry is the normal conversation
+
+
+def test_no_extraction_without_a_tool_name_or_when_off(make_agent):
+    agent, llm = make_agent(["THOUGHT: hmm, let me think.", call("clip_retrieve", query="exit"), TO_PERCEIVE,
+                             TEXT_AT_5, TO_REVIEW, "**Answer:** EXIT 42"])
+    assert kinds(agent.run(Q).trace)[:2] == ["retry", "tool_call"]
+    agent, llm = make_agent([PROSE_SEARCH, call("clip_retrieve", query="exit"), TO_PERCEIVE, TEXT_AT_5, TO_REVIEW,
+                             "**Answer:** EXIT 42"], extract_pass=False)
+    assert kinds(agent.run(Q).trace)[:2] == ["retry", "tool_call"]

@@ -321,6 +321,9 @@ class Agent:
                           call_source=None if reply.call is None else "native" if reply.native else "content")
             if problem is None:
                 return res, reply, common
+            extracted = self._extract_call(st, trace, reply, common, require) if not _attempt else None
+            if extracted is not None:
+                return extracted
             trace.add(kind="retry", notes=[problem], **common)
             retries += [{"role": "assistant", "content": res.content or "(empty reply)"},
                         {"role": "user", "content": self.prompts.render(
@@ -331,6 +334,36 @@ class Agent:
                 require = self._allowed(st)
             temperature = max(temperature, self.settings.retry_temperature)
         return res, None, common
+
+    def _extract_call(self, st: "_State", trace: Trace, reply: Reply, common: dict, require: list[str] | None):
+        """The "think, then extract" pass (research/anchors.md §2.1): a reply that names an allowed
+        tool in words but holds no usable call is turned into one by a short second request whose
+        reply must be a call (``require_tool``), instead of asking the model to write it all again.
+
+        Returns:
+            ``(result, reply, common)`` of the extracted call, or None when the reply names no
+            allowed tool, the pass is off, or the extraction is unusable too.
+        """
+        allowed = require or self._allowed(st)  # a gate's list (e.g. a search first) wins
+        draft = "\n".join(x for x in (reply.thought, reply.text) if x).strip()
+        if not (self.settings.extract_pass and allowed and reply.call is None and draft
+                and any(name in draft for name in allowed)):
+            return None
+        messages = [{"role": "system", "content": self.prompts.text("extract_call")},
+                    {"role": "user", "content": self.prompts.render(
+                        "extract_call_user", question=st.question, tools=", ".join(allowed), draft=draft[-2000:])}]
+        ex = self.llm.chat(messages, self._schemas, max_tokens=self.settings.llm_max_tokens,
+                           seed=self.settings.llm_seed, require_tool=allowed, temperature=0.0)
+        ex_reply = parse_reply(ex.content, ex.reasoning, ex.tool_calls)
+        ok = ex_reply.call is not None and self._problem(ex_reply, st) is None
+        trace.add(kind="extract", notes=[f"no usable call in the reply; extraction pass "
+                                         f"{'gave ' + ex_reply.call.name if ok else 'failed'}"], **common)
+        if not ok:
+            return None
+        # the conversation keeps the model's own draft as its turn, with the extracted call attached
+        ex_reply.thought = reply.thought or reply.text
+        return ex, ex_reply, dict(common, llm_seconds=round(ex.seconds, 3), prompt_tokens=ex.prompt_tokens,
+                                  completion_tokens=ex.completion_tokens, call_source="extracted")
 
     def _run_tool(self, st: "_State", trace: Trace, res, reply: Reply, common: dict) -> None:
         tool = ALL_TOOLS[reply.call.name]

@@ -37,7 +37,8 @@ class Step:
         prompt_tokens, completion_tokens: as reported by the server.
         notes: host decisions worth knowing (implicit switches, repairs).
         call_source: where the reply's tool call came from: ``native`` (the server's
-            ``tool_calls``), ``content`` (JSON in the reply text, the fallback parser) or None.
+            ``tool_calls``), ``content`` (JSON in the reply text, the fallback parser),
+            ``extracted`` (the "think, then extract" pass) or None.
     """
 
     index: int
@@ -135,6 +136,9 @@ class Trace:
             "content_tool_calls": content_calls,
             "retries": retries,
             "fallback_replies": content_calls + retries,
+            "extraction_passes": sum(1 for s in self.steps if s.kind == "extract"),
+            "extracted_tool_calls": sum(1 for s in self.steps
+                                        if s.kind == "tool_call" and s.call_source == "extracted"),
             "traps": sum(1 for s in self.steps if any(n.startswith("trap:") for n in s.notes)),
         }
 
