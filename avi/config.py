@@ -66,7 +66,12 @@ class Settings(BaseSettings):
     llm_max_tokens: int = 512
     llm_temperature: float = 0.0
     llm_seed: int = 0
-    llm_enable_thinking: bool = False
+    llm_enable_thinking: bool = Field(default=True, description="sent as chat_template_kwargs.enable_thinking to a "
+                                                                "configured endpoint (Qwen3 thinks by default); the "
+                                                                "embedded 1.5B model has no thinking mode")
+    llm_thinking_max_tokens: int = Field(default=4096, description="completion budget of an agent step when "
+                                                                   "thinking is on at a configured endpoint "
+                                                                   "(the reasoning counts against it)")
     llm_constrain: Literal["auto", "tool_choice", "json_schema", "none"] = Field(
         default="auto", description="how a tool call is forced when one is required: auto = json_schema for the "
                                     "embedded llama.cpp server, tool_choice (required) for other endpoints")

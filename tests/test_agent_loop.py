@@ -930,3 +930,15 @@ def test_no_extraction_without_a_tool_name_or_when_off(make_agent):
     agent, llm = make_agent([PROSE_SEARCH, call("clip_retrieve", query="exit"), TO_PERCEIVE, TEXT_AT_5, TO_REVIEW,
                              "**Answer:** EXIT 42"], extract_pass=False)
     assert kinds(agent.run(Q).trace)[:2] == ["retry", "tool_call"]
+
+
+def test_thinking_endpoint_gets_the_larger_budget(make_agent):
+    agent, llm = make_agent([call("clip_retrieve", query="exit"), TO_PERCEIVE, TEXT_AT_5, TO_REVIEW,
+                             "**Answer:** EXIT 42"], llm_base_url="http://127.0.0.1:9/v1", llm_enable_thinking=True,
+                            llm_thinking_max_tokens=3000, llm_max_tokens=100)
+    agent.run(Q)
+    assert {c.max_tokens for c in llm.calls} == {3000}
+    agent, llm = make_agent([call("clip_retrieve", query="exit"), TO_PERCEIVE, TEXT_AT_5, TO_REVIEW,
+                             "**Answer:** EXIT 42"], llm_base_url=None)
+    agent.run(Q)
+    assert {c.max_tokens for c in llm.calls} == {100}  # the embedded model never thinks

@@ -113,10 +113,16 @@ class Agent:
         return self.prompts.render("system", core_protocol=self.prompts.text("core_protocol"),
                                    tool_descriptions="\n".join(lines))
 
+    def _max_tokens(self) -> int:
+        """Completion budget per step: larger when a configured endpoint thinks before it answers."""
+        s = self.settings
+        thinking = bool(getattr(s, "llm_base_url", None)) and getattr(s, "llm_enable_thinking", False)
+        return int(s.llm_thinking_max_tokens) if thinking else int(s.llm_max_tokens)
+
     def _call_llm(self, history: list[dict], extra: list[dict] | None = None, require: list[str] | None = None,
                   temperature: float | None = None):
         messages = [{"role": "system", "content": self._system()}] + history + (extra or [])
-        kwargs = dict(max_tokens=self.settings.llm_max_tokens, seed=self.settings.llm_seed, require_tool=require,
+        kwargs = dict(max_tokens=self._max_tokens(), seed=self.settings.llm_seed, require_tool=require,
                       temperature=self.settings.llm_temperature if temperature is None else temperature)
         tools = self._schemas  # also for the forced answer: an unchanged prefix keeps the KV cache
         try:
@@ -352,7 +358,7 @@ class Agent:
         messages = [{"role": "system", "content": self.prompts.text("extract_call")},
                     {"role": "user", "content": self.prompts.render(
                         "extract_call_user", question=st.question, tools=", ".join(allowed), draft=draft[-2000:])}]
-        ex = self.llm.chat(messages, self._schemas, max_tokens=self.settings.llm_max_tokens,
+        ex = self.llm.chat(messages, self._schemas, max_tokens=self._max_tokens(),
                            seed=self.settings.llm_seed, require_tool=allowed, temperature=0.0)
         ex_reply = parse_reply(ex.content, ex.reasoning, ex.tool_calls)
         ok = ex_reply.call is not None and self._problem(ex_reply, st) is None
