@@ -942,3 +942,22 @@ def test_thinking_endpoint_gets_the_larger_budget(make_agent):
                              "**Answer:** EXIT 42"], llm_base_url=None)
     agent.run(Q)
     assert {c.max_tokens for c in llm.calls} == {100}  # the embedded model never thinks
+
+
+def test_a_call_named_after_a_stage_is_read_as_the_directive(make_agent):
+    """Seen in 1.5B traces: {"name": "review"} instead of [STAGE_SWITCH: review]; no retry is spent on it."""
+    agent, llm = make_agent([call("clip_retrieve", query="exit"), call("perceive"), TEXT_AT_5,
+                             call("stage_switch", stage="review"), "**Answer:** EXIT 42"])
+    result = agent.run(Q)
+    assert result.answer == "EXIT 42"
+    assert kinds(result.trace) == ["tool_call", "stage_switch", "tool_call", "stage_switch", "answer"]
+    assert "a call named 'perceive' was read as [STAGE_SWITCH: perceive]" in result.trace.steps[1].notes
+    assert result.trace.steps[3].switch_to == "review"
+    assert result.trace.totals()["retries"] == 0
+
+
+def test_a_stage_call_before_perceiving_is_still_refused(make_agent):
+    agent, llm = make_agent([call("clip_retrieve", query="exit"), TO_PERCEIVE, call("review"), TEXT_AT_5, TO_REVIEW,
+                             "**Answer:** EXIT 42"])
+    result = agent.run(Q)
+    assert kinds(result.trace)[2:4] == ["retry", "tool_call"] and result.answer == "EXIT 42"

@@ -190,7 +190,7 @@ class Agent:
                 st.history.append({"role": "user", "content": self.prompts.text("review_nudge")})
                 trace.add(kind="nudge", **common)
                 continue
-            notes = []
+            notes = list(reply.notes)
             if reply.answer and st.phase != "review":
                 notes.append(f"answer given in {st.phase} kept as a candidate; review decides")
             self._enter(st, target, notes)
@@ -319,7 +319,7 @@ class Agent:
         temperature = self.settings.llm_temperature
         for _attempt in range(self.settings.max_retries + 1):
             res = self._call_llm(st.history, retries, require, temperature)
-            reply = parse_reply(res.content, res.reasoning, res.tool_calls)
+            reply = _phase_call_as_directive(parse_reply(res.content, res.reasoning, res.tool_calls))
             problem = self._problem(reply, st)
             common = dict(iteration=st.iteration, phase=st.phase, thought=reply.thought, content=res.content,
                           llm_seconds=round(res.seconds, 3), prompt_tokens=res.prompt_tokens,
@@ -608,3 +608,22 @@ def _compact(history: list[dict], keep_last: int = 4) -> None:
                                               and content.startswith("Result of "))
         if is_result and isinstance(content, str) and len(content) > 300:
             msg["content"] = content[:280] + "\n…(older result shortened)"
+
+
+def _phase_call_as_directive(reply: Reply) -> Reply:
+    """Read a "tool call" named after a stage (``{"name": "review"}``, ``stage_switch`` with a stage
+    argument) as the stage directive it means: small models write directives as calls (seen in
+    traces of the 1.5B orchestrator), and a retry costs a whole model turn."""
+    call = reply.call
+    if call is None or call.error or reply.switch is not None:
+        return reply
+    name = call.name.strip().lower().replace("-", "_")
+    args = call.arguments if isinstance(call.arguments, dict) else {}
+    if name in ("stage_switch", "switch_stage", "stage"):
+        name = str(args.get("stage") or args.get("to") or args.get("phase") or "").strip().lower()
+    if name not in ("perceive", "review"):
+        return reply
+    reply.switch, reply.call = name, None
+    reply.notes.append(f"a call named {call.name!r} was read as [STAGE_SWITCH: {name}]")
+    return reply
+
