@@ -152,6 +152,9 @@ class Settings(BaseSettings):
     # --- agent
     max_iterations: int = 10
     max_retries: int = Field(default=2, description="malformed tool calls re-asked per iteration")
+    structured_answer: bool = Field(default=True, description="deliver choice / multi-select / interval / order "
+                                                              "answers through one schema-constrained final call "
+                                                              "(the regex read of the answer is the fallback)")
     extract_pass: bool = Field(default=True, description="a reply that names a tool in words but holds no usable "
                                                          "call goes through a short constrained extraction request "
                                                          "before any retry (think, then extract)")

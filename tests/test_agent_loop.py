@@ -38,6 +38,7 @@ class RecordedCall:
     max_tokens: int
     temperature: float
     seed: int | None
+    json_schema: dict | None = None
 
 
 class ScriptedLLM:
@@ -55,10 +56,11 @@ class ScriptedLLM:
         self.base_url = "scripted://"
         self.model = "scripted"
 
-    def chat(self, messages, tools=None, *, max_tokens, temperature, seed, stop=None, require_tool=None):
+    def chat(self, messages, tools=None, *, max_tokens, temperature, seed, stop=None, require_tool=None,
+             json_schema=None):
         self.calls.append(RecordedCall(copy.deepcopy(messages), tools,
                                        list(require_tool) if require_tool is not None else None,
-                                       max_tokens, temperature, seed))
+                                       max_tokens, temperature, seed, json_schema))
         if not self.replies:
             raise AssertionError(f"ScriptedLLM: script exhausted at call {len(self.calls)}")
         r = self.replies.pop(0)
@@ -128,6 +130,8 @@ def make_agent(settings, sign_index, reader, backends):
     """``make_agent(replies, **settings_overrides) -> (agent, llm)``."""
 
     def make(replies, **overrides):
+        # the structured final call (one more reply for typed answers) is tested on its own below
+        overrides = {"structured_answer": False, **overrides}
         for k, v in overrides.items():
             setattr(settings, k, v)
         llm = ScriptedLLM(replies)
@@ -961,3 +965,48 @@ def test_a_stage_call_before_perceiving_is_still_refused(make_agent):
                              "**Answer:** EXIT 42"])
     result = agent.run(Q)
     assert kinds(result.trace)[2:4] == ["retry", "tool_call"] and result.answer == "EXIT 42"
+
+
+# ----------------------------------------------------------------- structured final answer
+
+
+MC = "What colour is the background at the start? A. red B. blue C. green"
+
+
+def test_structured_final_call_delivers_a_choice(make_agent):
+    agent, llm = make_agent([call("clip_retrieve", query="background"), TO_PERCEIVE, TEXT_AT_5, TO_REVIEW,
+                             "**Answer:** B. blue", '{"choice": "B"}'], structured_answer=True)
+    result = agent.run(MC)
+    assert result.choice == "B" and result.answer == "B. blue"
+    last = llm.calls[-1]
+    assert last.json_schema["properties"] == {"choice": {"type": "string", "enum": ["A", "B", "C"]}}
+    assert "Your answer: B. blue" in last.messages[-1]["content"]
+    assert last.messages[0]["content"] == agent._system()  # same prefix: the KV cache is reused
+    step = result.trace.steps[-1]
+    assert step.kind == "final_answer" and "structured final answer {'choice': 'B'}" in step.notes[0]
+
+
+def test_structured_final_call_wins_over_the_prose(make_agent):
+    agent, llm = make_agent([call("clip_retrieve", query="background"), TO_PERCEIVE, TEXT_AT_5, TO_REVIEW,
+                             "**Answer:** B", '{"choice": "C"}'], structured_answer=True)
+    assert agent.run(MC).choice == "C"
+
+
+@pytest.mark.parametrize("reply", ['{"choice": "Z"}', "not json", '{"other": 1}'])
+def test_unusable_structured_reply_falls_back_to_the_regex_read(make_agent, reply):
+    agent, llm = make_agent([call("clip_retrieve", query="background"), TO_PERCEIVE, TEXT_AT_5, TO_REVIEW,
+                             "**Answer:** B", reply], structured_answer=True)
+    result = agent.run(MC)
+    assert result.choice == "B"
+    assert "unusable" in result.trace.steps[-1].notes[0]
+
+
+def test_structured_interval_is_clipped_and_text_answers_make_no_extra_call(make_agent):
+    agent, llm = make_agent([call("clip_retrieve", query="exit sign"), TO_PERCEIVE, TEXT_AT_5, TO_REVIEW,
+                             "**Answer:** [4.0, 9.0]", '{"start_s": 9.0, "end_s": 400}'], structured_answer=True)
+    result = agent.run("When is the EXIT sign on screen? Answer with a time span.")
+    assert result.interval == [9.0, 20.0]
+    agent, llm = make_agent([call("clip_retrieve", query="exit"), TO_PERCEIVE, TEXT_AT_5, TO_REVIEW,
+                             "**Answer:** EXIT 42"], structured_answer=True)
+    result = agent.run(Q)
+    assert result.answer == "EXIT 42" and all(c.json_schema is None for c in llm.calls)

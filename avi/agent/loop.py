@@ -201,6 +201,10 @@ class Agent:
             st.answer = self._forced_answer(trace, st)
         raw = st.answer
         choice, choices, interval, order, note = self._typed(st, raw)
+        final = self._structured_answer(st, trace) if raw is not None else None
+        if final is not None:  # the structured final call is the delivered answer; the regex read is the fallback
+            choice, choices, interval, order, note = (final.get("choice"), final.get("choices"),
+                                                      final.get("interval", interval), final.get("order"), None)
         if note:
             st.answer = None  # unparseable for its type: reported as such, never a guess
         ev = merge_spans([list(map(float, e)) for e in st.evidence]) or merge_spans(st.looked)
@@ -210,6 +214,69 @@ class Agent:
         trace.iterations, trace.forced = st.iteration, forced
         trace.seconds["agent"] = round(time.perf_counter() - t_start, 3)
         return AgentResult(st.answer, choice, interval, ev, trace, choices, order, st.kind, note)
+
+    def _answer_schema(self, st: "_State") -> dict | None:
+        """JSON schema of the structured final answer for the question's type (None for free text)."""
+        letters = sorted(st.options) or list("ABCDEFGH")
+        item = {"type": "string", "enum": letters}
+        props = {
+            "choice": {"choice": item},
+            "multi": {"choices": {"type": "array", "items": item, "minItems": 1, "maxItems": len(letters)}},
+            "interval": {"start_s": {"type": "number"}, "end_s": {"type": "number"}},
+            "order": {"order": {"type": "array", "minItems": 2, "maxItems": 10,
+                                "items": item if st.options else {"type": "string", "maxLength": 80}}},
+        }.get(st.kind)
+        if props is None:
+            return None
+        return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+
+    def _structured_answer(self, st: "_State", trace: Trace) -> dict | None:
+        """The final answer through one constrained call (issue 5: a structured final call, regex only
+        as the fallback): a JSON object valid against :meth:`_answer_schema`, decoded under that schema
+        after the model's own answer. Only for typed answers (choice, multi, interval, order); free text
+        is the answer itself.
+
+        Returns:
+            ``{"choice"}``, ``{"choices"}``, ``{"interval"}`` or ``{"order"}``, or None when the setting is
+            off, the type is text, or the reply is unusable (the trace says why).
+        """
+        schema = self._answer_schema(st)
+        if schema is None or not getattr(self.settings, "structured_answer", True):
+            return None
+        prompt = self.prompts.render("final_answer", question=st.question, options=st.options_text,
+                                     answer=st.answer)
+        messages = [{"role": "system", "content": self._system()}] + st.history + [{"role": "user", "content": prompt}]
+        try:
+            res = self.llm.chat(messages, self._schemas, max_tokens=self._max_tokens(), seed=self.settings.llm_seed,
+                                temperature=0.0, json_schema=schema)
+        except ContextOverflowError:
+            trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                      notes=["structured final answer skipped: context full; regex read used"])
+            return None
+        value, problem = None, None
+        try:
+            data = json.loads(split_thought(res.content)[1].strip() or "null")
+            letters = set(st.options) or set("ABCDEFGH")
+            if st.kind == "choice" and data.get("choice") in letters:
+                value = {"choice": data["choice"]}
+            elif st.kind == "multi" and data.get("choices") and set(data["choices"]) <= letters:
+                value = {"choices": sorted(set(data["choices"]))}
+            elif st.kind == "interval":
+                a, b = sorted((float(data["start_s"]), float(data["end_s"])))
+                dur = self.ctx.duration_s
+                value = {"interval": [max(0.0, min(a, dur)), max(0.0, min(b, dur))]}
+            elif st.kind == "order" and isinstance(data.get("order"), list) and len(data["order"]) >= 2:
+                value = {"order": [str(x) for x in data["order"]]}
+            if value is None:
+                problem = f"reply does not fit the {st.kind} format"
+        except (ValueError, TypeError, AttributeError, KeyError) as exc:
+            problem = f"reply is not the JSON asked for ({type(exc).__name__})"
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase, content=res.content,
+                  llm_seconds=round(res.seconds, 3), prompt_tokens=res.prompt_tokens,
+                  completion_tokens=res.completion_tokens,
+                  notes=[f"structured final answer {value}" if value else
+                         f"structured final answer unusable: {problem}; regex read used"])
+        return value
 
     def _typed(self, st: "_State", answer: str | None):
         """The answer read for its type: ``(choice, choices, interval, order, note)``.

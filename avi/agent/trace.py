@@ -137,6 +137,9 @@ class Trace:
             "retries": retries,
             "fallback_replies": content_calls + retries,
             "extraction_passes": sum(1 for s in self.steps if s.kind == "extract"),
+            "structured_answers": sum(1 for s in self.steps if s.kind == "final_answer"
+                                      and s.notes and not s.notes[0].startswith("structured final answer unusable")
+                                      and "skipped" not in s.notes[0]),
             "extracted_tool_calls": sum(1 for s in self.steps
                                         if s.kind == "tool_call" and s.call_source == "extracted"),
             "traps": sum(1 for s in self.steps if any(n.startswith("trap:") for n in s.notes)),
