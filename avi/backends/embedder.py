@@ -116,7 +116,7 @@ class OpenAIEmbedder:
             import openai
         except ImportError as exc:  # pragma: no cover
             raise AviError("the openai package is not installed") from exc
-        from avi.backends.llm import _is_loopback
+        from avi.backends.llm import _is_loopback, served_model
 
         self.base_url = base_url.rstrip("/")
         self.batch_size = max(1, int(batch_size))
@@ -124,20 +124,7 @@ class OpenAIEmbedder:
         http_client = httpx.Client(trust_env=not _is_loopback(self.base_url), timeout=timeout_s)
         self._client = openai.OpenAI(base_url=self.base_url, api_key=api_key, timeout=timeout_s,
                                      max_retries=1, http_client=http_client)
-        try:
-            models = [m.id for m in self._client.with_options(timeout=10.0, max_retries=0).models.list()]
-        except (openai.APIConnectionError, openai.APITimeoutError):
-            raise LLMUnavailableError(f"cannot reach the embedding server at {self.base_url} "
-                                      "(connection failed)") from None
-        except openai.APIStatusError as exc:
-            raise AviError(f"the embedding server at {self.base_url} answered HTTP {exc.status_code} "
-                           "to GET /models") from None
-        if not models:
-            raise AviError(f"the embedding server at {self.base_url} serves no model")
-        if model and model not in models:
-            raise AviError(f"the embedding server at {self.base_url} has no model '{model}' "
-                           f"(it serves: {', '.join(models)})")
-        self.name = model or models[0]
+        self.name = served_model(self._client, openai, self.base_url, model, "embedding server", AviError)
         self.dim = 0
         self.dim = int(self._request(["dimension probe"]).shape[1])
         if self.dim == 0:

@@ -120,19 +120,8 @@ class ChatClient:
         """
         client = cls(base_url, model or "", api_key, timeout_s,
                      None if enable_thinking is None else {"enable_thinking": enable_thinking}, constrain)
-        try:
-            models = [m.id for m in client._client.with_options(timeout=10.0, max_retries=0).models.list()]
-        except client._openai.APIConnectionError:
-            raise LLMUnavailableError(f"cannot reach the LLM server at {base_url} (connection failed)") from None
-        except client._openai.APIStatusError as exc:
-            raise LLMUnavailableError(f"the LLM server at {base_url} answered HTTP {exc.status_code} "
-                                      f"to GET /models") from None
-        if not models:
-            raise LLMUnavailableError(f"the LLM server at {base_url} serves no model")
-        if model and model not in models:
-            raise LLMUnavailableError(f"the LLM server at {base_url} has no model '{model}' "
-                                      f"(it serves: {', '.join(models)})")
-        client.model = model or models[0]
+        client.model = served_model(client._client, client._openai, base_url, model, "LLM server",
+                                    LLMUnavailableError)
         return client
 
     def chat(self, messages: list[dict], tools: list[dict] | None = None, *, max_tokens: int = 512,
@@ -214,3 +203,31 @@ class ChatClient:
             completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
             seconds=seconds,
         )
+
+
+def served_model(client, openai_module, base_url: str, model: str | None, server: str,
+                 error: type[AviError]) -> str:
+    """The model to use at an OpenAI-compatible endpoint: ``model`` if the server lists it, else the first
+    it lists (``GET /models``, 10 s, no retries).
+
+    Args:
+        client: an ``openai.OpenAI`` client for ``base_url``.
+        openai_module: the ``openai`` module (its exception classes).
+        server: how messages name the server ("LLM server", "embedding server").
+        error: raised when the server answers but lists no (such) model or an error status.
+
+    Raises:
+        LLMUnavailableError: nothing answers at ``base_url``.
+        error: see above.
+    """
+    try:
+        models = [m.id for m in client.with_options(timeout=10.0, max_retries=0).models.list()]
+    except openai_module.APIConnectionError:  # APITimeoutError included
+        raise LLMUnavailableError(f"cannot reach the {server} at {base_url} (connection failed)") from None
+    except openai_module.APIStatusError as exc:
+        raise error(f"the {server} at {base_url} answered HTTP {exc.status_code} to GET /models") from None
+    if not models:
+        raise error(f"the {server} at {base_url} serves no model")
+    if model and model not in models:
+        raise error(f"the {server} at {base_url} has no model '{model}' (it serves: {', '.join(models)})")
+    return model or models[0]
