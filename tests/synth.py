@@ -74,16 +74,22 @@ def render_frame(spec: Spec, t: float, rng: np.random.Generator) -> np.ndarray:
     return np.clip(arr, 0, 255).astype(np.uint8)
 
 
+def _video_stream(out, spec: Spec, codec: str):
+    """A yuv420p video stream of ``spec``'s size and rate in the output container ``out``."""
+    stream = out.add_stream(codec, rate=spec.fps)
+    stream.width, stream.height = spec.size
+    stream.pix_fmt = "yuv420p"
+    if codec == "libx264":
+        stream.options = {"preset": "ultrafast", "crf": "20"}
+    return stream
+
+
 def make_video(path: Path, spec: Spec, codec: str = "libx264") -> Path:
     """Encode ``spec`` to ``path`` (container from the suffix) and return the path."""
     rng = np.random.default_rng(0)
     path = Path(path)
     with av.open(str(path), "w") as out:
-        stream = out.add_stream(codec, rate=spec.fps)
-        stream.width, stream.height = spec.size
-        stream.pix_fmt = "yuv420p"
-        if codec == "libx264":
-            stream.options = {"preset": "ultrafast", "crf": "20"}
+        stream = _video_stream(out, spec, codec)
         n = int(round(spec.duration_s * spec.fps))
         for i in range(n):
             frame = av.VideoFrame.from_ndarray(render_frame(spec, i / spec.fps, rng), format="rgb24")
@@ -160,11 +166,7 @@ def make_narrated_video(path: Path, spec: Spec, speech: list[Speech], workdir: P
     rng = np.random.default_rng(0)
     path = Path(path)
     with av.open(str(path), "w") as out:
-        vs = out.add_stream(codec, rate=spec.fps)
-        vs.width, vs.height = spec.size
-        vs.pix_fmt = "yuv420p"
-        if codec == "libx264":
-            vs.options = {"preset": "ultrafast", "crf": "20"}
+        vs = _video_stream(out, spec, codec)
         aus = out.add_stream("aac", rate=rate)
         aus.layout = "mono"
         n = int(round(spec.duration_s * spec.fps))
