@@ -1,0 +1,611 @@
+"""Benchmark scores of a results file: each benchmark's official metric, a strict mode, per-category tables.
+
+Two modes are always reported:
+
+``official``
+    The benchmark's own scorer, reproduced with its answer cleaning and its denominator, applied to the
+    raw answer text (``record["answer"]``) of the *answered* questions (records with ``status == "ok"``;
+    the submission file a benchmark's scorer would get). Failed and missing questions are not in it.
+
+    * LVBench (THUDM/LVBench ``lvbench/metrics/compute_accuracy.py``): the text is cleaned by
+      :func:`polish_answer` (``lvbench/utils/answer_util.py``) and compared exactly with the answer letter;
+      accuracy = right / uids in the answer file, so unanswered uids leave the denominator. A question
+      counts in each of its ``question_type`` categories.
+    * Video-MME (BradyFU/Video-MME ``evaluation/eval_your_results.py``, commit 4e7566d): the letter is
+      :func:`extract_characters_regex` (the *first* capital A–D after removing answer prefixes: "Based on …"
+      reads as B); accuracy = correct / questions with a non-empty extraction.
+    * LongVideoBench (lmms-eval ``lmms_eval/tasks/longvideobench/utils.py``): :func:`parse_multi_choice_response`;
+      a response it cannot parse gets a *random* option ("same as the original LongVideoBench paper"),
+      made reproducible here by ``random.Random(f"{seed}:{qid}")`` (``seed`` in the report, default 0);
+      accuracy over the answered questions with ground truth.
+    * Charades-STA (lmms-eval ``lmms_eval/tasks/charades_sta/utils.py``): the span is :func:`extract_time`
+      of the text, IoU by :func:`temporal_iou`; an unparseable answer has IoU 0 and stays in the
+      denominator; R@1 IoU≥0.3/0.5/0.7 and mIoU (×100) over the answered queries.
+
+``strict``
+    Every question of the annotation that has ground truth counts; avi's structured answer is used
+    (``record["choice"]`` / ``record["interval"]``); a missing record, a failed question or an empty
+    structured field is wrong (IoU 0).
+
+For Charades-STA both modes clip ground truth and prediction to ``[0, duration]`` when the duration is
+known (``question.meta["duration"]``, else ``record["duration_s"]``), as the dataset author advises for
+labels past the end of the video (gsig/charades-algorithms #5); lmms-eval does not clip.
+
+Intervals: 95 % confidence intervals use the clustered standard error of lmms-eval
+(``lmms_eval/api/metrics.py:clustered_stderr``; Miller 2024, "Adding Error Bars to Evals", eq. 4) with the
+video as the cluster (``question.meta["video_id"]``)::
+
+    s̄ = mean(s_i),  SE² = Var(s)/n + (1/n²) Σ_c [ (Σ_{i∈c} (s_i − s̄))² − Σ_{i∈c} (s_i − s̄)² ]
+
+(``Var`` with n − 1; the second term adds the within-video covariances). CI = value ± 1.96·SE, clipped
+to [0, 100]; none when n < 2.
+
+Input records are the results file's lines: dicts with ``qid``, ``status`` (``"ok"`` or ``"failed"``),
+``answer`` (raw text or None), ``choice`` (letter or None), ``choices``, ``interval`` (``[s, e]`` seconds
+or None), ``error``; a question without a record is *missing*.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from avi.jobs.spec import JobQuestion
+
+DEFAULT_SEED = 0
+"""Seed of LongVideoBench's random choice for unparseable answers (stated in every report)."""
+
+Z95 = 1.959963984540054
+MODES = ("official", "strict")
+IOU_THRESHOLDS = (0.3, 0.5, 0.7)
+GROUNDING_METRICS = ("R@0.3", "R@0.5", "R@0.7", "mIoU")
+
+TITLES = {"lvbench": "LVBench", "videomme": "Video-MME", "longvideobench": "LongVideoBench",
+          "charades": "Charades-STA"}
+
+LVBENCH_ORDER = ("ER", "EU", "KIR", "TG", "Rea", "Sum")
+VIDEOMME_DOMAINS = ("Knowledge", "Film & Television", "Sports Competition", "Artistic Performance", "Life Record",
+                    "Multilingual")
+VIDEOMME_TASKS = ("Temporal Perception", "Spatial Perception", "Attribute Perception", "Action Recognition",
+                  "Object Recognition", "OCR Problems", "Counting Problem", "Temporal Reasoning", "Spatial Reasoning",
+                  "Action Reasoning", "Object Reasoning", "Information Synopsis")
+
+NOTES = {
+    "lvbench": "official = THUDM/LVBench compute_accuracy.py: polish_answer(answer text) == answer letter, over the "
+               "answered uids only (failed and missing questions leave the denominator); a question counts in each "
+               "of its question types",
+    "videomme": "official = Video-MME eval_your_results.py (BradyFU, 4e7566d): extract_characters_regex(answer text) "
+                "(first capital A-D after the answer prefixes) == answer, over the answered questions whose "
+                "extraction is not empty",
+    "longvideobench": "official = lmms-eval longvideobench parse_multi_choice_response(answer text) == answer over the "
+                      "answered questions; an unparseable answer gets a random option (seed {seed}: "
+                      "random.Random(f'{{seed}}:{{qid}}'))",
+    "charades": "official = lmms-eval charades_sta extract_time(answer text), IoU = overlap / span; unparseable = "
+                "IoU 0, kept in the denominator (answered queries); R@1 at IoU>=0.3/0.5/0.7 and mIoU in percent",
+}
+STRICT_NOTE = ("strict = every question with ground truth counts, read from avi's structured answer (choice / "
+               "interval); missing, failed or unparseable = wrong (IoU 0)")
+CLIP_NOTE = "spans (ground truth and prediction) clipped to [0, duration] when the video's duration is known"
+CI_NOTE = "95% CIs: clustered standard error by video (lmms-eval clustered_stderr), value +- 1.96 SE"
+
+
+# ------------------------------------------------------------------------- official answer cleaning functions
+
+
+def polish_answer(answer: str) -> str:
+    """LVBench's answer cleanup (THUDM/LVBench ``lvbench/utils/answer_util.py:polish_answer``), same behaviour.
+
+    Strip; keep the text before the first ``)``; if it has ``(``, keep what follows it; keep the first
+    space-separated token; return its first character (``""`` for empty text).
+    ``"(B) 1366"`` → ``"B"``; ``"B. Apples"`` → ``"B"``; ``"The answer is B"`` → ``"T"``.
+    """
+    answer = answer.strip().split(")")[0].strip()
+    if "(" in answer:
+        answer = answer.split("(")[1].strip()
+    answer = answer.split(" ")[0]
+    return answer[0] if answer else answer
+
+
+_VIDEOMME_PREFIXES = (  # as in the official script: two missing commas join neighbouring strings
+    "The best answer is", "The correct answer is", "The answer is", "The answer",
+    "The best option is" "The correct option is", "Best answer:" "Best option:",
+)
+
+
+def extract_characters_regex(s: str) -> str:
+    """Video-MME's answer letter (BradyFU/Video-MME ``evaluation/eval_your_results.py`` at 4e7566d), same behaviour.
+
+    Removes the answer prefixes (with the official list's two missing commas: ``"The best option isThe
+    correct option is"`` and ``"Best answer:Best option:"`` are single strings), returns ``""`` when more
+    than 10 words remain and none of A–D appears, else the *first* capital A–D anywhere (``""`` if none).
+    ``"Based on the video, C"`` → ``"B"``.
+    """
+    s = s.strip()
+    for prefix in _VIDEOMME_PREFIXES:
+        s = s.replace(prefix, "")
+    if len(s.split()) > 10 and not re.search("[ABCD]", s):
+        return ""
+    m = re.search(r"[ABCD]", s)
+    return "" if m is None else m[0]
+
+
+_LVB_PREFIXES = ("The best answer is", "The correct answer is", "The answer is", "The answer", "The best option is",
+                 "The correct option is", "Best answer:", "Best option:")
+
+
+def _lvb_parse(response: str) -> str | None:
+    s = response.strip()
+    for prefix in _LVB_PREFIXES:
+        s = s.replace(prefix, "")
+    if len(s.split()) > 10 and not re.search("[ABCDE]", s):
+        return None
+    m = re.search(r"[ABCDE]", s)
+    return None if m is None else m[0]
+
+
+def parse_multi_choice_response(response: str, all_choices: list[str], rng: random.Random | None = None) -> str:
+    """LongVideoBench's answer letter (lmms-eval ``lmms_eval/tasks/longvideobench/utils.py``), same behaviour.
+
+    Removes the answer prefixes; more than 10 words without any of A–E, or no A–E at all → a random
+    element of ``all_choices`` (drawn from ``rng``; the module ``random`` when None); else the first
+    capital A–E.
+    """
+    letter = _lvb_parse(response)
+    if letter is None:
+        return (rng or random).choice(all_choices)
+    return letter
+
+
+_SPAN_CLOCK = re.compile(r"\b(\d{1,2}:\d{2}(?::\d{2})?)\s*[–-]\s*(\d{1,2}:\d{2}(?::\d{2})?)\b")
+_SPAN_NUMBER = re.compile(r"(\d+(?:\.\d+)?)\s*[–-]\s*(\d+(?:\.\d+)?)")
+_NUMBER = re.compile(r"\b(\d+(?:\.\d+)?)\b")
+_CLOCK = re.compile(r"\b(\d{1,2}:\d{2}(?::\d{2})?)\b")
+_SPAN_FALLBACK = re.compile(r"(\d+(?:\.\d+)?)\s*s?\s*[–-]\s*(\d+(?:\.\d+)?)\s*s?")
+_TIME_KEYWORDS = ("starts", "ends", "happens in", "start time", "end time", "start", "end", "happen")
+
+
+def _clock_seconds(stamp: str) -> float:
+    parts = [float(p) for p in stamp.split(":")]
+    return parts[0] * 3600 + parts[1] * 60 + parts[2] if len(parts) == 3 else parts[0] * 60 + parts[1]
+
+
+def _pairs(times: list[float]) -> list[list[float]]:
+    times = times[: len(times) // 2 * 2]
+    return [[times[i], times[i + 1]] for i in range(0, len(times), 2)]
+
+
+def extract_time(paragraph: str) -> list[list[float]]:
+    """Charades-STA's span reader (lmms-eval ``lmms_eval/tasks/charades_sta/utils.py:extract_time``), same
+    behaviour: ``[[start_s, end_s]]`` (ordered) or ``[]``.
+
+    The text is lower-cased, the prompt's example removed and every ``"to"`` replaced by ``"-"`` (so
+    "towel" becomes "-wel"); sentences split at ``! ? \\n``; those with a time keyword are the candidates
+    (all sentences if none). Tried in order, first hit wins: a clock range ``m:ss - m:ss``, a number range
+    ``a - b``, the clock times of all candidates paired, the first number of each candidate paired, a
+    range with ``s`` units. Only the first span is kept.
+    """
+    text = paragraph.lower().replace("a specific example is : 20.8 - 30.0 seconds", "").replace("to", "-")
+    sentences = re.split(r"[!?\n]", text)
+    candidates = [s for s in sentences if any(k in s for k in _TIME_KEYWORDS)] or sentences
+    spans: list[list[float]] = []
+    for sentence in candidates:
+        found = _SPAN_CLOCK.findall(sentence)
+        if found:
+            spans = [[_clock_seconds(a), _clock_seconds(b)] for a, b in found]
+            break
+    if not spans:
+        for sentence in candidates:
+            found = _SPAN_NUMBER.findall(sentence)
+            if found:
+                spans = [[float(a), float(b)] for a, b in found]
+                break
+    if not spans:
+        spans = _pairs([_clock_seconds(t) for sentence in candidates for t in _CLOCK.findall(sentence)])
+    if not spans:
+        firsts = [_NUMBER.findall(sentence) for sentence in candidates]
+        spans = _pairs([float(f[0]) for f in firsts if f])
+    if not spans:
+        for sentence in candidates:
+            found = _SPAN_FALLBACK.findall(sentence)
+            if found:
+                spans = [[float(a), float(b)] for a, b in found]
+                break
+    return [[a, b] if b > a else [b, a] for a, b in spans[:1]]
+
+
+def temporal_iou(a: list[float], b: list[float]) -> float:
+    """IoU of two spans ``[start_s, end_s]`` as lmms-eval computes it: overlap / (max end − min start); 0 when
+    that span is not positive (lmms-eval ``lmms_eval/tasks/charades_sta/utils.py:iou``)."""
+    max0, min0 = max(a[0], b[0]), min(a[0], b[0])
+    max1, min1 = max(a[1], b[1]), min(a[1], b[1])
+    denom = max1 - min0
+    return 0.0 if denom <= 0 else max(min1 - max0, 0.0) / denom
+
+
+def clip_span(span: list[float], duration: float | None) -> list[float]:
+    """``[start_s, end_s]`` ordered and, when ``duration`` (seconds) is known, clipped to ``[0, duration]``."""
+    a, b = sorted((float(span[0]), float(span[1])))
+    if duration is not None and duration > 0:
+        a, b = min(max(a, 0.0), duration), min(max(b, 0.0), duration)
+    return [a, b]
+
+
+def clustered_stderr(scores: list[float], clusters: list[Any]) -> float | None:
+    """Clustered standard error of the mean of ``scores`` (formula in the module docstring); None if n < 2."""
+    n = len(scores)
+    if n < 2:
+        return None
+    mean = sum(scores) / n
+    var = sum((s - mean) ** 2 for s in scores) / (n - 1)
+    by_cluster: dict[Any, list[float]] = {}
+    for s, c in zip(scores, clusters):
+        by_cluster.setdefault(c, []).append(s - mean)
+    cross = sum(sum(d) ** 2 - sum(x * x for x in d) for d in by_cluster.values())
+    return math.sqrt(max(var / n + cross / (n * n), 0.0))
+
+
+# ---------------------------------------------------------------------------------------------- grading
+
+
+def _benchmark(q: JobQuestion) -> str:
+    return str(q.meta.get("benchmark") or ("charades" if q.answer_type == "interval" else "choice"))
+
+
+def _status(record: dict | None) -> str:
+    if record is None:
+        return "missing"
+    return "ok" if record.get("status") == "ok" else "failed"
+
+
+def _duration(q: JobQuestion, record: dict | None) -> float | None:
+    for v in (q.meta.get("duration"), (record or {}).get("duration_s")):
+        try:
+            if v is not None and float(v) > 0:
+                return float(v)
+        except (TypeError, ValueError):
+            pass
+    return None
+
+
+def _span(v: Any) -> list[float] | None:
+    try:
+        if v is not None and len(v) == 2:
+            return [float(v[0]), float(v[1])]
+    except (TypeError, ValueError):
+        pass
+    return None
+
+
+def _letters(q: JobQuestion) -> list[str]:
+    return [chr(ord("A") + i) for i in range(len(q.options or []))] or list("ABCD")
+
+
+@dataclass
+class _Graded:
+    """One question scored in both modes; ``values[mode]`` is None when it is not in that mode's denominator."""
+
+    q: JobQuestion
+    status: str
+    values: dict[str, dict[str, float] | None]
+    fields: dict[str, Any]
+
+
+def _values_choice(correct: bool) -> dict[str, float]:
+    return {"acc": 1.0 if correct else 0.0}
+
+
+def _values_span(iou: float) -> dict[str, float]:
+    out = {f"R@{t}": 1.0 if iou >= t else 0.0 for t in IOU_THRESHOLDS}
+    out["mIoU"] = iou
+    return out
+
+
+def _grade(q: JobQuestion, record: dict | None, seed: int) -> _Graded:
+    bench, status = _benchmark(q), _status(record)
+    record = record or {}
+    text = record.get("answer") if status == "ok" and isinstance(record.get("answer"), str) else ""
+    gt = q.gt
+    f: dict[str, Any] = {"status": status, "gt": gt}
+    values: dict[str, dict[str, float] | None] = {"official": None, "strict": None}
+    if q.answer_type == "interval" or bench == "charades":
+        dur = _duration(q, record)
+        gt_span = clip_span(gt, dur) if _span(gt) else None
+        pred = _span(record.get("interval")) if status == "ok" else None
+        pred = clip_span(pred, dur) if pred else None
+        found = extract_time(text) if status == "ok" else []
+        off_pred = clip_span(found[0], dur) if len(found) == 1 else None
+        f.update(pred=pred, correct=None, unparseable=status == "ok" and pred is None,
+                 official_pred=off_pred, official_unparsed=status == "ok" and off_pred is None,
+                 official_counted=gt_span is not None and status == "ok", duration_s=dur,
+                 iou=None, official_iou=None, official_correct=None)
+        if gt_span is not None:
+            f["iou"] = temporal_iou(gt_span, pred) if pred else 0.0
+            values["strict"] = _values_span(f["iou"])
+            if status == "ok":
+                f["official_iou"] = temporal_iou(gt_span, off_pred) if off_pred else 0.0
+                values["official"] = _values_span(f["official_iou"])
+        return _Graded(q, status, values, f)
+
+    choice = record.get("choice") if status == "ok" else None
+    pred = str(choice).strip().upper() if choice not in (None, "") else None
+    f.update(pred=pred, unparseable=status == "ok" and pred is None, iou=None, official_iou=None)
+    if bench == "lvbench":
+        off = polish_answer(text) if status == "ok" else None
+        counted, unparsed = status == "ok", status == "ok" and off not in _letters(q)
+    elif bench == "videomme":
+        off = extract_characters_regex(text) if status == "ok" else None
+        counted, unparsed = status == "ok" and off != "", status == "ok" and off == ""
+    elif bench == "longvideobench":
+        off = _lvb_parse(text) if status == "ok" else None
+        unparsed = status == "ok" and off is None
+        if unparsed:
+            off = random.Random(f"{seed}:{q.qid}").choice(_letters(q))
+        counted = status == "ok"
+    else:  # a choice question of no known benchmark: exact letter, answered questions
+        off = pred
+        counted, unparsed = status == "ok", status == "ok" and pred is None
+    f.update(official_pred=off, official_unparsed=unparsed, official_counted=counted and gt is not None)
+    f["correct"] = None if gt is None else pred == gt
+    f["official_correct"] = (off == gt) if counted and gt is not None else None
+    if bench == "longvideobench":
+        f["official_random"] = bool(unparsed)
+    if gt is not None:
+        values["strict"] = _values_choice(bool(f["correct"]))
+        if counted:
+            values["official"] = _values_choice(bool(f["official_correct"]))
+    return _Graded(q, status, values, f)
+
+
+def grade(question: JobQuestion, record: dict | None, *, seed: int = DEFAULT_SEED) -> dict:
+    """The per-question score fields the runner writes into the question's results line.
+
+    Args:
+        question: a question from :func:`avi.eval.loaders.load_benchmark` (``meta["benchmark"]`` picks the rules).
+        record: its results record (``qid``, ``status``, ``answer``, ``choice``, ``interval``, …), or None (missing).
+        seed: LongVideoBench's random-choice seed.
+
+    Returns:
+        ``status`` (ok / failed / missing), ``gt``, and
+        strict: ``pred`` (letter, or ``[start_s, end_s]`` clipped), ``correct`` (bool; None for spans or without
+        ground truth), ``iou`` (spans; None otherwise or without ground truth), ``unparseable`` (answered but the
+        structured field is empty);
+        official: ``official_pred`` (the official cleaning's letter / span; ``""`` when Video-MME extracts
+        nothing), ``official_correct``, ``official_iou``, ``official_counted`` (in the official denominator),
+        ``official_unparsed``, and for LongVideoBench ``official_random`` (the letter was drawn at random);
+        spans also ``duration_s`` (the clip bound, or None).
+    """
+    return _grade(question, record, seed).fields
+
+
+# ---------------------------------------------------------------------------------------------- the report
+
+
+@dataclass
+class Score:
+    """One metric over a set of questions.
+
+    Attributes:
+        value: percent (0–100), None when ``n`` is 0.
+        n: questions in the denominator.
+        total: sum of the per-question values (right answers; IoU sum for mIoU).
+        se: clustered standard error in percent points (None when n < 2).
+        ci: 95 % interval ``[low, high]`` in percent, clipped to [0, 100] (None when n < 2).
+        videos: distinct videos among the ``n`` questions.
+    """
+
+    value: float | None
+    n: int
+    total: float
+    se: float | None = None
+    ci: list[float] | None = None
+    videos: int = 0
+
+
+def _score(values: list[float], clusters: list[Any]) -> Score:
+    n = len(values)
+    if not n:
+        return Score(None, 0, 0.0)
+    total = sum(values)
+    value = 100.0 * total / n
+    se = clustered_stderr(values, clusters)
+    if se is None:
+        return Score(value, n, total, videos=len(set(clusters)))
+    se *= 100.0
+    ci = [max(0.0, value - Z95 * se), min(100.0, value + Z95 * se)]
+    return Score(value, n, total, se, ci, len(set(clusters)))
+
+
+@dataclass
+class Table:
+    """A per-category table.
+
+    Attributes:
+        name: what the rows are (``question type``, ``domain``, ``duration group`` …).
+        note: how questions fall into rows.
+        rows: row label → mode (``official``/``strict``) → metric → :class:`Score`.
+    """
+
+    name: str
+    note: str
+    rows: dict[str, dict[str, dict[str, Score]]]
+
+
+@dataclass
+class EvalReport:
+    """Scores of one benchmark run.
+
+    Attributes:
+        benchmark: registry name (``lvbench`` …); ``title`` its display name.
+        metrics: metric names (``["acc"]``, or ``R@0.3``, ``R@0.5``, ``R@0.7``, ``mIoU`` for Charades-STA).
+        overall: mode → metric → :class:`Score` (values in percent).
+        tables: per-category tables (empty for Charades-STA).
+        counts: ``total`` (questions), ``with_gt``, ``no_gt``, ``videos``, ``answered`` (status ok), ``failed``,
+            ``missing`` (no record), ``unparseable`` (answered, structured field empty), ``official_unparsed``
+            (answered, the official cleaning found nothing; LongVideoBench: drew at random), ``official_counted``
+            (in the official denominator), ``extra_records`` (records of qids not in the questions).
+        seed: LongVideoBench random-choice seed.
+        notes: the conventions, one line each.
+    """
+
+    benchmark: str
+    title: str
+    metrics: list[str]
+    overall: dict[str, dict[str, Score]]
+    tables: list[Table] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    seed: int = DEFAULT_SEED
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """The report as plain JSON-able data (same field names)."""
+        return asdict(self)
+
+
+def _category_rows(bench: str, graded: list[_Graded]) -> list[tuple[str, str, list[tuple[str, list[_Graded]]]]]:
+    """``[(table name, note, [(row label, questions)])]`` for the benchmark's category tables."""
+
+    def group(key_fn, order: Iterable[str] = (), sort_key=str) -> list[tuple[str, list[_Graded]]]:
+        rows: dict[str, list[_Graded]] = {}
+        for g in graded:
+            for label in key_fn(g.q):
+                rows.setdefault(str(label), []).append(g)
+        ordered = [k for k in order if k in rows]
+        ordered += sorted((k for k in rows if k not in ordered), key=sort_key)
+        return [(k, rows[k]) for k in ordered]
+
+    meta = lambda key: (lambda q: [q.meta[key]] if q.meta.get(key) not in (None, "") else [])  # noqa: E731
+    numeric = lambda k: (0, float(k)) if re.fullmatch(r"-?\d+(\.\d+)?", k) else (1, k)  # noqa: E731
+    if bench == "lvbench":
+        return [("question type", "a question counts in each of its types",
+                 group(lambda q: q.meta.get("categories") or [], LVBENCH_ORDER))]
+    if bench == "videomme":
+        tables = [("domain", "", group(meta("domain"), VIDEOMME_DOMAINS)),
+                  ("task type", "", group(meta("task_type"), VIDEOMME_TASKS))]
+        durations = group(meta("duration_group"), ("short", "medium", "long"))
+        if len(durations) > 1:
+            tables.append(("duration", "", durations))
+        return tables
+    if bench == "longvideobench":
+        return [("duration group", "seconds", group(meta("duration_group"), sort_key=numeric)),
+                ("question category", "", group(meta("question_category")))]
+    return []
+
+
+def _mode_scores(graded: list[_Graded], metrics: list[str]) -> dict[str, dict[str, Score]]:
+    out: dict[str, dict[str, Score]] = {}
+    for mode in MODES:
+        rows = [g for g in graded if g.values[mode] is not None]
+        clusters = [str(g.q.meta.get("video_id") or g.q.video) for g in rows]
+        out[mode] = {m: _score([g.values[mode][m] for g in rows], clusters) for m in metrics}
+    return out
+
+
+def _records_by_qid(records: Iterable[dict] | dict[str, dict]) -> dict[str, dict]:
+    if isinstance(records, dict):
+        return {str(k): v for k, v in records.items()}
+    out: dict[str, dict] = {}
+    for rec in records:  # the last record of a qid counts (a retried question has two lines)
+        if isinstance(rec, dict) and rec.get("qid") is not None:
+            out[str(rec["qid"])] = rec
+    return out
+
+
+def score(questions: list[JobQuestion], records: Iterable[dict] | dict[str, dict], *, benchmark: str | None = None,
+          seed: int = DEFAULT_SEED) -> EvalReport:
+    """Score a benchmark run in both modes, with per-category tables and clustered 95 % CIs.
+
+    Args:
+        questions: the benchmark's questions (from :func:`avi.eval.loaders.load_benchmark`).
+        records: the results records (list of dicts, the last per ``qid`` counting, or ``{qid: record}``).
+        benchmark: registry name; default ``questions[0].meta["benchmark"]``.
+        seed: LongVideoBench's random-choice seed (reported).
+
+    Returns:
+        An :class:`EvalReport` (percent values; ``to_dict()`` for JSON, :func:`format_report` for text).
+    """
+    bench = benchmark or (questions[0].meta.get("benchmark") if questions else None) or "unknown"
+    by_qid = _records_by_qid(records)
+    graded = [_grade(q, by_qid.get(q.qid), seed) for q in questions]
+    spans = bench == "charades" or any(q.answer_type == "interval" for q in questions)
+    metrics = list(GROUNDING_METRICS) if spans else ["acc"]
+    tables = []
+    for name, note, rows in _category_rows(bench, graded):
+        tables.append(Table(name, note, {label: _mode_scores(gs, metrics) for label, gs in rows}))
+    qids = {q.qid for q in questions}
+    counts = {
+        "total": len(graded),
+        "with_gt": sum(g.values["strict"] is not None for g in graded),
+        "no_gt": sum(g.values["strict"] is None for g in graded),
+        "videos": len({str(g.q.meta.get("video_id") or g.q.video) for g in graded}),
+        "answered": sum(g.status == "ok" for g in graded),
+        "failed": sum(g.status == "failed" for g in graded),
+        "missing": sum(g.status == "missing" for g in graded),
+        "unparseable": sum(bool(g.fields.get("unparseable")) for g in graded),
+        "official_unparsed": sum(bool(g.fields.get("official_unparsed")) for g in graded),
+        "official_counted": sum(g.values["official"] is not None for g in graded),
+        "extra_records": sum(q not in qids for q in by_qid),
+    }
+    notes = [NOTES.get(bench, "official = exact letter match over the answered questions").format(seed=seed),
+             STRICT_NOTE]
+    if spans:
+        notes.append(CLIP_NOTE)
+    notes.append(CI_NOTE)
+    return EvalReport(benchmark=bench, title=TITLES.get(bench, bench), metrics=metrics,
+                      overall=_mode_scores(graded, metrics), tables=tables, counts=counts, seed=seed, notes=notes)
+
+
+# ------------------------------------------------------------------------------------------------ text output
+
+
+def _fmt_value(s: Score) -> str:
+    return "-" if s.value is None else f"{s.value:.1f}"
+
+
+def _fmt_ci(s: Score) -> str:
+    return "" if s.ci is None else f"[{s.ci[0]:.1f}, {s.ci[1]:.1f}]"
+
+
+def _grid(rows: list[list[str]], right: set[int]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+            for r in rows]
+
+
+def _mode_table(first: str, labelled: list[tuple[str, dict[str, Score]]]) -> list[str]:
+    """Rows ``label | official value, CI, n | strict value, CI, n``; ``labelled`` = [(label, {mode: Score})]."""
+    rows = [[first, "official", "95% CI", "n", "strict", "95% CI", "n"]]
+    for label, by_mode in labelled:
+        row = [label]
+        for mode in MODES:
+            s = by_mode[mode]
+            row += [_fmt_value(s), _fmt_ci(s), str(s.n)]
+        rows.append(row)
+    return _grid(rows, {1, 3, 4, 6})
+
+
+def format_report(report: EvalReport) -> str:
+    """``report`` as plain-text tables: counts, overall scores in both modes, per-category tables, the conventions."""
+    c = report.counts
+    lines = [f"{report.title}: {c.get('total', 0)} questions on {c.get('videos', 0)} videos "
+             f"({c.get('with_gt', 0)} with ground truth)",
+             f"answered {c.get('answered', 0)}, failed {c.get('failed', 0)}, missing {c.get('missing', 0)}; "
+             f"unparseable {c.get('unparseable', 0)} (strict), {c.get('official_unparsed', 0)} (official); "
+             f"official denominator {c.get('official_counted', 0)}"]
+    if c.get("extra_records"):
+        lines.append(f"ignored: {c['extra_records']} record(s) of questions not in this benchmark")
+    lines.append("")
+    overall = [(m, {mode: report.overall[mode][m] for mode in MODES}) for m in report.metrics]
+    lines += _mode_table("overall (%)", overall)
+    primary = report.metrics[0] if report.metrics == ["acc"] else "mIoU"
+    for table in report.tables:
+        lines.append("")
+        lines.append(f"{primary} (%) by {table.name}" + (f" ({table.note})" if table.note else ""))
+        rows = [(label, {mode: by_mode[mode][primary] for mode in MODES}) for label, by_mode in table.rows.items()]
+        lines += _mode_table(table.name, rows)
+    lines.append("")
+    lines += [f"- {n}" for n in report.notes]
+    return "\n".join(lines)
