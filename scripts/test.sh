@@ -5,8 +5,9 @@
 # Extra arguments go to pytest, e.g. scripts/test.sh -m "not slow".
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh --test --gpu-paths
+scripts/setup.sh --test --gpu-paths --vllm
 export AVI_REQUIRE_SAMPLES=1
+export AVI_REQUIRE_VLLM=1  # tests/test_vllm_real.py (in the .venv run below) fails instead of skipping without .venv-vllm
 
 offline() {  # run a command with only loopback networking when the machine allows it
   if command -v unshare >/dev/null && command -v ip >/dev/null && unshare -rn true 2>/dev/null; then

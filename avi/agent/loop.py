@@ -545,6 +545,7 @@ class Agent:
         candidate = st.candidate
         res = self._call_llm(st.history, [{"role": "user", "content": prompt}])
         thought, text = split_thought(res.content)
+        thought = thought or (res.reasoning or "").strip()  # vLLM's reasoning parser returns it apart
         answer = find_answer(text, lenient=True)
         notes = []
         if answer is None and candidate:

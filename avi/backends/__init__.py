@@ -74,6 +74,9 @@ class Backends:
         from avi.backends.embedder import SentenceTransformerEmbedder
 
         if s.embedder_model_dir:
+            from avi.weights import check_model_dir
+
+            check_model_dir(s.embedder_model_dir, s.models_dir, s.weights_lock)  # a locked dir must match the lock
             return SentenceTransformerEmbedder(s.embedder_model_dir, s.embedder_model_dir.name, device=None)
         from avi.weights import resolve
 
@@ -91,7 +94,9 @@ class Backends:
                                                        timeout_s=s.llm_timeout_s))
         if s.vlm_model_dir:
             from avi.backends.vlm import TransformersVlmBackend
+            from avi.weights import check_model_dir
 
+            check_model_dir(s.vlm_model_dir, s.models_dir, s.weights_lock)  # a locked dir must match the lock
             return TransformersVlmBackend(s.vlm_model_dir)
         return None
 
@@ -100,7 +105,10 @@ class Backends:
         s = self.settings
         if s.ocr_paddle_det_dir or s.ocr_paddle_rec_dir:
             from avi.backends.paddle_ocr import PaddleOcrEngine
+            from avi.weights import check_model_dir
 
+            for d in (s.ocr_paddle_det_dir, s.ocr_paddle_rec_dir, s.ocr_paddle_cls_dir):
+                check_model_dir(d, s.models_dir, s.weights_lock)  # a locked dir must match the lock
             return PaddleOcrEngine(s.ocr_paddle_det_dir, s.ocr_paddle_rec_dir, s.ocr_paddle_cls_dir)
         from avi.backends.ocr import RapidOcrEngine
         from avi.weights import resolve
@@ -115,7 +123,9 @@ class Backends:
         s = self.settings
         if s.detector_model_dir:
             from avi.backends.grounding_dino import load_grounding_dino
+            from avi.weights import check_model_dir
 
+            check_model_dir(s.detector_model_dir, s.models_dir, s.weights_lock)  # a locked dir must match the lock
             return load_grounding_dino(s.detector_model_dir, box_threshold=s.detector_box_threshold,
                                        text_threshold=s.detector_text_threshold, iou_threshold=s.iou_threshold)
         from avi.backends.detector import OpenCvDetector
@@ -171,6 +181,9 @@ class Backends:
             return ChatClient.connect(s.llm_base_url, model=s.llm_model, api_key=s.llm_api_key,
                                       timeout_s=s.llm_timeout_s, enable_thinking=s.llm_enable_thinking,
                                       constrain=s.llm_constrain if s.llm_constrain != "auto" else "tool_choice")
+        if s.llm_embedded_url:  # a parent avi process's embedded server (avi batch workers)
+            return ChatClient.connect(s.llm_embedded_url, model=None, api_key="EMPTY", timeout_s=s.llm_timeout_s,
+                                      constrain=s.llm_constrain if s.llm_constrain != "auto" else "json_schema")
         from avi.backends.llm_server import LlamaCppServer
         from avi.weights import load_lock, resolve
 
@@ -197,7 +210,9 @@ class Backends:
             return OpenClipScorer(s.open_clip_model, s.open_clip_checkpoint)
         if s.clip_model_dir:
             from avi.backends.clip_scorer import HfClipScorer
+            from avi.weights import check_model_dir
 
+            check_model_dir(s.clip_model_dir, s.models_dir, s.weights_lock)  # a locked dir must match the lock
             return HfClipScorer(s.clip_model_dir)
         return None
 
@@ -207,7 +222,10 @@ class Backends:
         from avi.weights import load_lock
 
         entry = load_lock(self.settings.weights_lock).get(name)
-        return entry.sha256[:16] if entry else "unlocked"
+        if entry is None:
+            return "unlocked"
+        # a hub entry pins a revision (its files' hashes are many); a PyPI entry pins one file's sha256
+        return (entry.sha256 or entry.revision or "unpinned")[:16]
 
     def captioner_id(self, settings: Settings | None = None) -> str:
         """Which captioner and model write the clip captions (with the settings that change them)."""

@@ -141,7 +141,7 @@ class ChatClient:
 
         Raises:
             ContextOverflowError: the prompt exceeds the model's context.
-            LLMUnavailableError: the server went away.
+            LLMUnavailableError: the server went away, timed out, or answered 429/502/503/504.
             AviError: any other error status.
         """
         kwargs: dict = {"model": self.model, "messages": messages, "max_tokens": max_tokens,
@@ -158,7 +158,8 @@ class ChatClient:
                 kwargs["tool_choice"] = "required"
             elif len(require_tool) == 1:
                 kwargs["tool_choice"] = {"type": "function", "function": {"name": require_tool[0]}}
-            else:  # a subset: "required" over all tools; the caller validates the name
+            else:  # a subset: "required" constrains to *some* listed tool (vLLM), so list only the subset
+                kwargs["tools"] = [t for t in tools if t.get("function", {}).get("name") in set(require_tool)]
                 kwargs["tool_choice"] = "required"
         elif require_tool and tools and self.constrain == "json_schema":
             kwargs["response_format"] = {"type": "json_object", "schema": call_schema(tools, require_tool)}
@@ -184,6 +185,9 @@ class ChatClient:
                 raise ContextOverflowError(f"conversation exceeds the model's context: {msg[:200]}") from None
             raise AviError(f"the LLM server rejected the request: {msg[:300]}") from None
         except self._openai.APIStatusError as exc:
+            if exc.status_code in (429, 502, 503, 504):  # overloaded or restarting: worth retrying later
+                raise LLMUnavailableError(f"the LLM server at {self.base_url} is unavailable (HTTP "
+                                          f"{exc.status_code}): {str(exc)[:200]}") from None
             raise AviError(f"the LLM server answered HTTP {exc.status_code}: {str(exc)[:300]}") from None
         seconds = time.perf_counter() - t0
         choice = resp.choices[0]
