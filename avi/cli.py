@@ -5,8 +5,10 @@ runs the Retrieve -> Perceive -> Review agent and prints the answer, the
 evidence time ranges and the path of the JSON trace (``--json`` prints one
 JSON object instead).
 
-``avi`` subcommands: ``ask`` (same as avi-run), ``index``, ``weights``
-(``list``/``fetch``/``verify``), ``doctor``, ``serve``, ``view`` (HTML page of a trace).
+``avi`` subcommands: ``ask`` (same as avi-run), ``index``, ``tool``, ``weights``
+(``list``/``lock``/``fetch``/``verify``/``pack``/``unpack``), ``doctor``, ``serve``, ``config``,
+``batch`` (many videos and questions, resumable; :mod:`avi.jobs`), ``eval`` (benchmarks; :mod:`avi.eval`),
+``view`` (HTML page of a trace).
 
 Every user error ends with one line on stderr and a non-zero exit status
 (2 bad input, 3 LLM unreachable, 4 weights missing, 1 anything else); no
@@ -551,6 +553,12 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("--max-thumbs", type=int, default=48, help="at most this many frame thumbnails (default 48)")
     v.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     v.set_defaults(fn=cmd_view)
+
+    from avi.eval.cli import add_eval_parser
+    from avi.jobs.cli import add_batch_parser
+
+    add_batch_parser(sub, _add_common)
+    add_eval_parser(sub, _add_common)
 
     args = p.parse_args(argv)
     sys.exit(_guard(args.fn, args))

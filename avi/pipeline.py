@@ -7,6 +7,7 @@ benchmark measures exactly what a user runs.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from avi.agent.loop import Agent, AgentResult
@@ -16,8 +17,73 @@ from avi.backends import Backends
 from avi.config import Settings
 from avi.errors import InputError
 from avi.index.build import ensure_index
+from avi.index.store import VideoIndex
 from avi.tools import ToolContext
-from avi.video.decode import VideoReader, probe
+from avi.video.decode import VideoInfo, VideoReader, probe
+
+
+@dataclass
+class PreparedVideo:
+    """A video ready for questions: its probe and its open index.
+
+    Attributes:
+        info: the probe (duration in seconds, fps, size in pixels).
+        index: the video's complete index.
+        seconds: time spent probing and building or opening the index.
+    """
+
+    info: VideoInfo
+    index: VideoIndex
+    seconds: float
+
+
+def prepare(video: Path, settings: Settings, backends: Backends, *, rebuild_index: bool = False,
+            progress: bool = True) -> PreparedVideo:
+    """Probe ``video`` and build (or reuse, or resume) its index.
+
+    Raises:
+        InputError: unreadable or zero-length video.
+        LLMUnavailableError: a configured orchestrator endpoint cannot be reached (checked before indexing).
+    """
+    t0 = time.perf_counter()
+    info = probe(video)
+    if settings.llm_base_url:
+        backends.llm  # noqa: B018 - fail fast on an unreachable endpoint, before any indexing
+    index = ensure_index(info.path, settings, backends, rebuild=rebuild_index, progress=progress)
+    return PreparedVideo(info=info, index=index, seconds=time.perf_counter() - t0)
+
+
+def answer(prepared: PreparedVideo, question: str, settings: Settings, backends: Backends) -> AgentResult:
+    """Run the agent for ``question`` on a prepared video (see :func:`ask`).
+
+    ``result.trace.seconds`` gets ``index`` (= ``prepared.seconds``), ``agent`` and ``total``.
+
+    Raises:
+        InputError: empty question.
+        LLMUnavailableError: the orchestrator cannot be reached or started.
+    """
+    question = (question or "").strip()
+    if not question:
+        raise InputError("the question is empty")
+    t0 = time.perf_counter()
+    info, index = prepared.info, prepared.index
+    llm = backends.llm
+    prompts = PromptLibrary(settings.prompts_dir)
+    ctx = ToolContext(settings=settings, index=index, video=VideoReader(info, settings.max_side), backends=backends)
+    trace = Trace(
+        question=question, video=str(info.path), video_sha256=index.manifest["video"]["sha256"],
+        index_dir=str(index.path), profile=settings.resolved_profile(),
+        llm={"base_url": llm.base_url if settings.llm_base_url else "embedded llama.cpp (127.0.0.1)",
+             "model": llm.model if settings.llm_base_url else settings.llm_gguf},
+        settings={"max_iterations": settings.max_iterations, "fps": settings.fps,
+                  "clip_seconds": settings.clip_seconds, "perceive_max_frames": settings.perceive_max_frames,
+                  "frame_budget": settings.frame_budget, "max_side": settings.max_side,
+                  "temperature": settings.llm_temperature, "llm_ctx": settings.llm_ctx},
+        prompts_sha256=prompts.fingerprint())
+    result = Agent(llm, ctx, prompts, settings).run(question, trace)
+    trace.seconds["index"] = round(prepared.seconds, 3)
+    trace.seconds["total"] = round(prepared.seconds + time.perf_counter() - t0, 3)
+    return result
 
 
 def ask(video: Path, question: str, settings: Settings, backends: Backends, *, rebuild_index: bool = False,
@@ -33,32 +99,10 @@ def ask(video: Path, question: str, settings: Settings, backends: Backends, *, r
         InputError: empty question, unreadable or zero-length video.
         LLMUnavailableError: the orchestrator cannot be reached or started.
     """
-    question = (question or "").strip()
-    if not question:
+    if not (question or "").strip():
         raise InputError("the question is empty")
-    t0 = time.perf_counter()
-    info = probe(video)
-    if settings.llm_base_url:
-        backends.llm  # noqa: B018 - fail fast on an unreachable endpoint, before any indexing
-    index = ensure_index(info.path, settings, backends, rebuild=rebuild_index, progress=progress)
-    t_index = time.perf_counter() - t0
-    llm = backends.llm
-    prompts = PromptLibrary(settings.prompts_dir)
-    ctx = ToolContext(settings=settings, index=index, video=VideoReader(info, settings.max_side), backends=backends)
-    trace = Trace(
-        question=question, video=str(info.path), video_sha256=index.manifest["video"]["sha256"],
-        index_dir=str(index.path), profile=settings.resolved_profile(),
-        llm={"base_url": llm.base_url if settings.llm_base_url else "embedded llama.cpp (127.0.0.1)",
-             "model": llm.model if settings.llm_base_url else settings.llm_gguf},
-        settings={"max_iterations": settings.max_iterations, "fps": settings.fps,
-                  "clip_seconds": settings.clip_seconds, "perceive_max_frames": settings.perceive_max_frames,
-                  "frame_budget": settings.frame_budget, "max_side": settings.max_side,
-                  "temperature": settings.llm_temperature, "llm_ctx": settings.llm_ctx},
-        prompts_sha256=prompts.fingerprint())
-    result = Agent(llm, ctx, prompts, settings).run(question, trace)
-    trace.seconds["index"] = round(t_index, 3)
-    trace.seconds["total"] = round(time.perf_counter() - t0, 3)
-    return result
+    prepared = prepare(video, settings, backends, rebuild_index=rebuild_index, progress=progress)
+    return answer(prepared, question, settings, backends)
 
 
 def default_trace_path(settings: Settings, trace: Trace) -> Path:

@@ -1,0 +1,149 @@
+"""``avi eval BENCH`` and ``avi eval report RESULTS`` (issue 6).
+
+``avi eval lvbench --annotations video_info.meta.jsonl --videos DIR --out lvbench.jsonl`` loads the
+benchmark's questions, builds each video's index once, answers every question and appends one
+JSON line per question (answer, its score in both modes, trace path, telemetry) as soon as it is
+answered; rerunning the same command resumes. The tables (official and strict, per category, with
+95 % CIs clustered by video) are printed at the end, and at any time by ``avi eval report``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from avi.errors import InputError
+
+
+def _add_bench(sub, name: str, title: str, file_hint: str, add_common, extra=None) -> None:
+    from avi.jobs.cli import add_executor_args
+
+    p = sub.add_parser(name, help=f"run {title} ({file_hint})",
+                       description=f"Answer every {title} question with avi and score it. One JSON line per "
+                                   f"question goes to --out as soon as it is answered; rerun to resume.")
+    p.add_argument("--annotations", type=Path, required=True, help=f"the annotation file ({file_hint})")
+    p.add_argument("--videos", type=Path, required=True, help="folder of the benchmark's video files")
+    p.add_argument("--out", type=Path, required=True, help="results file (.jsonl); job file and traces go next to it")
+    p.add_argument("--limit", type=int, help="only the first N questions (a quick look; the report counts "
+                                             "only these)")
+    p.add_argument("--seed", type=int, default=0, help="seed of LongVideoBench's official random choice on "
+                                                       "unparseable answers (default 0)")
+    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    if extra:
+        extra(p)
+    add_executor_args(p)
+    add_common(p)
+    p.set_defaults(fn=cmd_eval, bench=name)
+
+
+def add_eval_parser(sub, add_common) -> None:
+    """Register ``avi eval`` with one subcommand per benchmark and ``report``."""
+    e = sub.add_parser("eval", help="run a benchmark (LVBench, Video-MME, LongVideoBench, Charades-STA) and "
+                                    "score it with the official and strict metrics",
+                       description="Benchmark harness. The benchmark videos are not shipped: download them "
+                                   "and their annotation files (README, 'Reproducing the paper's table').")
+    bsub = e.add_subparsers(dest="bench_command", required=True, parser_class=sub._parser_class)
+
+    _add_bench(bsub, "lvbench", "LVBench", "video_info.meta.jsonl", add_common)
+
+    def videomme(p):
+        p.add_argument("--duration", default="long", help="short, medium, long (default), several "
+                                                          "(comma-separated) or all")
+        p.add_argument("--with-subtitles", action="store_true", help="give each video its subtitle file")
+        p.add_argument("--subtitles-dir", type=Path, help="default: <videos>/../subtitle")
+
+    _add_bench(bsub, "videomme", "Video-MME", "videomme.json (lmms-eval rows) or output_test_template.json",
+               add_common, videomme)
+
+    def lvb(p):
+        p.add_argument("--duration-groups", default="3600", help="15, 60, 600, 3600 (default: 3600, the long "
+                                                                 "subset), several comma-separated, or all")
+        p.add_argument("--no-subtitles", dest="with_subtitles", action="store_false",
+                       help="do not give the videos their subtitle files")
+        p.add_argument("--subtitles-dir", type=Path, help="default: <videos>/../subtitles")
+
+    _add_bench(bsub, "longvideobench", "LongVideoBench", "lvb_val.json", add_common, lvb)
+
+    def charades(p):
+        p.add_argument("--durations", type=Path, help="video lengths (Charades_v1_test.csv or JSON) to clip "
+                                                      "spans to [0, duration]")
+
+    _add_bench(bsub, "charades", "Charades-STA", "charades_sta_test.txt or the JSON form", add_common, charades)
+
+    r = bsub.add_parser("report", help="print the tables of a results file (also while a run is going)")
+    r.add_argument("results", type=Path, metavar="RESULTS", help="a results .jsonl written by avi eval")
+    r.add_argument("--json", action="store_true", help="one JSON object instead of the tables")
+    r.add_argument("--seed", type=int, help="LongVideoBench random-choice seed (default: the run's)")
+    r.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    r.set_defaults(fn=cmd_eval_report)
+
+
+def _loader_options(args) -> dict:
+    opts = {}
+    for key in ("duration", "with_subtitles", "subtitles_dir", "duration_groups", "durations"):
+        if hasattr(args, key):
+            opts[key] = getattr(args, key)
+    return opts
+
+
+def _print_report(report, as_json: bool) -> None:
+    from avi.eval.scoring import format_report
+
+    if as_json:
+        print(json.dumps(report.to_dict(), ensure_ascii=False))
+    else:
+        print(format_report(report))
+
+
+def cmd_eval(args) -> int:
+    """Run one benchmark; exit 0 when the run finished (failed questions are part of the score, not an error)."""
+    from avi.cli import _settings
+    from avi.eval.loaders import load_benchmark
+    from avi.eval.scoring import grade, score
+    from avi.jobs.cli import make_executor
+    from avi.jobs.results import read_records
+    from avi.jobs.runner import run_job
+
+    if args.limit is not None and args.limit < 1:
+        raise InputError("--limit must be at least 1")
+    if not args.videos.is_dir():
+        raise InputError(f"--videos {args.videos} is not a folder")
+    if args.out.suffix.lower() not in {".jsonl", ".json"}:
+        raise InputError(f"--out should be a .jsonl file, got {args.out}")
+    options = _loader_options(args)
+    questions = load_benchmark(args.bench, args.annotations, args.videos, **options)
+    if args.limit:
+        questions = questions[:args.limit]
+    if not questions:
+        raise InputError(f"{args.annotations}: no questions left after the selection ({options or 'none'})")
+    source = {"benchmark": args.bench, "annotations": str(args.annotations.resolve()),
+              "videos": str(args.videos.resolve()), "options": {k: str(v) for k, v in options.items()},
+              "limit": args.limit, "seed": args.seed}
+    settings = _settings(args)
+    executor = make_executor(args, settings)
+    summary = run_job(questions, args.out, executor, kind=f"eval:{args.bench}", source=source,
+                      grade=lambda q, rec: {"score": grade(q, rec, seed=args.seed)},
+                      retry_failed=args.retry_failed, progress=not args.quiet)
+    report = score(questions, read_records(args.out), benchmark=args.bench, seed=args.seed)
+    _print_report(report, args.json)
+    if not args.json:
+        print(f"Run: {summary['answered']} answered now, {summary['skipped']} from before, {summary['failed']} "
+              f"failed; results {args.out}")
+    return 0
+
+
+def cmd_eval_report(args) -> int:
+    """Print the report of a results file (its job file gives the questions, so missing ones count)."""
+    from avi.eval.scoring import score
+    from avi.jobs.results import job_questions, read_job, read_records
+
+    job = read_job(args.results)
+    kind = str(job.get("kind", ""))
+    if not kind.startswith("eval:"):
+        raise InputError(f"{args.results} was written by avi {kind or '?'}, not avi eval")
+    seed = args.seed if args.seed is not None else int((job.get("source") or {}).get("seed") or 0)
+    report = score(job_questions(args.results), read_records(args.results), benchmark=kind.split(":", 1)[1],
+                   seed=seed)
+    _print_report(report, args.json)
+    return 0
+
