@@ -242,7 +242,9 @@ def test_one_agent_step(vllm_server, settings, sign_video, sign_index, session_b
     assert first.tool in {"clip_retrieve", "global_explore"}  # the gate's subset, enforced by the server
     _check_call(first.tool, json.dumps(first.arguments))
     assert first.thought == REASONING_WORD  # the reasoning field became the step's thought
-    assert first.prompt_tokens > 1000  # system prompt + ten tool schemas + the question, through the real template
+    # system prompt + the gate's two search-tool schemas + the question, through the real template (940 tokens
+    # seen; with all ten schemas listed it was 2,419)
+    assert 600 < first.prompt_tokens < 2000
     assert first.observation
     forced = steps[-1]  # the forced answer: a second request carrying the assistant tool call and the tool result
     assert forced.kind == "forced_answer" and forced.prompt_tokens > first.prompt_tokens
