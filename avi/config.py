@@ -193,6 +193,9 @@ class Settings(BaseSettings):
     transcript: Literal["auto", "asr", "subtitles", "both", "off"] = Field(
         default="auto", description="auto = subtitle file if any (--subtitles or a sidecar .srt/.vtt), else ASR")
     subtitles: Path | None = Field(default=None, description="subtitle file (.srt/.vtt) for the video")
+    subtitles_offset_s: float = Field(default=0.0, description="seconds subtracted from every subtitle cue (the "
+                                                               "video starts that far into the subtitle timeline; "
+                                                               "LongVideoBench's starting_timestamp_for_subtitles)")
     asr_model: str = Field(default="whisper-base-ct2", description="weights.lock entry of the faster-whisper model")
     asr_language: str | None = Field(default=None, description="ISO code; None = detect from the first 30 s")
 

@@ -106,3 +106,29 @@ def test_cli_missing_subtitles_is_one_line(tmp_path, sign_video):
                            "--subtitles", str(tmp_path / "none.srt"), "--index-root", str(tmp_path / "i")],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0 and "subtitle file not found" in proc.stderr
+
+
+def test_subtitle_offset_reaches_the_transcript_and_the_index_key(tmp_path):
+    """LongVideoBench's starting_timestamp_for_subtitles: cues shift by the offset, and the index key changes
+    only when an offset is set (indexes built before keep their keys)."""
+    from avi.config import Settings
+    from avi.index.transcript import build_transcript, transcript_fingerprint
+    from avi.jobs.spec import JobQuestion
+    from avi.jobs.work import group_by_video
+
+    srt = tmp_path / "v.srt"
+    srt.write_text("1\n00:00:12,500 --> 00:00:15,000\nhello there\n\n2\n00:00:20,000 --> 00:00:22,000\nbye\n")
+    video = tmp_path / "v.mp4"
+    base = Settings(home=tmp_path, transcript="subtitles", subtitles=srt)
+    shifted = base.model_copy(update={"subtitles_offset_s": 12.5})
+    plain, _ = build_transcript(video, base, None)
+    moved, _ = build_transcript(video, shifted, None)
+    assert [(s.start_s, s.end_s) for s in plain] == [(12.5, 15.0), (20.0, 22.0)]
+    assert [(s.start_s, s.end_s) for s in moved] == [(0.0, 2.5), (7.5, 9.5)]
+    assert "subtitles_offset_s" not in transcript_fingerprint(video, base)
+    assert transcript_fingerprint(video, shifted)["subtitles_offset_s"] == 12.5
+
+    qs = [JobQuestion(qid=str(i), video=video, question="Q?", subtitles=srt, meta={"subtitle_offset_s": off})
+          for i, off in enumerate([12.5, 12.5, 0.0])]
+    jobs = group_by_video(qs)
+    assert [(j.subtitles_offset_s, len(j.questions)) for j in jobs] == [(12.5, 2), (0.0, 1)]

@@ -53,9 +53,13 @@ def uses_asr(video: Path, settings) -> bool:
 def transcript_fingerprint(video: Path, settings) -> dict:
     """What shapes the transcript, for the index key: mode, ASR weights, subtitle file contents."""
     subs = subtitle_file(video, settings)
-    return {"mode": settings.transcript,
-            "asr": settings.asr_model if uses_asr(video, settings) else None,
-            "subtitles_sha256": sha256_file(subs) if subs else None}
+    fp = {"mode": settings.transcript,
+          "asr": settings.asr_model if uses_asr(video, settings) else None,
+          "subtitles_sha256": sha256_file(subs) if subs else None}
+    offset = float(getattr(settings, "subtitles_offset_s", 0.0) or 0.0)
+    if subs and offset:  # only when set: indexes built without an offset keep their keys
+        fp["subtitles_offset_s"] = offset
+    return fp
 
 
 def build_transcript(video: Path, settings, backends) -> tuple[list[TranscriptSegment], dict]:
@@ -71,7 +75,7 @@ def build_transcript(video: Path, settings, backends) -> tuple[list[TranscriptSe
     segments: list[TranscriptSegment] = []
     subs = subtitle_file(video, settings)
     if subs is not None:
-        segments += load_subtitles(subs)
+        segments += load_subtitles(subs, offset_s=float(getattr(settings, "subtitles_offset_s", 0.0) or 0.0))
         info["sources"].append(f"subtitles:{subs.name}")
     if uses_asr(video, settings):
         t0 = time.perf_counter()

@@ -34,27 +34,40 @@ class VideoJob:
         video: path of the video file.
         subtitles: its subtitle file, or None.
         questions: the questions still to answer.
+        subtitles_offset_s: seconds to subtract from the subtitle cues (``meta["subtitle_offset_s"]``).
     """
 
     video: Path
     subtitles: Path | None = None
     questions: list[JobQuestion] = field(default_factory=list)
+    subtitles_offset_s: float = 0.0
 
 
 def group_by_video(questions: list[JobQuestion]) -> list[VideoJob]:
     """Questions grouped per (video, subtitles), in first-seen order."""
-    groups: dict[tuple[str, str], VideoJob] = {}
+    groups: dict[tuple[str, str, float], VideoJob] = {}
     for q in questions:
-        key = (str(q.video), str(q.subtitles or ""))
+        offset = subtitle_offset(q)
+        key = (str(q.video), str(q.subtitles or ""), offset)
         if key not in groups:
-            groups[key] = VideoJob(video=q.video, subtitles=q.subtitles)
+            groups[key] = VideoJob(video=q.video, subtitles=q.subtitles, subtitles_offset_s=offset)
         groups[key].questions.append(q)
     return list(groups.values())
 
 
-def video_settings(settings: Settings, subtitles: Path | None) -> Settings:
-    """``settings`` with the video's subtitle file, when it has one."""
-    return settings.model_copy(update={"subtitles": subtitles}) if subtitles else settings
+def subtitle_offset(q: JobQuestion) -> float:
+    """The question's subtitle offset in seconds (``meta["subtitle_offset_s"]``; 0 without subtitles)."""
+    try:
+        return float(q.meta.get("subtitle_offset_s") or 0.0) if q.subtitles else 0.0
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def video_settings(settings: Settings, subtitles: Path | None, offset_s: float = 0.0) -> Settings:
+    """``settings`` with the video's subtitle file (and its offset in seconds), when it has one."""
+    if not subtitles:
+        return settings
+    return settings.model_copy(update={"subtitles": subtitles, "subtitles_offset_s": float(offset_s or 0.0)})
 
 
 def _is_transient(exc: BaseException) -> bool:
@@ -87,7 +100,8 @@ def index_video(job: VideoJob, settings: Settings, backends: Backends, *,
     t0 = time.perf_counter()
     event = {"video": str(job.video), "status": "ok", "error": None, "index_dir": None, "duration_s": None}
     try:
-        prepared = prepare(job.video, video_settings(settings, job.subtitles), backends, progress=progress)
+        prepared = prepare(job.video, video_settings(settings, job.subtitles, job.subtitles_offset_s), backends,
+                           progress=progress)
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # noqa: BLE001 - recorded, the batch goes on
@@ -122,7 +136,7 @@ def answer_job_question(q: JobQuestion, prepared: PreparedVideo, settings: Setti
     Raises:
         TransientError: the orchestrator is unreachable or timed out (the executor may retry).
     """
-    s = video_settings(settings, q.subtitles)
+    s = video_settings(settings, q.subtitles, subtitle_offset(q))
     if q.answer_type != "auto":
         s = s.model_copy(update={"answer_type": q.answer_type})
     try:
