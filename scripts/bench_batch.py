@@ -58,13 +58,14 @@ def make_job(folder: Path, n_videos: int, n_questions: int, duration: float) -> 
     return qs, truth
 
 
-def run_config(name: str, questions, truth, work: Path) -> dict:
+def run_config(name: str, questions, truth, work: Path, llm_stages: bool = True) -> dict:
     from avi.jobs.local import LocalExecutor
     from avi.jobs.ray_executor import RayExecutor
     from avi.jobs.runner import run_job
 
     kind, n = name.split("-")
-    settings = Settings(home=work / name / "home", index_root=work / name / "indexes")
+    settings = Settings(home=work / name / "home", index_root=work / name / "indexes", graph_llm=llm_stages,
+                        summary_llm=llm_stages)
     if kind == "local":
         executor = LocalExecutor(settings, concurrency=int(n))
     else:
@@ -89,6 +90,9 @@ def main() -> int:
     p.add_argument("--duration", type=float, default=20.0, help="seconds per synthetic video")
     p.add_argument("--configs", default="local-1,local-2,ray-2",
                    help="comma-separated: local-N (threads), ray-N (local Ray with N CPUs, N questions at once)")
+    p.add_argument("--no-llm-stages", action="store_true",
+                   help="index without the LLM graph-extraction and summary stages (captions, subjects, embeddings "
+                        "only): on 2 cores those stages share the one llama.cpp server with the questions")
     p.add_argument("--keep", type=Path, help="keep the work folder here (default: a temporary one)")
     args = p.parse_args()
     enforce_offline_env()
@@ -99,12 +103,13 @@ def main() -> int:
         questions, truth = make_job(work / "videos", args.videos, args.questions, args.duration)
         rows = []
         for name in args.configs.split(","):
-            row = run_config(name.strip(), questions, truth, work)
+            row = run_config(name.strip(), questions, truth, work, llm_stages=not args.no_llm_stages)
             rows.append(row)
             print(json.dumps(row), flush=True)
         base = rows[0]["questions_per_hour"]
         print(f"\n{len(questions)} questions over {args.videos} videos of {args.duration:.0f} s "
-              f"({args.videos * args.duration / 60:.1f} video minutes), cpu profile, 2-core machine figures")
+              f"({args.videos * args.duration / 60:.1f} video minutes), cpu profile, 2-core machine figures"
+              + (", index without the LLM stages" if args.no_llm_stages else ""))
         print(f"{'config':10s} {'q/hour':>8s} {'x ' + rows[0]['config']:>12s} {'index min/video min':>20s} "
               f"{'seconds':>8s} {'right':>6s} {'failed':>6s}")
         for r in rows:

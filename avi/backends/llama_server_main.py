@@ -20,6 +20,8 @@ import ctypes
 import os
 import signal
 import sys
+import threading
+import time
 
 
 def repair_chat_template(template: str) -> str:
@@ -43,6 +45,21 @@ def _die_with_parent(parent_pid: int) -> None:
         pass
     if parent_pid and os.getppid() != parent_pid:
         sys.exit(0)
+    if parent_pid:
+        threading.Thread(target=_exit_after_parent, args=(parent_pid,), daemon=True, name="parent-watch").start()
+
+
+def _exit_after_parent(parent_pid: int, grace_s: float = 5.0) -> None:
+    """Exit ``grace_s`` seconds after the parent is gone, even in the middle of a generation.
+
+    The parent-death SIGTERM makes uvicorn shut down gracefully, which waits for the request being
+    generated (minutes for a long summary on 2 cores); a server nobody can talk to any more must not
+    keep the CPUs that long.
+    """
+    while os.getppid() == parent_pid:
+        time.sleep(1.0)
+    time.sleep(grace_s)
+    os._exit(0)
 
 
 def main(argv: list[str] | None = None) -> None:
