@@ -69,7 +69,7 @@ def run_config(name: str, questions, truth, work: Path, llm_stages: bool = True)
     if kind == "local":
         executor = LocalExecutor(settings, concurrency=int(n))
     else:
-        executor = RayExecutor(settings, "local", concurrency=int(n), num_cpus=int(n))
+        executor = RayExecutor(settings, "local", concurrency=int(n), num_cpus=max(2, int(n)))
     out = work / name / "results.jsonl"
     t0 = time.perf_counter()
     summary = run_job(questions, out, executor, kind="batch", source={"bench": name}, progress=True)
@@ -89,7 +89,8 @@ def main() -> int:
     p.add_argument("--questions", type=int, default=3, choices=[1, 2, 3])
     p.add_argument("--duration", type=float, default=20.0, help="seconds per synthetic video")
     p.add_argument("--configs", default="local-1,local-2,ray-2",
-                   help="comma-separated: local-N (threads), ray-N (local Ray with N CPUs, N questions at once)")
+                   help="comma-separated: local-N (threads, N questions at once), ray-N (a local Ray instance with "
+                        "max(2, N) CPUs, N questions at once; index tasks run beside them)")
     p.add_argument("--no-llm-stages", action="store_true",
                    help="index without the LLM graph-extraction and summary stages (captions, subjects, embeddings "
                         "only): on 2 cores those stages share the one llama.cpp server with the questions")

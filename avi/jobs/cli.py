@@ -41,6 +41,10 @@ def make_executor(args, settings):
         raise InputError("--concurrency and --index-workers must be at least 1")
     if args.retries < 0:
         raise InputError("--retries must be 0 or more")
+    if args.concurrency > 1 and not settings.llm_base_url:
+        print(f"avi: warning: --concurrency {args.concurrency} against the embedded llama.cpp server: it has one "
+              f"slot, so concurrent questions evict each other's cached prompt prefix and each takes several times "
+              f"longer (scripts/bench_batch.py); 1 is faster on the cpu profile", file=sys.stderr)
     if args.ray:
         from avi.jobs.ray_executor import RayExecutor
 
