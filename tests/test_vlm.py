@@ -11,7 +11,9 @@ import io
 import json
 import re
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
+import numpy as np
 import pytest
 from fake_openai_server import FakeOpenAIServer
 from PIL import Image
@@ -28,6 +30,8 @@ from avi.backends.vlm import (
     caption_json_schema,
     first_json_object,
     frames_to_content,
+    images_as_files,
+    jpeg_data_url,
     strip_think,
     thin_frames,
 )
@@ -255,6 +259,58 @@ def test_frame_analyzer_thins_to_max_frames(server, frames):
     labels, _ = images_and_labels(server.chat_requests[0]["messages"][1]["content"])
     assert len(labels) == 5 and labels[0] == 0.0 and labels[-1] == 19.5
     assert res.data["frames_s"] == labels
+
+
+def test_frames_as_files_for_a_local_media_path(frames, tmp_path):
+    """With media_dir (vLLM's --allowed-local-media-path), frames go as file:// JPEGs that exist while the
+    request runs and are gone after it, success or error; the rest of the request is unchanged."""
+    media = tmp_path / "media"
+    seen = []
+
+    def reply(body):
+        for part in body["messages"][1]["content"]:
+            if part["type"] == "image_url":
+                url = part["image_url"]["url"]
+                assert url.startswith("file:///"), url
+                path = Path(url[len("file://"):])
+                assert media.resolve() in path.parents
+                with Image.open(path) as img:
+                    seen.append((path, img.format, img.size))
+        return good_reply(0.0, 5.0)
+
+    clip = Clip(0, 0.0, 5.0)
+    with FakeOpenAIServer(reply_fn=reply) as srv:
+        backend = OpenAIVlmBackend(ChatClient.connect(srv.base_url), media_dir=media)
+        cap = VlmCaptioner(backend, PROMPTS, frames_per_clip=4).caption(clip, clip_frames(frames, clip))
+        labels = [p["text"] for p in srv.chat_requests[0]["messages"][1]["content"][1:] if p["type"] == "text"]
+    assert cap.text.startswith("A navy background") and len(seen) == 4 and len(labels) == 4
+    assert all(fmt == "JPEG" and size == (640, 360) for _, fmt, size in seen)
+    assert len({p.parent for p, _, _ in seen}) == 1 and not any(media.iterdir())  # one request dir, removed
+
+    with FakeOpenAIServer(reply_fn=lambda body: {"status": 400, "content": "file outside the allowed path"}) as srv:
+        backend = OpenAIVlmBackend(ChatClient.connect(srv.base_url), media_dir=media)
+        with pytest.raises(AviError):
+            backend.generate([{"role": "user", "content": frames_to_content(frames[:2], 2)}], max_tokens=5)
+    assert not any(media.iterdir())
+
+    (tmp_path / "blocked").write_text("a file where the folder should be")
+    backend = OpenAIVlmBackend(backend.client, media_dir=tmp_path / "blocked" / "x")  # fails before any request
+    with pytest.raises(AviError, match="cannot write frames for the VLM"):
+        backend.generate([{"role": "user", "content": frames_to_content(frames[:1], 1)}], max_tokens=5)
+
+
+def test_images_as_files_keeps_everything_else(tmp_path):
+    msgs = [{"role": "system", "content": "sys"},
+            {"role": "user", "content": [{"type": "text", "text": "Frame at 1.0s"},
+                                         {"type": "image_url", "image_url": {"url": jpeg_data_url(
+                                             np.zeros((8, 8, 3), np.uint8))}},
+                                         {"type": "image_url", "image_url": {"url": "file:///already/a.jpg"}}]}]
+    out = images_as_files(msgs, tmp_path)
+    assert out[0] == msgs[0] and out[1]["content"][0] == msgs[1]["content"][0]
+    assert out[1]["content"][1]["image_url"]["url"] == (tmp_path / "000.jpg").resolve().as_uri()
+    assert out[1]["content"][2] == msgs[1]["content"][2]
+    assert msgs[1]["content"][1]["image_url"]["url"].startswith("data:")  # the input is not modified
+    assert Image.open(tmp_path / "000.jpg").size == (8, 8)
 
 
 def test_frames_to_content_and_parsing_helpers(frames):

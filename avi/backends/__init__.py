@@ -91,7 +91,7 @@ class Backends:
             from avi.backends.vlm import OpenAIVlmBackend
 
             return OpenAIVlmBackend(ChatClient.connect(s.vlm_base_url, model=s.vlm_model, api_key=s.llm_api_key,
-                                                       timeout_s=s.llm_timeout_s))
+                                                       timeout_s=s.llm_timeout_s), media_dir=s.vlm_media_dir)
         if s.vlm_model_dir:
             from avi.backends.vlm import TransformersVlmBackend
             from avi.weights import check_model_dir

@@ -31,6 +31,8 @@ import base64
 import io
 import json
 import re
+import shutil
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -82,17 +84,26 @@ class OpenAIVlmBackend:
     structured-output ``response_format`` (see :meth:`ChatClient.chat`).
     Thread-safe: the index build captions several clips at once over one client.
 
+    Images go in the request as base64 JPEG data URLs, or, with ``media_dir``, as JPEG files
+    written to a fresh subdirectory of it and sent as ``file://`` URLs (vLLM reads them when
+    started with ``--allowed-local-media-path`` at or above ``media_dir``; the request is then
+    about a quarter smaller and carries no image bytes). The files are deleted when the request
+    returns, whatever its outcome.
+
     Args:
         client: a connected :class:`ChatClient` (``ChatClient.connect(settings.vlm_base_url, ...)``).
+        media_dir: directory shared with a VLM server on the same machine (``settings.vlm_media_dir``);
+            None = base64 in the request.
 
     Attributes:
         calls, prompt_tokens, completion_tokens, seconds: running totals of the
             requests made (usage as the server reports it).
     """
 
-    def __init__(self, client: ChatClient):
+    def __init__(self, client: ChatClient, media_dir: Path | None = None):
         self.client = client
         self.name = client.model
+        self.media_dir = Path(media_dir) if media_dir is not None else None
         self._lock = threading.Lock()
         self.calls = 0
         self.prompt_tokens = 0
@@ -106,8 +117,23 @@ class OpenAIVlmBackend:
             LLMUnavailableError: the server cannot be reached or timed out.
             ContextOverflowError: the frames and prompt exceed the model's context.
             AviError: any other error status (for example more images than the
-                server's ``--limit-mm-per-prompt``).
+                server's ``--limit-mm-per-prompt``, or a ``file://`` image outside its
+                ``--allowed-local-media-path``); ``media_dir`` cannot be written.
         """
+        if self.media_dir is None:
+            return self._chat(messages, max_tokens, json_schema)
+        try:
+            self.media_dir.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix="req-", dir=self.media_dir))
+        except OSError as exc:
+            raise AviError(f"cannot write frames for the VLM to vlm_media_dir {self.media_dir}: "
+                           f"{exc.strerror or exc}") from None
+        try:
+            return self._chat(images_as_files(messages, tmp), max_tokens, json_schema)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def _chat(self, messages: list[dict], max_tokens: int, json_schema: dict | None) -> str:
         res = self.client.chat(messages, max_tokens=max_tokens, temperature=0.0, json_schema=json_schema)
         with self._lock:
             self.calls += 1
@@ -268,6 +294,33 @@ def jpeg_data_url(image: np.ndarray, quality: int = 85) -> str:
     buf = io.BytesIO()
     Image.fromarray(np.ascontiguousarray(image)).save(buf, format="JPEG", quality=quality)
     return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def images_as_files(messages: list[dict], folder: Path) -> list[dict]:
+    """A copy of ``messages`` whose base64 ``data:image/...`` parts are written to ``folder`` as files
+    (``000.jpg``, ``001.jpg``, …, in order) and replaced by their ``file://`` URLs (absolute paths).
+
+    Other parts, and images that already are URLs, are kept as they are. ``folder`` must exist.
+    """
+    out, n = [], 0
+    for msg in messages:
+        content = msg.get("content")
+        if not isinstance(content, list):
+            out.append(msg)
+            continue
+        parts = []
+        for part in content:
+            url = (part.get("image_url") or {}).get("url") if part.get("type") == "image_url" else None
+            if isinstance(url, str) and url.startswith("data:image/") and ";base64," in url:
+                head, data = url.split(",", 1)
+                ext = {"jpeg": "jpg", "png": "png", "webp": "webp"}.get(head[len("data:image/"):].split(";")[0], "img")
+                path = (folder / f"{n:03d}.{ext}").resolve()
+                path.write_bytes(base64.b64decode(data))
+                n += 1
+                part = {**part, "image_url": {**part["image_url"], "url": path.as_uri()}}
+            parts.append(part)
+        out.append({**msg, "content": parts})
+    return out
 
 
 def frame_label(t_s: float) -> str:

@@ -63,6 +63,10 @@ class ServerSpec(BaseModel):
         gpu_memory_utilization: --gpu-memory-utilization, the fraction of each GPU's memory this
             server may take (vLLM's default 0.9 when unset); lower it to share a GPU.
         max_model_len: --max-model-len in tokens.
+        allowed_local_media_path: --allowed-local-media-path, a directory whose files the server may read
+            as ``file://`` image URLs. For the VLM: avi writes the frames it sends there instead of putting
+            base64 JPEGs in the request (setting ``vlm_media_dir``; same machine only). A relative path is
+            relative to avi's home directory (see :meth:`ServeLayout.resolved`); ``avi serve`` creates it.
         extra_args: appended verbatim after the role's flags.
     """
 
@@ -79,6 +83,7 @@ class ServerSpec(BaseModel):
     distributed_executor_backend: Literal["mp", "ray"] | None = None
     gpu_memory_utilization: float | None = Field(default=None, gt=0.0, le=1.0)
     max_model_len: int | None = None
+    allowed_local_media_path: str | None = None
     extra_args: list[str] = Field(default_factory=list)
 
     @property
@@ -115,6 +120,8 @@ def vllm_command(spec: ServerSpec, *, python: str | None = None) -> list[str]:
         argv += ["--max-model-len", str(spec.max_model_len)]
     if spec.gpu_memory_utilization is not None:
         argv += ["--gpu-memory-utilization", f"{spec.gpu_memory_utilization:g}"]
+    if spec.allowed_local_media_path:
+        argv += ["--allowed-local-media-path", spec.allowed_local_media_path]
     return argv + ROLE_FLAGS[spec.role] + list(spec.extra_args)
 
 
@@ -137,7 +144,7 @@ def _default_servers() -> list[ServerSpec]:
         ServerSpec(role="orchestrator", model="llm/Qwen3-32B", served_model_name="qwen3-32b", port=8000,
                    gpus=[0, 1], tensor_parallel=2, max_model_len=32768),
         ServerSpec(role="vlm", model="vlm/Qwen3-VL-8B-Instruct", served_model_name="qwen3-vl-8b", port=8001,
-                   gpus=[2, 3, 4, 5, 6], data_parallel=5, max_model_len=65536),
+                   gpus=[2, 3, 4, 5, 6], data_parallel=5, max_model_len=65536, allowed_local_media_path="vlm-media"),
         ServerSpec(role="embedder", model="embedder/Qwen3-Embedding-4B", served_model_name="qwen3-embedding-4b",
                    port=8002, gpus=[7], gpu_memory_utilization=0.45, max_model_len=8192),
     ]
@@ -169,10 +176,18 @@ class ServeLayout(BaseModel):
         """The server of ``role``, or None if the layout has none."""
         return next((s for s in self.servers if s.role == role), None)
 
-    def resolved(self, models_dir: Path) -> "ServeLayout":
-        """A copy whose relative model paths are made absolute under ``models_dir``."""
-        servers = [s.model_copy(update={"model": str(Path(models_dir) / s.model)})
-                   if not Path(s.model).is_absolute() else s for s in self.servers]
+    def resolved(self, models_dir: Path, home: Path | None = None) -> "ServeLayout":
+        """A copy whose relative model paths are made absolute under ``models_dir`` and relative
+        ``allowed_local_media_path`` values under ``home`` (avi's home directory; left as they are if None)."""
+        servers = []
+        for s in self.servers:
+            update = {}
+            if not Path(s.model).is_absolute():
+                update["model"] = str(Path(models_dir) / s.model)
+            media = s.allowed_local_media_path
+            if media and home is not None and not Path(media).is_absolute():
+                update["allowed_local_media_path"] = str(Path(home) / media)
+            servers.append(s.model_copy(update=update) if update else s)
         return self.model_copy(update={"servers": servers})
 
     def validate_layout(self) -> "ServeLayout":
@@ -222,11 +237,14 @@ class ServeLayout(BaseModel):
 
     def exports(self) -> list[tuple[str, str]]:
         """``(variable, value)`` pairs an avi process needs to use these servers: ``AVI_PROFILE=gpu``, each
-        role's ``AVI_*_BASE_URL`` and ``AVI_*_MODEL``, and ``CUDA_VISIBLE_DEVICES`` for the CV tools."""
+        role's ``AVI_*_BASE_URL`` and ``AVI_*_MODEL``, ``AVI_VLM_MEDIA_DIR`` when the VLM server reads frames
+        from a local directory, and ``CUDA_VISIBLE_DEVICES`` for the CV tools."""
         out = [("AVI_PROFILE", "gpu")]
         for s in self.servers:
             key = ROLE_SETTING[s.role].upper()
             out += [(f"AVI_{key}_BASE_URL", s.base_url), (f"AVI_{key}_MODEL", s.served_model_name)]
+            if s.role == "vlm" and s.allowed_local_media_path:
+                out.append(("AVI_VLM_MEDIA_DIR", s.allowed_local_media_path))
         if self.tools_gpus:
             out.append(("CUDA_VISIBLE_DEVICES", ",".join(map(str, self.tools_gpus))))
         return out

@@ -92,6 +92,9 @@ class ServerGroup:
                 raise InputError(f"{spec.role} server: port {spec.port} on {HOST} is already in use (another avi "
                                  f"serve or vLLM?); stop it or change port in its [[serve.servers]] table")
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        for spec in self.layout.servers:  # vLLM refuses to start when this directory does not exist
+            if spec.allowed_local_media_path:
+                Path(spec.allowed_local_media_path).mkdir(parents=True, exist_ok=True)
         try:
             for spec in self.layout.servers:
                 self._start_one(spec)
