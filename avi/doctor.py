@@ -290,6 +290,22 @@ def endpoint_checks(settings: Settings) -> tuple[list[Check], dict[str, str]]:
     return rows, healthy
 
 
+def media_dir_check(settings: Settings) -> Check:
+    """``vlm_media_dir`` (frames as files for the VLM server's --allowed-local-media-path) can be written:
+    a file is created there and removed again."""
+    import tempfile
+
+    media = settings.vlm_media_dir
+
+    def probe():
+        media.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=media, prefix="doctor-", suffix=".jpg"):
+            pass
+        return f"{media} is writable (frames go to the VLM as file:// URLs)"
+
+    return _run("vlm media dir", probe)
+
+
 def tool_call_check(client) -> Check:
     """ONE real forced tool call (``client`` is an :class:`avi.backends.llm.ChatClient`): the reply must
     call ``report_status`` with ``{"status": "ready"}``. Native ``tool_calls`` are read; with the
@@ -350,6 +366,8 @@ def run_doctor(settings: Settings, *, serve: bool = False) -> list[Check]:
     rows += weight_checks(settings)
     eps, healthy = endpoint_checks(settings)
     rows += eps
+    if settings.vlm_base_url and settings.vlm_media_dir is not None:
+        rows.append(media_dir_check(settings))
     if "orchestrator" in healthy:
         rows.append(_endpoint_tool_call(settings, healthy["orchestrator"]))
     elif settings.llm_base_url:

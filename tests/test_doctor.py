@@ -109,6 +109,21 @@ def test_gpu_doctor_healthy(gpu_env, capsys):
     assert body["chat_template_kwargs"] == {"enable_thinking": False}
 
 
+def test_gpu_doctor_checks_the_vlm_media_dir(gpu_env, capsys, monkeypatch, tmp_path):
+    with ToolCallingFake(models=MODELS) as srv:
+        gpu_env(srv)
+        code, rows, out = _doctor(capsys)
+        assert code == 0 and "vlm media dir" not in rows, out  # base64 frames: nothing to check
+        monkeypatch.setenv("AVI_VLM_MEDIA_DIR", str(tmp_path / "media"))
+        code, rows, out = _doctor(capsys)
+        assert code == 0 and rows["vlm media dir"][0] == "ok", out
+        assert (tmp_path / "media").is_dir() and not any((tmp_path / "media").iterdir())
+        (tmp_path / "file").write_text("not a folder")
+        monkeypatch.setenv("AVI_VLM_MEDIA_DIR", str(tmp_path / "file" / "media"))
+        code, rows, out = _doctor(capsys)
+    assert code == 1 and rows["vlm media dir"][0] == "FAIL", out
+
+
 def test_gpu_doctor_wrong_model(gpu_env, capsys):
     with ToolCallingFake(models=("some-other-model",)) as srv:
         gpu_env(srv)
