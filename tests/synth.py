@@ -39,6 +39,30 @@ class Box:
     speed_px_s: float = 120.0
 
 
+@dataclass(frozen=True)
+class Shape:
+    """A filled ``kind`` (``circle``, ``square`` or ``triangle``) ``size`` px wide, drawn from ``start_s``
+    (inclusive) to ``end_s`` (exclusive); its bounding box's top-left corner is at ``(x0, y)`` at ``start_s``
+    and moves horizontally at ``speed_px_s`` (negative: to the left, 0: still)."""
+
+    kind: str
+    start_s: float
+    end_s: float
+    color: str = "red"
+    size: int = 80
+    x0: int = 40
+    y: int = 140
+    speed_px_s: float = 0.0
+
+    def box(self, t: float) -> tuple[int, int, int, int]:
+        """``(left, top, right, bottom)`` of the shape's bounding box at time ``t``."""
+        x = int(round(self.x0 + (t - self.start_s) * self.speed_px_s))
+        return x, self.y, x + self.size, self.y + self.size
+
+
+SHAPE_KINDS = ("circle", "square", "triangle")
+
+
 @dataclass
 class Spec:
     """A whole synthetic video.
@@ -54,6 +78,7 @@ class Spec:
     texts: list[Text] = field(default_factory=list)
     boxes: list[Box] = field(default_factory=list)
     noise: int = 0  # gray-level noise amplitude (0 = clean synthetic frames)
+    shapes: list[Shape] = field(default_factory=list)  # drawn after the boxes, under the texts
 
 
 def render_frame(spec: Spec, t: float, rng: np.random.Generator) -> np.ndarray:
@@ -65,6 +90,9 @@ def render_frame(spec: Spec, t: float, rng: np.random.Generator) -> np.ndarray:
         if b.start_s <= t < b.end_s:
             x = int(b.x0 + (t - b.start_s) * b.speed_px_s)
             draw.rectangle([x, b.y, x + b.side, b.y + b.side], fill=b.color)
+    for sh in spec.shapes:
+        if sh.start_s <= t < sh.end_s:
+            _draw_shape(draw, sh, t)
     for tx in spec.texts:
         if tx.start_s <= t < tx.end_s:
             draw.text(tx.xy, tx.text, fill=tx.color, font=ImageFont.load_default(size=tx.size))
@@ -72,6 +100,25 @@ def render_frame(spec: Spec, t: float, rng: np.random.Generator) -> np.ndarray:
     if spec.noise:
         arr = arr + rng.integers(-spec.noise, spec.noise + 1, size=arr.shape[:2])[..., None]
     return np.clip(arr, 0, 255).astype(np.uint8)
+
+
+def _draw_shape(draw: ImageDraw.ImageDraw, sh: Shape, t: float) -> None:
+    x0, y0, x1, y1 = sh.box(t)
+    if sh.kind == "circle":
+        draw.ellipse([x0, y0, x1, y1], fill=sh.color)
+    elif sh.kind == "square":
+        draw.rectangle([x0, y0, x1, y1], fill=sh.color)
+    elif sh.kind == "triangle":
+        draw.polygon([(x0, y1), ((x0 + x1) / 2, y0), (x1, y1)], fill=sh.color)
+    else:
+        raise ValueError(f"unknown shape kind {sh.kind!r} (one of {', '.join(SHAPE_KINDS)})")
+
+
+def text_box(tx: Text) -> tuple[int, int, int, int]:
+    """``(left, top, right, bottom)`` of the pixels :func:`render_frame` draws for ``tx``."""
+    img = Image.new("RGB", (8, 8))
+    return tuple(int(v) for v in ImageDraw.Draw(img).textbbox(tx.xy, tx.text,
+                                                                font=ImageFont.load_default(size=tx.size)))
 
 
 def _video_stream(out, spec: Spec, codec: str):
@@ -144,8 +191,10 @@ class Speech:
 
 
 def make_narrated_video(path: Path, spec: Spec, speech: list[Speech], workdir: Path,
-                        codec: str = "libx264") -> tuple[Path, list[tuple[float, float, str]]]:
+                        codec: str = "libx264", progress=None) -> tuple[Path, list[tuple[float, float, str]]]:
     """Encode ``spec`` with an AAC audio track in which each :class:`Speech` is said at its time.
+
+    ``progress``, when given, is called as ``progress(frames_done, frames_total)`` after each video frame.
 
     Returns:
         (path, truth): ``truth`` lists ``(start_s, end_s, text)`` of each utterance, the end
@@ -174,6 +223,8 @@ def make_narrated_video(path: Path, spec: Spec, speech: list[Speech], workdir: P
             frame = av.VideoFrame.from_ndarray(render_frame(spec, i / spec.fps, rng), format="rgb24")
             for packet in vs.encode(frame):
                 out.mux(packet)
+            if progress is not None:
+                progress(i + 1, n)
         for packet in vs.encode():
             out.mux(packet)
         step = 1024
