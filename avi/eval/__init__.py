@@ -5,6 +5,8 @@
 * :mod:`avi.eval.scoring`: each benchmark's official metric (answer cleaning and denominator
   conventions reproduced) beside a strict mode, per-category tables and 95 % CIs clustered by video
   (:func:`score`, :func:`grade`, :func:`format_report`).
+* :mod:`avi.eval.jsonl`: ``avi eval jsonl``, a benchmark written as JSON lines (``bench/README.md``): loader,
+  per-type rules and report (:func:`~avi.eval.jsonl.load_jsonl`, :func:`~avi.eval.jsonl.score_jsonl`).
 """
 
 from avi.eval.loaders import BENCHMARKS, Benchmark, load_benchmark

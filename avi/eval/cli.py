@@ -5,6 +5,9 @@ benchmark's questions, builds each video's index once, answers every question an
 JSON line per question (answer, its score in both modes, trace path, telemetry) as soon as it is
 answered; rerunning the same command resumes. The tables (official and strict, per category, with
 95 % CIs clustered by video) are printed at the end, and at any time by ``avi eval report``.
+
+``avi eval jsonl --annotations FILE_OR_FOLDER --videos DIR --out r.jsonl [--subset N]`` runs a benchmark
+written as JSON lines (format: ``bench/README.md``; loader, rules and report: :mod:`avi.eval.jsonl`).
 """
 
 from __future__ import annotations
@@ -38,8 +41,8 @@ def _add_bench(sub, name: str, title: str, file_hint: str, add_common, extra=Non
 
 def add_eval_parser(sub, add_common) -> None:
     """Register ``avi eval`` with one subcommand per benchmark and ``report``."""
-    e = sub.add_parser("eval", help="run a benchmark (LVBench, Video-MME, LongVideoBench, Charades-STA) and "
-                                    "score it with the official and strict metrics",
+    e = sub.add_parser("eval", help="run a benchmark (LVBench, Video-MME, LongVideoBench, Charades-STA: official "
+                                    "and strict metrics; or your own questions as JSON lines: avi eval jsonl)",
                        description="Benchmark harness. The benchmark videos are not shipped: download them "
                                    "and their annotation files (README, 'Reproducing the paper's table').")
     bsub = e.add_subparsers(dest="bench_command", required=True, parser_class=sub._parser_class)
@@ -70,6 +73,14 @@ def add_eval_parser(sub, add_common) -> None:
 
     _add_bench(bsub, "charades", "Charades-STA", "charades_sta_test.txt or the JSON form", add_common, charades)
 
+    def jsonl(p):
+        p.add_argument("--subset", type=int, metavar="N",
+                       help="a quick look: N questions picked round-robin over the question types in file "
+                            "order (deterministic; the report says it is a subset)")
+
+    _add_bench(bsub, "jsonl", "JSONL", "a .jsonl file or a folder of them; format: bench/README.md",
+               add_common, jsonl)
+
     r = bsub.add_parser("report", help="print the tables of a results file (also while a run is going)")
     r.add_argument("results", type=Path, metavar="RESULTS", help="a results .jsonl written by avi eval")
     r.add_argument("--json", action="store_true", help="one JSON object instead of the tables")
@@ -95,11 +106,23 @@ def _print_report(report, as_json: bool) -> None:
         print(format_report(report))
 
 
+def _score_run(bench: str, questions, records, source: dict, seed: int):
+    """The report of a run: :func:`avi.eval.jsonl.score_jsonl` for ``jsonl`` (with its subset note), else
+    :func:`avi.eval.scoring.score`."""
+    if bench == "jsonl":
+        from avi.eval.jsonl import score_jsonl
+
+        return score_jsonl(questions, records, subset=source.get("subset"), annotations=source.get("annotations"))
+    from avi.eval.scoring import score
+
+    return score(questions, records, benchmark=bench, seed=seed)
+
+
 def cmd_eval(args) -> int:
     """Run one benchmark; exit 0 when the run finished (failed questions are part of the score, not an error)."""
     from avi.cli import _settings
     from avi.eval.loaders import load_benchmark
-    from avi.eval.scoring import grade, score
+    from avi.eval.scoring import grade
     from avi.jobs.cli import make_executor
     from avi.jobs.results import read_records
     from avi.jobs.runner import run_job
@@ -111,7 +134,20 @@ def cmd_eval(args) -> int:
     if args.out.suffix.lower() not in {".jsonl", ".json"}:
         raise InputError(f"--out should be a .jsonl file, got {args.out}")
     options = _loader_options(args)
-    questions = load_benchmark(args.bench, args.annotations, args.videos, **options)
+    subset = None
+    if args.bench == "jsonl":
+        from avi.eval.jsonl import load_jsonl, stratified_subset
+
+        if args.subset is not None and args.limit is not None:
+            raise InputError("use --subset or --limit, not both")
+        questions = load_jsonl(args.annotations, args.videos)
+        if args.subset is not None:
+            picked = stratified_subset(questions, args.subset)
+            if len(picked) < len(questions):
+                subset = {"n": len(picked), "of": len(questions)}
+            questions = picked
+    else:
+        questions = load_benchmark(args.bench, args.annotations, args.videos, **options)
     if args.limit:
         questions = questions[:args.limit]
     if not questions:
@@ -119,12 +155,14 @@ def cmd_eval(args) -> int:
     source = {"benchmark": args.bench, "annotations": str(args.annotations.resolve()),
               "videos": str(args.videos.resolve()), "options": {k: str(v) for k, v in options.items()},
               "limit": args.limit, "seed": args.seed}
+    if args.bench == "jsonl":
+        source["subset"] = subset
     settings = _settings(args)
     executor = make_executor(args, settings)
     summary = run_job(questions, args.out, executor, kind=f"eval:{args.bench}", source=source,
                       grade=lambda q, rec: {"score": grade(q, rec, seed=args.seed)},
                       retry_failed=args.retry_failed, progress=not args.quiet)
-    report = score(questions, read_records(args.out), benchmark=args.bench, seed=args.seed)
+    report = _score_run(args.bench, questions, read_records(args.out), source, args.seed)
     _print_report(report, args.json)
     if not args.json:
         print(f"Run: {summary['answered']} answered now, {summary['skipped']} from before, {summary['failed']} "
@@ -134,16 +172,16 @@ def cmd_eval(args) -> int:
 
 def cmd_eval_report(args) -> int:
     """Print the report of a results file (its job file gives the questions, so missing ones count)."""
-    from avi.eval.scoring import score
     from avi.jobs.results import job_questions, read_job, read_records
 
     job = read_job(args.results)
     kind = str(job.get("kind", ""))
     if not kind.startswith("eval:"):
         raise InputError(f"{args.results} was written by avi {kind or '?'}, not avi eval")
-    seed = args.seed if args.seed is not None else int((job.get("source") or {}).get("seed") or 0)
-    report = score(job_questions(args.results), read_records(args.results), benchmark=kind.split(":", 1)[1],
-                   seed=seed)
+    source = job.get("source") or {}
+    seed = args.seed if args.seed is not None else int(source.get("seed") or 0)
+    report = _score_run(kind.split(":", 1)[1], job_questions(args.results), read_records(args.results), source,
+                        seed)
     _print_report(report, args.json)
     return 0
 

@@ -377,7 +377,12 @@ def grade(question: JobQuestion, record: dict | None, *, seed: int = DEFAULT_SEE
         nothing), ``official_correct``, ``official_iou``, ``official_counted`` (in the official denominator),
         ``official_unparsed``, and for LongVideoBench ``official_random`` (the letter was drawn at random);
         spans also ``duration_s`` (the clip bound, or None).
+        A ``jsonl`` question (``meta["benchmark"] == "jsonl"``) gets :func:`avi.eval.jsonl.grade_jsonl`'s fields.
     """
+    if question.meta.get("benchmark") == "jsonl":
+        from avi.eval.jsonl import grade_jsonl
+
+        return grade_jsonl(question, record)
     return _grade(question, record, seed).fields
 
 
@@ -525,9 +530,14 @@ def score(questions: list[JobQuestion], records: Iterable[dict] | dict[str, dict
         seed: LongVideoBench's random-choice seed (reported).
 
     Returns:
-        An :class:`EvalReport` (percent values; ``to_dict()`` for JSON, :func:`format_report` for text).
+        An :class:`EvalReport` (percent values; ``to_dict()`` for JSON, :func:`format_report` for text); for
+        ``jsonl`` a :class:`avi.eval.jsonl.JsonlReport` (:func:`avi.eval.jsonl.score_jsonl`, no subset note).
     """
     bench = benchmark or (questions[0].meta.get("benchmark") if questions else None) or "unknown"
+    if bench == "jsonl":
+        from avi.eval.jsonl import score_jsonl
+
+        return score_jsonl(questions, records)
     by_qid = _records_by_qid(records)
     graded = [_grade(q, by_qid.get(q.qid), seed) for q in questions]
     spans = bench == "charades" or any(q.answer_type == "interval" for q in questions)
@@ -588,7 +598,12 @@ def _mode_table(first: str, labelled: list[tuple[str, dict[str, Score]]]) -> lis
 
 
 def format_report(report: EvalReport) -> str:
-    """``report`` as plain-text tables: counts, overall scores in both modes, per-category tables, the conventions."""
+    """``report`` as plain-text tables: counts, overall scores in both modes, per-category tables, the conventions
+    (a :class:`avi.eval.jsonl.JsonlReport` is written by :func:`avi.eval.jsonl.format_jsonl_report`)."""
+    if not isinstance(report, EvalReport):
+        from avi.eval.jsonl import format_jsonl_report
+
+        return format_jsonl_report(report)
     c = report.counts
     lines = [f"{report.title}: {c.get('total', 0)} questions on {c.get('videos', 0)} videos "
              f"({c.get('with_gt', 0)} with ground truth)",

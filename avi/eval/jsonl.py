@@ -1,0 +1,661 @@
+"""``avi eval jsonl``: a benchmark anyone can write, one JSON question per line (format: ``bench/README.md``).
+
+Each line is ``{"qid", "video", "question", "type", "answer", "options", "tags", "source", "how"}``
+(``qid``, ``video`` and ``question`` required). The question goes to the agent as a user would type it
+(``answer_type`` ``auto``: the agent infers choice / interval / text from the text); the truth stays
+out of the agent's sight, in :attr:`JobQuestion.gt`. A line without ``type`` or without ``answer``
+(except ``cannot_tell``, whose truth may be unknown) is answered but not scored.
+
+Scoring rules (one per ``type``; a failed or missing record is wrong, IoU 0):
+
+=============== =========================================================================================
+``choice``      ``record["choice"]`` (the letter avi delivered) equals the truth letter.
+``text``        one accepted string occurs in ``record["answer"]`` as whole words, after lower-casing and
+                turning punctuation into spaces on both sides (:func:`text_match`).
+``number``      the first number of the answer, digits or a number word zero–twenty, equals the truth
+                (:func:`first_number`): "3 or 4" reads as 3.
+``yesno``       the first word ``yes`` or ``no`` of the answer equals the truth (:func:`first_yes_no`;
+                "nothing" is not a no).
+``interval``    IoU of ``record["interval"]`` with the truth ``[start_s, end_s]``; right when IoU ≥ 0.5; the
+                report adds mIoU, R@0.3 and R@0.5.
+``cannot_tell`` right when ``record["cannot_tell"]`` is true, or the answer text says the profile cannot
+                tell (:func:`says_cannot_tell`), or — when ``answer`` gives the true answer — the answer is
+                right by the rule of that answer's kind (:func:`truth_kind`).
+=============== =========================================================================================
+
+The report (:func:`score_jsonl`, :func:`format_jsonl_report`) gives accuracy overall, per type, per
+source and per tag with 95 % CIs clustered by video (the :class:`~avi.eval.scoring.Score` machinery
+of the other benchmarks), the histogram of delivered letters beside the truth's, the interval
+metrics, and seconds / steps / frames per answered question.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from avi.errors import InputError
+from avi.eval.loaders import _Bad, _jsonl_items, _read_text, _req, _wrap
+from avi.eval.scoring import CI_NOTE, Score, _grid, _records_by_qid, _score, _status, temporal_iou
+from avi.jobs.spec import JobQuestion
+
+BENCHMARK = "jsonl"
+TYPES = ("choice", "text", "number", "yesno", "interval", "cannot_tell")
+"""The question types, in the order the report lists them."""
+
+LETTERS = "ABCDEFGHIJ"
+
+NUMBER_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())}
+"""Number words the ``number`` rule reads (zero–twenty)."""
+
+CANNOT_TELL_PHRASES = (
+    "cannot tell", "cannot be told", "cannot determine", "cannot be determined", "cannot be measured",
+    "not possible to determine", "not possible to tell", "impossible to determine", "impossible to tell",
+    "unable to determine", "unable to tell", "unsupported on this profile", "no tool can measure",
+)
+"""Phrases that make an answer a "cannot tell" (matched as whole words after :func:`_cannot_norm`, which
+turns "can't" / "can not" into "cannot")."""
+
+SCORING_NOTE = ("rules: choice = delivered letter; text = an accepted string as whole words (case, punctuation "
+                "ignored); number = first number (digits or zero-twenty); yesno = first yes/no word; interval = "
+                "IoU >= 0.5; cannot_tell = avi's cannot_tell flag, a 'cannot tell' phrase, or right by the true "
+                "answer's rule; failed or missing = wrong (IoU 0)")
+TIMING_NOTE = ("per answered question: seconds = the agent's time (record seconds.agent; the video's index build "
+               "is not in it), p50/p90 linearly interpolated; steps = agent iterations; frames = frames looked at")
+
+
+# ------------------------------------------------------------------------------------------------- loading
+
+
+def jsonl_files(annotations: Path) -> list[Path]:
+    """The question files of ``annotations``: the file itself, or a folder's ``*.jsonl`` files sorted by name.
+
+    Raises:
+        InputError: the path does not exist, or the folder has no ``.jsonl`` file.
+    """
+    path = Path(annotations)
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() == ".jsonl")
+        if not files:
+            raise InputError(f"no .jsonl files in folder {path}")
+        return files
+    if not path.is_file():
+        raise InputError(f"annotation file not found: {path}")
+    return [path]
+
+
+def truth_kind(answer: Any) -> str | None:
+    """The rule a ``cannot_tell`` question's known true answer is judged by.
+
+    Returns:
+        ``choice`` (one letter A–J), ``yesno`` (``"yes"``/``"no"``), ``text`` (any other string, or a
+        non-empty list of strings), ``number`` (an int or float, not a bool), ``interval`` (a list of two
+        numbers), or None (anything else).
+    """
+    if isinstance(answer, bool):
+        return None
+    if isinstance(answer, (int, float)):
+        return "number" if math.isfinite(answer) else None
+    if isinstance(answer, str):
+        s = answer.strip()
+        if len(s) == 1 and s.upper() in LETTERS:
+            return "choice"
+        if s.lower() in ("yes", "no"):
+            return "yesno"
+        return "text" if normalize_text(s) else None
+    if isinstance(answer, list) and answer:
+        if all(isinstance(a, str) for a in answer):
+            return "text" if all(normalize_text(a) for a in answer) else None
+        if len(answer) == 2 and all(isinstance(a, (int, float)) and not isinstance(a, bool) for a in answer):
+            return "interval"
+    return None
+
+
+def _truth(kind: str, answer: Any, options: list[str] | None) -> Any:
+    """``answer`` checked and normalised for ``kind`` (raises _Bad when it does not fit)."""
+    if kind == "choice":
+        letter = str(answer).strip().upper() if isinstance(answer, str) else ""
+        n = len(options) if options else len(LETTERS)
+        if len(letter) != 1 or letter not in LETTERS[:n]:
+            raise _Bad(f"answer {answer!r} is not an option letter (A-{LETTERS[n - 1]})")
+        return letter
+    if kind == "text":
+        accepted = [answer] if isinstance(answer, str) else answer
+        if not isinstance(accepted, list) or not accepted or not all(
+                isinstance(a, str) and normalize_text(a) for a in accepted):
+            raise _Bad(f"answer {answer!r} is not a list of accepted strings (type text)")
+        return accepted
+    if kind == "number":
+        if isinstance(answer, bool):
+            raise _Bad(f"answer {answer!r} is not a number (type number)")
+        try:
+            value = float(answer)
+        except (TypeError, ValueError):
+            raise _Bad(f"answer {answer!r} is not a number (type number)") from None
+        if not math.isfinite(value):
+            raise _Bad(f"answer {answer!r} is not a finite number")
+        return int(value) if value.is_integer() else value
+    if kind == "yesno":
+        word = str(answer).strip().lower() if isinstance(answer, str) else ""
+        if word not in ("yes", "no"):
+            raise _Bad(f"answer {answer!r} is not \"yes\" or \"no\" (type yesno)")
+        return word
+    if kind == "interval":
+        try:
+            ok = len(answer) == 2 and not any(isinstance(a, bool) for a in answer)
+            start, end = (float(answer[0]), float(answer[1])) if ok else (0.0, -1.0)
+        except (TypeError, ValueError):
+            start, end = 0.0, -1.0
+        if not (math.isfinite(start) and math.isfinite(end)) or end < start:
+            raise _Bad(f"answer {answer!r} is not [start_s, end_s] with start <= end (type interval)")
+        return [start, end]
+    if kind == "cannot_tell":
+        if answer is None:
+            return None
+        inner = truth_kind(answer)
+        if inner is None:
+            raise _Bad(f"answer {answer!r} of a cannot_tell question is not a letter, yes/no, a string, a list "
+                       f"of strings, a number or [start_s, end_s] (or null)")
+        return _truth(inner, answer, options)
+    raise _Bad(f"type {kind!r} is not one of {', '.join(TYPES)}")
+
+
+def _str_list(value: Any, key: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, (str, int, float)) and not isinstance(v, bool)
+                                       for v in value):
+        return [str(v) for v in value]
+    raise _Bad(f"{key} {value!r} is not a list of strings")
+
+
+def _question(path: Path, line: int, rec: Any, videos_dir: Path) -> JobQuestion:
+    if not isinstance(rec, dict):
+        raise _Bad(f"expected a JSON object, got {type(rec).__name__}")
+    qid = _req(rec, "qid")
+    if isinstance(qid, bool) or not isinstance(qid, (str, int)) or not str(qid).strip():
+        raise _Bad(f"qid {qid!r} is not a non-empty string")
+    video = _req(rec, "video")
+    if not isinstance(video, str) or not video.strip():
+        raise _Bad(f"video {video!r} is not a file name")
+    question = _req(rec, "question")
+    if not isinstance(question, str) or not question.strip():
+        raise _Bad("the question is empty")
+    kind = rec.get("type")
+    if kind is not None and kind not in TYPES:
+        raise _Bad(f"type {kind!r} is not one of {', '.join(TYPES)}")
+    options = _str_list(rec.get("options"), "options") or None
+    if options and len(options) > len(LETTERS):
+        raise _Bad(f"at most {len(LETTERS)} options, got {len(options)}")
+    answer = rec.get("answer")
+    if kind is None:
+        gt = answer  # kept for the record; not scored without a type
+    elif answer is None and kind != "cannot_tell":
+        gt = None
+    else:
+        gt = _truth(kind, answer, options)
+    source = rec.get("source")
+    if source is not None and not isinstance(source, str):
+        raise _Bad(f"source {source!r} is not a string")
+    p = Path(video.strip()).expanduser()
+    meta = {"benchmark": BENCHMARK, "video_id": video.strip(), "type": kind, "tags": _str_list(rec.get("tags"), "tags"),
+            "source": source, "file": path.name, "line": line}
+    if rec.get("how") is not None:
+        meta["how"] = str(rec["how"])
+    return JobQuestion(qid=str(qid).strip(), video=p if p.is_absolute() else Path(videos_dir) / p,
+                       question=question, answer_type="auto", options=options, gt=gt, meta=meta)
+
+
+def load_jsonl(annotations: Path, videos_dir: Path) -> list[JobQuestion]:
+    """The questions of a JSONL benchmark (format: ``bench/README.md``).
+
+    Args:
+        annotations: a ``.jsonl`` file, or a folder whose ``*.jsonl`` files are read in sorted name order.
+        videos_dir: folder a relative ``video`` is resolved against (files need not exist: the runner
+            records a missing video as a failed question).
+
+    Returns:
+        One question per non-blank line, in file order: ``answer_type`` ``auto``; ``gt`` = the truth
+        normalised for its type (letter upper-case; text a list of strings; number int or float; yes/no
+        lower-case; interval ``[start_s, end_s]`` floats; cannot_tell the true answer by its own kind, or
+        None); ``options`` as given; ``meta`` = ``benchmark`` (``"jsonl"``), ``video_id`` (the ``video``
+        value: the confidence intervals' cluster), ``type`` (None = not scored), ``tags`` (list), ``source``,
+        ``file`` and ``line`` (where the question is), ``how`` when given.
+
+    Raises:
+        InputError: missing path or a folder without .jsonl files; a line that is not JSON, lacks qid /
+            video / question, has an unknown type or an answer that does not fit its type (file and line
+            named); a qid used twice (both places named); no questions at all.
+    """
+    out: list[JobQuestion] = []
+    seen: dict[str, str] = {}
+    files = jsonl_files(annotations)
+    for path in files:
+        for line, rec in _jsonl_items(path, _read_text(path)):
+            q = _wrap(path, line, lambda rec=rec, line=line, path=path: _question(path, line, rec, videos_dir))
+            where = f"{path.name} line {line}" if len(files) > 1 else f"line {line}"
+            if q.qid in seen:
+                raise InputError(f"{path}: line {line}: question id {q.qid!r} appears twice (first at "
+                                 f"{seen[q.qid]})")
+            seen[q.qid] = where
+            out.append(q)
+    if not out:
+        raise InputError(f"{annotations}: no questions in {'the folder' if len(files) > 1 else 'the file'}")
+    return out
+
+
+def stratified_subset(questions: list[JobQuestion], n: int) -> list[JobQuestion]:
+    """A deterministic pick of ``n`` questions spread over the types, for a quick look.
+
+    The questions are grouped by ``meta["type"]`` (untyped ones form one group), groups in the order their
+    first question appears; within a group the videos take turns (each video's first question of that type,
+    then each video's second, …), videos with more questions first. The pick takes each group's first question in turn, then each group's
+    second, … (round-robin) until ``n`` are taken. Returned in file order; all of them when ``n`` ≥ their
+    number.
+
+    Raises:
+        InputError: ``n`` < 1.
+    """
+    if n < 1:
+        raise InputError("--subset must be at least 1")
+    groups: dict[str, list[int]] = {}
+    for i, q in enumerate(questions):
+        groups.setdefault(str(q.meta.get("type") or ""), []).append(i)
+    # within a type, take the videos in turn (first question of each video, then the second, ...), the videos
+    # with the most questions first (ties in file order)
+    counts: dict[str, int] = {}
+    for q in questions:
+        counts[str(q.video)] = counts.get(str(q.video), 0) + 1
+    video_order = {v: k for k, v in enumerate(sorted(counts, key=lambda v: -counts[v]))}  # stable: file order
+    for key, members in groups.items():
+        nth: dict[str, int] = {}
+        ranked = []
+        for i in members:
+            v = str(questions[i].video)
+            ranked.append((nth.get(v, 0), video_order[v], i))
+            nth[v] = nth.get(v, 0) + 1
+        groups[key] = [i for _, _, i in sorted(ranked)]
+    picked: list[int] = []
+    rank = 0
+    while len(picked) < min(n, len(questions)):
+        for members in groups.values():
+            if rank < len(members) and len(picked) < n:
+                picked.append(members[rank])
+        rank += 1
+    return [questions[i] for i in sorted(picked)]
+
+
+# ------------------------------------------------------------------------------------------------- rules
+
+
+def normalize_text(text: str) -> str:
+    """``text`` lower-cased with every run of punctuation / underscores / whitespace turned into one space
+    and stripped (``"The sign reads EXIT-42."`` → ``"the sign reads exit 42"``)."""
+    return re.sub(r"[\W_]+", " ", str(text).lower()).strip()
+
+
+def text_match(answer: str | None, accepted: Iterable[str]) -> str | None:
+    """The first accepted string that occurs in ``answer`` as whole words (both :func:`normalize_text`-ed),
+    or None. ``"EXIT 42"`` is in ``"The sign reads EXIT 42."``; ``"EXIT 4"`` is not."""
+    hay = f" {normalize_text(answer or '')} "
+    for a in accepted:
+        needle = normalize_text(a)
+        if needle and f" {needle} " in hay:
+            return a
+    return None
+
+
+_DIGITS = re.compile(r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?")
+_WORDS = re.compile(r"(?<![a-z]-)\b(" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True)) + r")\b(?!-[a-z])")
+
+
+def first_number(text: str | None) -> float | None:
+    """The first number in ``text``: digits (``12``, ``-3``, ``2.5``, ``1,200``; not inside a word such as
+    ``mp4``) or a number word zero–twenty (``"three"``; not ``"twenty-one"``), whichever comes first;
+    None when there is none. ``"3 or 4"`` → 3.0."""
+    if not text:
+        return None
+    low = text.lower()
+    d, w = _DIGITS.search(low), _WORDS.search(low)
+    if d and (not w or d.start() <= w.start()):
+        return float(d.group(0).replace(",", ""))
+    if w:
+        return float(NUMBER_WORDS[w.group(1)])
+    return None
+
+
+def first_yes_no(text: str | None) -> str | None:
+    """``"yes"`` or ``"no"``: the first of those two words in ``text`` (whole words: "nothing", "know" and
+    "yesterday" are neither), or None."""
+    for word in normalize_text(text or "").split():
+        if word in ("yes", "no"):
+            return word
+    return None
+
+
+def _cannot_norm(text: str) -> str:
+    t = str(text).lower().replace("\u2019", "'").replace("\u2018", "'").replace("`", "'")
+    t = re.sub(r"\bcan\s*'?\s*t\b|\bcan\s+not\b", "cannot", t)
+    return " ".join(t.split())
+
+
+_CANNOT = re.compile(r"\b(?:" + "|".join(re.escape(p) for p in CANNOT_TELL_PHRASES) + r")\b")
+
+
+def says_cannot_tell(text: str | None) -> bool:
+    """Whether ``text`` says the question cannot be answered here (one of :data:`CANNOT_TELL_PHRASES`,
+    "can't" / "can not" read as "cannot")."""
+    return bool(text) and _CANNOT.search(_cannot_norm(text)) is not None
+
+
+def _span(v: Any) -> list[float] | None:
+    try:
+        if v is not None and len(v) == 2:
+            a, b = float(v[0]), float(v[1])
+            return [min(a, b), max(a, b)] if math.isfinite(a) and math.isfinite(b) else None
+    except (TypeError, ValueError):
+        pass
+    return None
+
+
+def _judge(kind: str, gt: Any, record: dict, text: str) -> tuple[bool, Any, float | None]:
+    """(right, what was read, IoU or None) of an answered record by ``kind``'s rule."""
+    if kind == "choice":
+        c = record.get("choice")
+        pred = str(c).strip().upper() if c not in (None, "") else None
+        return pred is not None and pred == gt, pred, None
+    if kind == "text":
+        found = text_match(text, gt)
+        return found is not None, found, None
+    if kind == "number":
+        value = first_number(text)
+        return value is not None and abs(value - float(gt)) < 1e-9, value, None
+    if kind == "yesno":
+        word = first_yes_no(text)
+        return word is not None and word == gt, word, None
+    if kind == "interval":
+        pred = _span(record.get("interval"))
+        iou = temporal_iou(gt, pred) if pred else 0.0
+        return iou >= 0.5, pred, iou
+    raise ValueError(f"unknown rule {kind!r}")
+
+
+def is_scored(q: JobQuestion) -> bool:
+    """Whether ``q`` counts in the score: it has a known type and a truth (``cannot_tell`` needs none)."""
+    kind = q.meta.get("type")
+    return kind in TYPES and (kind == "cannot_tell" or q.gt is not None)
+
+
+def grade_jsonl(question: JobQuestion, record: dict | None) -> dict:
+    """One question's score fields (what ``avi eval jsonl`` writes as the record's ``score``).
+
+    Args:
+        question: from :func:`load_jsonl`.
+        record: its results record (``status``, ``answer``, ``choice``, ``interval``, ``cannot_tell``), or
+            None (missing).
+
+    Returns:
+        ``status`` (ok / failed / missing), ``type``, ``gt``, ``scored`` (in the score), ``correct`` (bool;
+        None when not scored), ``pred`` (what the rule read: letter, matched string, number, yes/no word,
+        ``[start_s, end_s]``; None when nothing), ``iou`` (interval rule, else None) and, for cannot_tell,
+        ``by`` (``flag``, ``phrase`` or ``answer``: what made it right; None when wrong).
+    """
+    kind, status = question.meta.get("type"), _status(record)
+    ok = status == "ok"
+    rec = record if ok else {}
+    text = rec.get("answer") if isinstance(rec.get("answer"), str) else ""
+    out: dict[str, Any] = {"status": status, "type": kind, "gt": question.gt, "scored": is_scored(question),
+                           "correct": None, "pred": None, "iou": None}
+    if not out["scored"]:
+        return out
+    if kind != "cannot_tell":
+        out["correct"], out["pred"], out["iou"] = _judge(kind, question.gt, rec, text) if ok else (
+            False, None, 0.0 if kind == "interval" else None)
+        return out
+    by = None
+    if ok and rec.get("cannot_tell") is True:
+        by = "flag"
+    elif ok and says_cannot_tell(text):
+        by = "phrase"
+    if ok and question.gt is not None:
+        right, out["pred"], out["iou"] = _judge(truth_kind(question.gt), question.gt, rec, text)
+        if right and by is None:
+            by = "answer"
+    out["correct"], out["by"] = by is not None, by
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ report
+
+
+def percentile(values: list[float], p: float) -> float | None:
+    """The ``p``-th percentile (0–100) of ``values``, linearly interpolated between order statistics
+    (numpy's default: position ``(n − 1)·p/100``); None when empty."""
+    if not values:
+        return None
+    xs = sorted(values)
+    pos = (len(xs) - 1) * p / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+@dataclass
+class JsonlReport:
+    """Scores of one ``avi eval jsonl`` run (values in percent).
+
+    Attributes:
+        benchmark: ``"jsonl"``; ``title`` the display name (with the annotation file or folder name).
+        annotations: the annotation file or folder, or None.
+        subset: ``{"n": picked, "of": questions in the annotations}`` for a ``--subset`` run, else None.
+        counts: ``total`` (questions of the run), ``scored``, ``not_scored`` (no type or answer), ``videos``,
+            ``answered`` (status ok), ``failed``, ``missing`` (no record), ``extra_records`` (qids not in
+            the run).
+        overall: accuracy over the scored questions (:class:`~avi.eval.scoring.Score`, CI clustered by video).
+        by_type: type → accuracy, in :data:`TYPES` order (types present only).
+        by_source: source (``real`` / ``synthetic`` / …) → accuracy (questions with a source).
+        by_tag: tag → accuracy (a question counts under each of its tags), tags sorted.
+        choice_letters: over the scored choice questions: ``n``, ``letters`` (A… and ``none``),
+            ``answered`` and ``truth`` (letter → percent of n; ``none`` = no letter delivered, failed or
+            missing), ``answered_count`` and ``truth_count`` (letter → questions).
+        interval: ``mIoU``, ``R@0.3``, ``R@0.5`` over the scored interval questions (Scores; mIoU in percent).
+        per_question: over the answered questions: ``answered``; ``seconds`` (``p50``, ``p90``, ``mean``,
+            ``n``; agent seconds); ``steps`` and ``frames`` (``median``, ``mean``, ``n``); None values when
+            no record has the field.
+        notes: the conventions, one line each.
+    """
+
+    benchmark: str
+    title: str
+    annotations: str | None
+    subset: dict | None
+    counts: dict[str, int]
+    overall: Score
+    by_type: dict[str, Score] = field(default_factory=dict)
+    by_source: dict[str, Score] = field(default_factory=dict)
+    by_tag: dict[str, Score] = field(default_factory=dict)
+    choice_letters: dict = field(default_factory=dict)
+    interval: dict[str, Score] = field(default_factory=dict)
+    per_question: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """The report as plain JSON-able data (same field names)."""
+        return asdict(self)
+
+
+def _cluster(q: JobQuestion) -> str:
+    return str(q.meta.get("video_id") or q.video)
+
+
+def _acc(graded: list[tuple[JobQuestion, dict]]) -> Score:
+    return _score([1.0 if f["correct"] else 0.0 for _, f in graded], [_cluster(q) for q, _ in graded])
+
+
+def _seconds(rec: dict) -> float | None:
+    s = rec.get("seconds")
+    if isinstance(s, dict):
+        s = s.get("agent")
+    return float(s) if isinstance(s, (int, float)) and not isinstance(s, bool) else None
+
+
+def _numbers(recs: list[dict], key: str) -> list[float]:
+    return [float(r[key]) for r in recs if isinstance(r.get(key), (int, float)) and not isinstance(r.get(key), bool)]
+
+
+def _center(values: list[float]) -> dict:
+    return {"median": statistics.median(values) if values else None,
+            "mean": sum(values) / len(values) if values else None, "n": len(values)}
+
+
+def score_jsonl(questions: list[JobQuestion], records: Iterable[dict] | dict[str, dict], *,
+                subset: dict | None = None, annotations: str | Path | None = None) -> JsonlReport:
+    """Score a JSONL benchmark run.
+
+    Args:
+        questions: the run's questions (from :func:`load_jsonl`, or the job file).
+        records: results records (a list, the last per ``qid`` counting, or ``{qid: record}``).
+        subset: ``{"n": picked, "of": all}`` when the run was a ``--subset`` (stated in the report).
+        annotations: the annotation file or folder (for the title).
+
+    Returns:
+        A :class:`JsonlReport` (``to_dict()`` for JSON, :func:`format_jsonl_report` for text).
+    """
+    by_qid = _records_by_qid(records)
+    graded = [(q, grade_jsonl(q, by_qid.get(q.qid))) for q in questions]
+    scored = [(q, f) for q, f in graded if f["scored"]]
+
+    by_type = {t: _acc(rows) for t in TYPES if (rows := [(q, f) for q, f in scored if f["type"] == t])}
+    sources: dict[str, list] = {}
+    tags: dict[str, list] = {}
+    for q, f in scored:
+        if q.meta.get("source"):
+            sources.setdefault(str(q.meta["source"]), []).append((q, f))
+        for tag in dict.fromkeys(q.meta.get("tags") or []):
+            tags.setdefault(str(tag), []).append((q, f))
+
+    choice = [(q, f) for q, f in scored if f["type"] == "choice"]
+    answered_count: dict[str, int] = {}
+    truth_count: dict[str, int] = {}
+    width = 0
+    for q, f in choice:
+        truth_count[f["gt"]] = truth_count.get(f["gt"], 0) + 1
+        got = f["pred"] if f["pred"] else "none"
+        answered_count[got] = answered_count.get(got, 0) + 1
+        width = max(width, len(q.options or []))
+    letters = sorted({*truth_count, *answered_count, *LETTERS[:width]} - {"none"})
+    letters.append("none")
+    n_choice = len(choice)
+    choice_letters = {
+        "n": n_choice, "letters": letters if n_choice else [],
+        "answered": {k: 100.0 * answered_count.get(k, 0) / n_choice for k in letters} if n_choice else {},
+        "truth": {k: 100.0 * truth_count.get(k, 0) / n_choice for k in letters} if n_choice else {},
+        "answered_count": {k: answered_count.get(k, 0) for k in letters} if n_choice else {},
+        "truth_count": {k: truth_count.get(k, 0) for k in letters} if n_choice else {},
+    }
+
+    spans = [(q, f) for q, f in scored if f["type"] == "interval"]
+    clusters = [_cluster(q) for q, _ in spans]
+    ious = [f["iou"] or 0.0 for _, f in spans]
+    interval = {"mIoU": _score(ious, clusters)} if spans else {}
+    if spans:
+        for t in (0.3, 0.5):
+            interval[f"R@{t}"] = _score([1.0 if v >= t else 0.0 for v in ious], clusters)
+
+    ok = [by_qid[q.qid] for q, f in graded if f["status"] == "ok"]
+    secs = [s for s in (_seconds(r) for r in ok) if s is not None]
+    per_question = {
+        "answered": len(ok),
+        "seconds": {"p50": percentile(secs, 50), "p90": percentile(secs, 90),
+                    "mean": sum(secs) / len(secs) if secs else None, "n": len(secs)},
+        "steps": _center(_numbers(ok, "iterations")),
+        "frames": _center(_numbers(ok, "frames")),
+    }
+
+    qids = {q.qid for q in questions}
+    counts = {
+        "total": len(graded), "scored": len(scored), "not_scored": len(graded) - len(scored),
+        "videos": len({_cluster(q) for q in questions}),
+        "answered": sum(f["status"] == "ok" for _, f in graded),
+        "failed": sum(f["status"] == "failed" for _, f in graded),
+        "missing": sum(f["status"] == "missing" for _, f in graded),
+        "extra_records": sum(k not in qids for k in by_qid),
+    }
+    name = Path(str(annotations)).name if annotations else ""
+    notes = [SCORING_NOTE, CI_NOTE, TIMING_NOTE]
+    if subset:
+        notes.insert(0, f"SUBSET: {subset['n']} of {subset['of']} questions, round-robin over the types in file "
+                        f"order (--subset): a quick look, not the benchmark's score")
+    return JsonlReport(benchmark=BENCHMARK, title=f"JSONL benchmark ({name})" if name else "JSONL benchmark",
+                       annotations=str(annotations) if annotations else None, subset=subset, counts=counts,
+                       overall=_acc(scored), by_type=by_type,
+                       by_source={k: _acc(v) for k, v in sorted(sources.items())},
+                       by_tag={k: _acc(v) for k, v in sorted(tags.items())}, choice_letters=choice_letters,
+                       interval=interval, per_question=per_question, notes=notes)
+
+
+# ------------------------------------------------------------------------------------------------ text
+
+
+def _v(x: float | None, digits: int = 1) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def _acc_rows(first: str, rows: list[tuple[str, Score]]) -> list[str]:
+    table = [[first, "acc", "95% CI", "right", "n", "videos"]]
+    for label, s in rows:
+        table.append([label, _v(s.value), "" if s.ci is None else f"[{s.ci[0]:.1f}, {s.ci[1]:.1f}]",
+                      f"{s.total:g}", str(s.n), str(s.videos)])
+    return _grid(table, {1, 3, 4, 5})
+
+
+def format_jsonl_report(report: JsonlReport) -> str:
+    """``report`` as plain text: counts, accuracy overall / by type / by source / by tag, the choice-letter
+    histogram, the interval metrics, per-question cost, the conventions."""
+    c = report.counts
+    head = f"{report.title}: {c.get('total', 0)} questions on {c.get('videos', 0)} videos ({c.get('scored', 0)} scored)"
+    if report.subset:
+        head += f"  [SUBSET: {report.subset['n']} of {report.subset['of']} questions]"
+    lines = [head, f"answered {c.get('answered', 0)}, failed {c.get('failed', 0)}, missing {c.get('missing', 0)}; "
+                   f"not scored (no type or answer) {c.get('not_scored', 0)}"]
+    if c.get("extra_records"):
+        lines.append(f"ignored: {c['extra_records']} record(s) of questions not in this run")
+    lines.append("")
+    lines += _acc_rows("accuracy (%)", [("overall", report.overall)] + list(report.by_type.items()))
+    for name, rows in (("source", report.by_source), ("tag", report.by_tag)):
+        if rows:
+            lines.append("")
+            lines += _acc_rows(f"by {name}", list(rows.items()))
+    cl = report.choice_letters
+    if cl.get("n"):
+        lines.append("")
+        lines.append(f"choice letters (% of {cl['n']} choice questions; none = no letter, failed or missing)")
+        table = [["letter", "answered", "truth"]]
+        table += [[k, _v(cl["answered"][k]), _v(cl["truth"][k])] for k in cl["letters"]]
+        lines += _grid(table, {1, 2})
+    if report.interval:
+        m = report.interval
+        ci = m["mIoU"].ci
+        lines.append("")
+        lines.append(f"interval ({m['mIoU'].n} questions): mIoU {_v(m['mIoU'].value)}"
+                     + (f" [{ci[0]:.1f}, {ci[1]:.1f}]" if ci else "")
+                     + f", R@0.3 {_v(m['R@0.3'].value)}, R@0.5 {_v(m['R@0.5'].value)}")
+    pq = report.per_question
+    if pq.get("answered"):
+        s, st, fr = pq["seconds"], pq["steps"], pq["frames"]
+        lines.append("")
+        lines.append(f"per answered question ({pq['answered']}): seconds p50 {_v(s['p50'])}, p90 {_v(s['p90'])}; "
+                     f"steps median {_v(st['median'])}, mean {_v(st['mean'])}; "
+                     f"frames median {_v(fr['median'])}, mean {_v(fr['mean'])}")
+    lines.append("")
+    lines += [f"- {n}" for n in report.notes]
+    return "\n".join(lines)
