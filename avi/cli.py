@@ -151,7 +151,8 @@ def cmd_ask(args) -> int:
     if args.json:
         print(json.dumps({"answer": result.answer, "choice": result.choice, "interval": result.interval,
                           "choices": result.choices, "order": result.order, "answer_type": result.answer_type,
-                          "note": result.note, "evidence": result.evidence, "trace": str(trace_path),
+                          "note": result.note, "cannot_tell": result.cannot_tell,
+                          "choice_method": result.choice_method, "evidence": result.evidence, "trace": str(trace_path),
                           "question": trace.question,
                           "video": trace.video, "iterations": trace.iterations, "forced": trace.forced,
                           "seconds": trace.seconds, "frames": _frames_line(trace), "telemetry": trace.totals()},

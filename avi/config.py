@@ -247,6 +247,15 @@ class Settings(BaseSettings):
     structured_answer: bool = Field(default=True, description="deliver choice / multi-select / interval / order "
                                                               "answers through one schema-constrained final call "
                                                               "(the regex read of the answer is the fallback)")
+    choice_scoring: Literal["permutation", "text", "off"] = Field(
+        default="permutation", description="how a multiple-choice letter is taken (issue 14): 'permutation' scores "
+        "the options by the letters' log-probabilities averaged over cyclic permutations of the options (falls back "
+        "to 'text' when the server returns no log-probabilities), 'text' has the model name the option's text under "
+        "a schema and maps it to its letter, 'off' reads the letter of the model's answer")
+    grounded_answers: bool = Field(default=True, description="free-text answers about text or speech are taken from "
+                                                             "the evidence strings, interval answers widened to the "
+                                                             "whole evidence run, and questions the profile's tools "
+                                                             "cannot measure answered as such (issue 14)")
     extract_pass: bool = Field(default=True, description="a reply that names a tool in words but holds no usable "
                                                          "call goes through a short constrained extraction request "
                                                          "before any retry (think, then extract)")

@@ -130,8 +130,9 @@ def make_agent(settings, sign_index, reader, backends):
     """``make_agent(replies, **settings_overrides) -> (agent, llm)``."""
 
     def make(replies, **overrides):
-        # the structured final call (one more reply for typed answers) is tested on its own below
-        overrides = {"structured_answer": False, **overrides}
+        # the structured final call, the option scores and the grounded answers (more replies) are tested
+        # on their own below
+        overrides = {"structured_answer": False, "choice_scoring": "off", "grounded_answers": False, **overrides}
         for k, v in overrides.items():
             setattr(settings, k, v)
         llm = ScriptedLLM(replies)
@@ -341,7 +342,7 @@ def test_trap_same_query_warns_on_the_fourth_call_and_refuses_the_fifth(make_age
 def test_trap_overlapping_time_ranges(make_agent):
     ranges = [[[5, 5]], [[5, 5.1]], [[5.05, 5.05]], [[5, 5.05]], [[5.02, 5.02]]]
     agent, llm = make_agent([call("text_extract", time_ranges=r) for r in ranges]
-                            + [call("text_extract", time_ranges=[[12, 14]]), TO_REVIEW, "**Answer:** EXIT 42"])
+                            + [call("text_extract", time_ranges=[[9, 10]]), TO_REVIEW, "**Answer:** EXIT 42"])
     result = agent.run(QT)
     assert kinds(result.trace) == ["tool_call"] * 4 + ["retry", "tool_call", "stage_switch", "answer"]
     assert any("trap" in n for n in result.trace.steps[3].notes)
@@ -547,9 +548,9 @@ def test_early_answer_is_only_a_candidate(make_agent):
 
 
 @pytest.mark.parametrize("echo", [
-    "**Answer:** the letter of one option",
+    "**Answer:** the letter of the option the evidence supports",
     "**Answer:** [start, end]",
-    "**Answer:** a short, direct answer (a number, a word or the text that was read)",
+    "**Answer:** a short, direct answer",
 ])
 def test_answer_that_parrots_the_instructions_is_a_retry(make_agent, echo):
     agent, llm = make_agent([TEXT_AT_5, TO_REVIEW, echo, "**Answer:** EXIT 42"])
@@ -561,7 +562,7 @@ def test_answer_that_parrots_the_instructions_is_a_retry(make_agent, echo):
 
 def test_answer_format_follows_the_question(make_agent):
     for question, expected, answer in [("When is the EXIT sign on screen?", "[start, end]", "[4, 9]"),
-                                       ("What colour is it? A. red B. blue", "letter of one option", "B"),
+                                       ("What colour is it? A. red B. blue", "letter of the option", "B"),
                                        ("Select all that apply: A. red B. blue", "letters of every option", "A, B"),
                                        ("In which order do they appear? A. red B. blue", "in the order", "B, A"),
                                        (QT, "short, direct answer", "1")]:
@@ -700,8 +701,8 @@ def test_answer_type_setting_overrides_inference(make_agent):
 def test_native_tool_calls(make_agent):
     native = ChatResult(content="", tool_calls=[("text_extract", '{"time_ranges": [[5,5]]}')],
                         prompt_tokens=7, completion_tokens=3, seconds=0.02)
-    two = ChatResult(content="", tool_calls=[("text_extract", '{"time_ranges": [[13,13]]}'),
-                                             ("object_detect", '{"time_ranges": [[13,13]], "objects": ["person"]}')])
+    two = ChatResult(content="", tool_calls=[("text_extract", '{"time_ranges": [[9,9]]}'),
+                                             ("object_detect", '{"time_ranges": [[9,9]], "objects": ["person"]}')])
     agent, llm = make_agent([TO_PERCEIVE, native, two, TO_REVIEW, "**Answer:** EXIT 42"])
     result = agent.run(QT)
     trace = result.trace
@@ -1010,3 +1011,100 @@ def test_structured_interval_is_clipped_and_text_answers_make_no_extra_call(make
                              "**Answer:** EXIT 42"], structured_answer=True)
     result = agent.run(Q)
     assert result.answer == "EXIT 42" and all(c.json_schema is None for c in llm.calls)
+
+
+# ---------------------------------------------------------------- issue 14: grounded steps and answers
+
+
+class LogprobLLM(ScriptedLLM):
+    """ScriptedLLM with the ChatClient's ``first_token_logprobs``: every option-scoring request prefers the
+    letter A (position bias) and, a little less, the option whose text is ``truth``."""
+
+    def __init__(self, replies, truth: str | None):
+        super().__init__(replies)
+        self.truth, self.scored = truth, []
+
+    def first_token_logprobs(self, messages, tools=None, *, top=20, seed=0):
+        prompt = messages[-1]["content"]
+        self.scored.append(prompt)
+        if self.truth is None:
+            return {}, ChatResult(content="")
+        out = {}
+        for line in prompt.splitlines():
+            if len(line) > 3 and line[1:3] == ". ":
+                out[line[0]] = (2.0 if line[0] == "A" else 0.0) + (1.0 if line[3:] == self.truth else 0.0)
+        return out, ChatResult(content="A", prompt_tokens=40, seconds=0.01)
+
+
+CHOICE_Q = "What does the sign at 5 s say? (A) ROOM 7B (B) EXIT 42 (C) EXIT 24"
+
+
+def _agent_with(make_agent, llm, **overrides):
+    agent, _ = make_agent([], **overrides)
+    agent.llm = llm
+    return agent
+
+
+def test_choice_from_option_scores_over_cyclic_permutations(make_agent):
+    llm = LogprobLLM([TEXT_AT_5, TO_REVIEW, "**Answer:** A"], truth="EXIT 42")
+    result = _agent_with(make_agent, llm, choice_scoring="permutation").run(CHOICE_Q)
+    assert result.choice == "B" and result.choice_method == "option-scores"
+    assert result.answer == "B. EXIT 42"  # the letter written (A) lost to the option scores
+    assert len(llm.scored) == 3 and "(A) ROOM 7B" not in llm.scored[0]
+    step = result.trace.steps[-1]
+    assert step.kind == "final_answer" and "cyclic permutations" in step.notes[0]
+    assert set(step.observation_data["option_scores"]) == {"A", "B", "C"}
+    assert result.trace.choice_method == "option-scores"
+
+
+def test_choice_from_the_option_text_when_the_server_gives_no_logprobs(make_agent):
+    llm = LogprobLLM([TEXT_AT_5, TO_REVIEW, "**Answer:** A", '{"option": "EXIT 42"}'], truth=None)
+    result = _agent_with(make_agent, llm, choice_scoring="permutation").run(CHOICE_Q)
+    assert result.choice == "B" and result.choice_method == "option-text" and result.note is None
+    schema = llm.calls[-1].json_schema
+    assert schema["properties"]["option"]["enum"] == ["ROOM 7B", "EXIT 42", "EXIT 24"]
+
+
+def test_free_text_answer_is_taken_from_the_evidence(make_agent):
+    agent, llm = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** the sign shows a number", '{"evidence": "EXIT 42"}'],
+                            grounded_answers=True)
+    result = agent.run(QT)
+    assert result.answer == "EXIT 42"
+    assert llm.calls[-1].json_schema["properties"]["evidence"]["enum"][-1] == "none"
+    assert any("taken from the evidence" in n for s in result.trace.steps for n in s.notes)
+
+
+def test_free_text_answer_that_holds_the_evidence_is_kept(make_agent):
+    agent, llm = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** It says EXIT 42."], grounded_answers=True)
+    result = agent.run(QT)
+    assert result.answer == "It says EXIT 42." and len(llm.calls) == 3  # no extra request
+
+
+def test_interval_answer_spans_the_whole_event(make_agent):
+    # EXIT 42 is on screen 4.0-9.0 s; the model looked at one second of it and answered with that second
+    agent, llm = make_agent([call("text_extract", time_ranges=[[5, 6]]), TO_REVIEW, "**Answer:** [5, 6]"],
+                            grounded_answers=True)
+    result = agent.run("When is the EXIT sign on screen, around 0:05?")
+    s, e = result.interval
+    assert 3.5 <= s <= 4.0 and 8.5 <= e <= 9.25
+    followed = [st for st in result.trace.steps if st.kind == "tool_call" and st.phase == "review"]
+    assert followed and all("following the event" in st.notes[0] for st in followed)
+
+
+def test_question_the_profile_cannot_measure_says_so(make_agent):
+    agent, llm = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** B"], grounded_answers=True)
+    result = agent.run("What is the man at 5 s riding? A. a horse B. a bicycle")
+    assert result.cannot_tell and result.choice == "B"
+    assert result.answer.startswith("Cannot tell on this profile") and "(a guess)" in result.answer
+    assert "bicycle" in result.answer and result.trace.cannot_tell
+
+
+def test_perceive_range_nothing_supports_is_questioned_once(make_agent):
+    far = call("text_extract", time_ranges=[[15, 16]])
+    agent, llm = make_agent([TO_PERCEIVE, far, far, TO_REVIEW, "**Answer:** ROOM 7B"])
+    result = agent.run("What does the sign in the first five seconds say?")
+    assert kinds(result.trace) == ["stage_switch", "retry", "tool_call", "stage_switch", "answer"]
+    note = result.trace.steps[1].notes[0]
+    assert "[15.0s–16.0s]" in note and "[0.0s–5.0s]" in note and "named in the question" in note
+    assert "time words point to" in llm.calls[0].messages[1]["content"]
+    assert "Where to look first" in llm.calls[1].messages[-1]["content"]

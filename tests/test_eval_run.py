@@ -55,7 +55,9 @@ def work(tmp_path_factory):
 def env_for(root: Path) -> dict:
     env = dict(os.environ)
     env.update(AVI_HOME=str(root / "home"), AVI_INDEX_ROOT=str(root / "indexes"), AVI_GRAPH_LLM="0",
-               AVI_SUMMARY_LLM="0", AVI_TRANSCRIPT="off", PYTHONPATH=str(REPO))
+               AVI_SUMMARY_LLM="0", AVI_TRANSCRIPT="off", PYTHONPATH=str(REPO),
+               # the harness is under test, not the agent: the scripted answers are delivered as written
+               AVI_CHOICE_SCORING="off", AVI_GROUNDED_ANSWERS="0")
     return env
 
 

@@ -434,3 +434,13 @@ def test_extract_order_free_items(answer, order):
 
     assert extract_order(answer, {}) == order
     assert extract_order("dog", {}) is None
+
+
+def test_times_written_with_their_unit_are_read():
+    from avi.agent.parse import find_tool_call
+
+    call = find_tool_call('{ "name": "clip_merge", "arguments": {"clips": [[0.0s, 5.0s], [15.0 s, 20.0s]]} }')
+    assert call is not None and call.error is None
+    assert call.arguments == {"clips": [[0.0, 5.0], [15.0, 20.0]]}
+    # a quoted "5s" is left to the argument coercion; text inside strings is not touched by the JSON parser
+    assert find_tool_call('{"name": "x", "arguments": {"q": "is 5s, ok"}}').arguments == {"q": "is 5s, ok"}

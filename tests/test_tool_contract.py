@@ -354,9 +354,18 @@ def test_none_arguments_are_missing_arguments():
     _assert_invalid(obs, text_extract, "time_ranges")
 
 
-def test_unknown_extra_key():
-    obs = text_extract.run(make_ctx(), {"time_ranges": [[1, 2]], "language": "en"})
-    _assert_invalid(obs, text_extract, "language", "Extra inputs are not permitted")
+def test_unknown_extra_key_is_ignored_with_a_note():
+    ctx = make_ctx()
+    obs = text_extract.run(ctx, {"time_ranges": [[1, 1]], "language": "en"})
+    assert not obs.error, obs.text
+    assert ctx.video.requests == [[1.0]]
+    assert obs.notes[-1] == "ignored argument(s) that text_extract does not take: language"
+    assert "text_extract does not take: language" in obs.text  # the model is told
+
+
+def test_unknown_key_without_the_required_ones_is_an_error():
+    obs = text_extract.run(make_ctx(), {"language": "en"})
+    _assert_invalid(obs, text_extract, "time_ranges")
     assert obs.data["arguments"]["language"] == "en"
 
 

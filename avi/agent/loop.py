@@ -48,13 +48,24 @@ from avi.agent.parse import (
     parse_reply,
     split_thought,
 )
+from avi.agent.choice import choice_by_text, permutation_scores, question_stem
+from avi.agent.grounding import (
+    Places,
+    asks_for_text,
+    evidence_span,
+    evidence_strings,
+    grounded_in,
+    is_yes_no,
+    normalise,
+    unmeasurable,
+)
 from avi.agent.prompts import PromptLibrary
 from avi.agent.trace import Trace
 from avi.backends.llm import ChatClient, ContextOverflowError
 from avi.config import Settings
 from avi.index.graph import merge_spans
 from avi.tools import ALL_TOOLS, PHASES, Tool, ToolContext, tools_for
-from avi.video.timecode import clock_times_in, mentions_time
+from avi.video.timecode import clock_times_in, fmt_range, mentions_time, question_ranges
 
 
 @dataclass
@@ -71,6 +82,10 @@ class AgentResult:
         order: the sequence of an ordering answer (letters, or items without options), else None.
         answer_type: choice, multi, interval, order or text.
         note: why ``answer`` is None although the model answered (unparseable for the type).
+        cannot_tell: the profile's tools cannot measure what the question asks (the answer says so; a
+            multiple-choice letter is then the best-supported option, a guess).
+        choice_method: how a multiple-choice letter was taken (``option-scores``, ``option-text``,
+            ``structured``, ``letter``), else None.
     """
 
     answer: str | None
@@ -82,6 +97,8 @@ class AgentResult:
     order: list[str] | None = None
     answer_type: str = "text"
     note: str | None = None
+    cannot_tell: bool = False
+    choice_method: str | None = None
 
 
 class Agent:
@@ -148,9 +165,17 @@ class Agent:
         times = clock_times_in(question)
         time_hint = ("Times in the question, in seconds: " + ", ".join(f"{c} = {v:g}s" for c, v in times) + ".") \
             if times else ""
+        named = question_ranges(question, self.ctx.duration_s)
+        st.places.add_named(named)
+        self.ctx.focus_ranges = [list(span) for _, span in named]
+        if named:
+            time_hint = (time_hint + "\n" if time_hint else "") + "The question's time words point to: " + \
+                "; ".join(f'"{p}" = {fmt_range(*span)}' for p, span in named) + ". Look there first."
         configured = getattr(self.settings, "answer_type", "auto")
         st.kind = answer_type(question, st.options) if configured == "auto" else configured
         st.answer_format = self.prompts.text(f"format_{st.kind}")
+        if st.kind == "text" and is_yes_no(question):
+            st.answer_format = self.prompts.text("format_yesno")
         transcript = self.ctx.index.transcript
         speech = self.prompts.render("speech_yes", segments=len(transcript),
                                      source=", ".join(sorted({s.source for s in transcript}))) \
@@ -201,19 +226,204 @@ class Agent:
             st.answer = self._forced_answer(trace, st)
         raw = st.answer
         choice, choices, interval, order, note = self._typed(st, raw)
-        final = self._structured_answer(st, trace) if raw is not None else None
-        if final is not None:  # the structured final call is the delivered answer; the regex read is the fallback
-            choice, choices, interval, order, note = (final.get("choice"), final.get("choices"),
-                                                      final.get("interval", interval), final.get("order"), None)
+        method = "letter" if choice else None
+        picked = self._debiased_choice(st, trace) if st.kind == "choice" and st.options else None
+        if picked is not None:  # the option scores (or the option's text) decide, not the letter written
+            (choice, method), note = picked, None
+            if st.answer is None or extract_choice(st.answer, st.options) != choice:
+                st.answer = f"{choice}. {st.options[choice]}"
+        else:
+            final = self._structured_answer(st, trace) if raw is not None else None
+            if final is not None:  # the structured final call is the delivered answer; regex read the fallback
+                choice, choices, interval, order, note = (final.get("choice"), final.get("choices"),
+                                                          final.get("interval", interval), final.get("order"), None)
+                method = "structured" if choice else method
         if note:
             st.answer = None  # unparseable for its type: reported as such, never a guess
+        cannot = False
+        if getattr(self.settings, "grounded_answers", True):
+            if st.kind == "text" and st.answer is not None:
+                st.answer = self._extractive_answer(st, trace, st.answer)
+            if st.kind == "interval" and interval:
+                interval = self._event_interval(st, trace, interval)
+            cannot = self._cannot_tell(st, trace, choice)
         ev = merge_spans([list(map(float, e)) for e in st.evidence]) or merge_spans(st.looked)
         trace.answer, trace.choice, trace.interval, trace.evidence = st.answer, choice, interval, ev
         trace.choices, trace.order, trace.answer_type, trace.raw_answer, trace.answer_note = \
             choices, order, st.kind, raw, note
+        trace.cannot_tell, trace.choice_method = cannot, method if st.kind == "choice" else None
         trace.iterations, trace.forced = st.iteration, forced
         trace.seconds["agent"] = round(time.perf_counter() - t_start, 3)
-        return AgentResult(st.answer, choice, interval, ev, trace, choices, order, st.kind, note)
+        return AgentResult(st.answer, choice, interval, ev, trace, choices, order, st.kind, note, cannot,
+                           trace.choice_method)
+
+    # ------------------------------------------------------------------ grounded answers (issue 14)
+
+    def _debiased_choice(self, st: "_State", trace: Trace) -> tuple[str, str] | None:
+        """The multiple-choice letter without position bias (:mod:`avi.agent.choice`), or None to fall back
+        to the structured final call. The trace records the option scores and the method."""
+        mode = getattr(self.settings, "choice_scoring", "permutation")
+        if mode == "off":
+            return None
+        history = st.history
+        if history and history[-1]["role"] == "assistant" and find_answer(history[-1].get("content") or ""):
+            history = history[:-1]  # the options are scored on the evidence, not on the letter just written
+        messages = [{"role": "system", "content": self._system()}] + history
+        if mode == "permutation":
+            try:
+                scores, calls = permutation_scores(self.llm, messages, self._schemas, self.prompts, st.question,
+                                                   st.options, seed=self.settings.llm_seed)
+            except ContextOverflowError:
+                scores, calls = {}, []
+            if scores:
+                best = max(scores, key=lambda k: (scores[k], -ord(k)))
+                trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                          llm_seconds=round(sum(c["seconds"] for c in calls), 3),
+                          prompt_tokens=sum(c["prompt_tokens"] for c in calls), completion_tokens=len(calls),
+                          notes=[f"choice {best} by option scores averaged over {len(calls)} cyclic permutations: "
+                                 + ", ".join(f"{k} {v:.2f}" for k, v in scores.items())],
+                          observation_data={"option_scores": scores, "permutations": calls})
+                return best, "option-scores"
+        try:
+            letter, res = choice_by_text(self.llm, messages, self._schemas, self.prompts, st.question, st.options,
+                                         st.answer or "", self._max_tokens(), seed=self.settings.llm_seed)
+        except ContextOverflowError:
+            return None
+        if res is not None:
+            trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase, content=res.content,
+                      llm_seconds=round(res.seconds, 3), prompt_tokens=res.prompt_tokens,
+                      completion_tokens=res.completion_tokens,
+                      notes=[f"choice {letter} by the option text the model named" if letter
+                             else "the option text could not be read; structured letter used"])
+        return (letter, "option-text") if letter else None
+
+    def _extractive_answer(self, st: "_State", trace: Trace, answer: str) -> str:
+        """A free-text answer about words (on-screen text, names, what was said) taken from the evidence
+        strings when the model's answer holds none of them: one constrained call picks the string that
+        answers, with the evidence's exact spelling (issue 14, answers that answer)."""
+        strings = evidence_strings(st.perceive_data())
+        if not strings or not asks_for_text(st.question) or grounded_in(answer, strings):
+            return answer
+        schema = {"type": "object", "properties": {"evidence": {"type": "string", "enum": strings + ["none"]}},
+                  "required": ["evidence"], "additionalProperties": False}
+        prompt = self.prompts.render("final_evidence", question=st.question, answer=answer,
+                                     evidence="\n".join(f"- {x}" for x in strings))
+        messages = [{"role": "system", "content": self._system()}] + st.history + [{"role": "user", "content": prompt}]
+        try:
+            res = self.llm.chat(messages, self._schemas, max_tokens=self._max_tokens(), seed=self.settings.llm_seed,
+                                temperature=0.0, json_schema=schema)
+            picked = json.loads(split_thought(res.content)[1].strip() or "null")["evidence"]
+        except (ContextOverflowError, ValueError, TypeError, KeyError):
+            return answer
+        ok = picked in strings
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase, content=res.content,
+                  llm_seconds=round(res.seconds, 3), prompt_tokens=res.prompt_tokens,
+                  completion_tokens=res.completion_tokens,
+                  notes=[f"answer {answer[:80]!r} holds no evidence string; "
+                         + (f"taken from the evidence: {picked!r}" if ok else "no evidence string fits; kept")])
+        return picked if ok else answer
+
+    def _event_interval(self, st: "_State", trace: Trace, interval: list[float]) -> list[float]:
+        """An interval answer widened (or narrowed) to the whole evidence run it points at: the perceive
+        tools' evidence ranges that overlap it, chained across neighbouring clips (issue 14: intervals that
+        are one 5 s clip). Evidence at the edge of what was looked at is followed into the next clips by
+        running the same tool there (:meth:`_follow_event`)."""
+        runs = [list(map(float, e)) for e in st.evidence]
+        about = self._texts_about_question(st)
+        if about:  # on-screen texts that share words with the question: the event is their time on screen
+            runs = [[float(t["first_s"]), float(t["last_s"])] for t in about]
+        span = evidence_span(interval, runs)
+        if span is None:
+            return interval
+        span = self._follow_event(st, trace, span, {normalise(t["text"]) for t in about})
+        dur = self.ctx.duration_s
+        out = [round(max(0.0, span[0]), 2), round(min(dur, span[1]), 2)]
+        if out != interval:
+            trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                      notes=[f"interval {fmt_range(*interval)} widened to the evidence run {fmt_range(*out)}"])
+        return out
+
+    @staticmethod
+    def _texts_about_question(st: "_State") -> list[dict]:
+        """The text runs text_extract found (``{text, first_s, last_s}``) that share a word of four letters or
+        more with the question (not its options)."""
+        words = {w for w in normalise(question_stem(st.question)).split() if len(w) >= 4}
+        return [t for n, _, d in st.perceive_calls if n == "text_extract" for t in d.get("texts", [])
+                if words & set(normalise(t.get("text", "")).split())]
+
+    def _follow_event(self, st: "_State", trace: Trace, span: list[float], keys: set[str] | None = None,
+                      max_steps: int = 6) -> list[float]:
+        """Extend ``span`` past the edges of the frames looked at, one ``clip_seconds`` window at a time (at
+        most ``max_steps`` per side), while the last evidence-giving perceive call (text_extract: the same
+        text, ``keys`` when given; object_detect: the same labels) still finds its evidence next to the edge."""
+        last = next(((n, a, d) for n, a, d in reversed(st.perceive_calls)
+                     if n in ("text_extract", "object_detect") and d.get("evidence")), None)
+        if last is None:
+            return span
+        name, args, data = last
+        keys = keys or {normalise(t.get("text", "")) for t in data.get("texts", [])
+                        if t.get("last_s", 0) >= span[0] - 1.0 and t.get("first_s", 0) <= span[1] + 1.0}
+        step, dur, tool = float(self.settings.clip_seconds), self.ctx.duration_s, ALL_TOOLS[name]
+        looked = merge_spans([list(x) for x in st.looked], gap_s=1.0)
+        s, e = span
+        for direction in (-1, 1):
+            for _ in range(max_steps):
+                edge = s if direction < 0 else e
+                window = [max(0.0, edge - step), edge] if direction < 0 else [edge, min(dur, edge + step)]
+                if window[1] - window[0] < 0.5 or self._looked_beyond(looked, edge, direction):
+                    break  # the video ends, or frames beyond the edge were seen without the evidence
+                arguments = {**args, "time_ranges": [window]}
+                obs = tool.run(self.ctx, arguments)
+                if obs.frames_s:
+                    looked = merge_spans(looked + [[min(obs.frames_s), max(obs.frames_s)]], gap_s=1.0)
+                texts = obs.data.get("texts")
+                hits = [t for t in texts if normalise(t.get("text", "")) in keys] if texts is not None and keys \
+                    else [{"first_s": r[0], "last_s": r[1]} for r in obs.evidence]
+                near = [h for h in hits if (h["last_s"] >= edge - 1.0 if direction < 0 else h["first_s"] <= edge + 1.0)]
+                trace.add(kind="tool_call", iteration=st.iteration, phase="review", tool=name, arguments=arguments,
+                          observation=obs.text, observation_data=obs.data, error=obs.error,
+                          tool_seconds=obs.data.get("seconds", 0.0), frames_s=obs.frames_s,
+                          notes=["host: following the event past the frames looked at (interval answer)"])
+                if obs.error or not near:
+                    break
+                if direction < 0:
+                    s = min(s, min(h["first_s"] for h in near) - 0.25)
+                    if s > window[0] + 0.75:
+                        break  # it starts inside this window
+                else:
+                    e = max(e, max(h["last_s"] for h in near) + 0.25)
+                    if e < window[1] - 0.75:
+                        break  # it ends inside this window
+        return [s, e]
+
+    @staticmethod
+    def _looked_beyond(looked: list[list[float]], edge: float, direction: int) -> bool:
+        """Whether frames were already looked at just beyond ``edge`` (the evidence truly ends there)."""
+        probe = edge + direction * 1.0
+        return any(a <= probe <= b for a, b in looked)
+
+    def _cannot_tell(self, st: "_State", trace: Trace, choice: str | None) -> bool:
+        """Whether the question asks about something this profile's perceive tools cannot measure and no
+        on-screen text or speech answers it; the answer then says so (a choice letter stays, as a guess)."""
+        det = self.ctx.backends.detector
+        analyzer = getattr(self.ctx.backends, "frame_analyzer", None)
+        words = unmeasurable(st.question, det, getattr(analyzer, "name", ""))
+        if not words:
+            return False
+        strings = evidence_strings(st.perceive_data())
+        qwords = {w for w in normalise(st.question).split() if len(w) >= 4}
+        if any(qwords & set(normalise(x).split()) for x in strings):
+            return False  # text or speech about the question was found: the answer rests on it
+        if choice and st.options:
+            guess = f"; the option best supported is {choice}. {st.options.get(choice, '')} (a guess)"
+        else:
+            guess = f"; best guess: {st.answer} (not measured)" if st.answer else ""
+        st.answer = (f"Cannot tell on this profile: its tools ({det.name}; per-frame colours and motion) do not "
+                     f"see {', '.join(words)}{guess}")
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                  notes=[f"cannot tell: the question asks about {', '.join(words)}, which this profile's tools "
+                         f"cannot measure, and no text or speech evidence answers it"])
+        return True
 
     def _answer_schema(self, st: "_State") -> dict | None:
         """JSON schema of the structured final answer for the question's type (None for free text)."""
@@ -317,8 +527,11 @@ class Agent:
         question = st.question + (f"\n{st.options_text}" if st.options_text else "")
         speech = bool(self.ctx.index.transcript)  # speech tools are only mentioned when there is speech
         graph = self._has_entity_graph()  # graph_retrieve only when the graph has extracted entities
+        places = st.places.describe()
+        places = ("Where to look first (the question's time words, then the best search hits):\n" + places) \
+            if places else "No search has pointed anywhere yet: choose ranges that the question or the search names."
         return self.prompts.render(f"stage_{phase}", question=question, answer_format=st.answer_format,
-                                   evidence=evidence, detector_vocabulary=self.ctx.backends.detector.vocabulary,
+                                   evidence=evidence, places=places, detector_vocabulary=self.ctx.backends.detector.vocabulary,
                                    speech_retrieve=self.prompts.text("speech_retrieve") if speech else "",
                                    speech_perceive="  " + self.prompts.text("speech_perceive") if speech else "",
                                    graph_retrieve=self.prompts.text("graph_retrieve_hint") if graph else "")
@@ -332,7 +545,7 @@ class Agent:
         """
         if st.phase == "perceive" and not st.perceived:
             return self._allowed(st)
-        if st.phase == "retrieve" and not st.retrieved and not mentions_time(st.question):
+        if st.phase == "retrieve" and not st.retrieved and not st.names_time():
             return self._search_tools()
         return None
 
@@ -458,6 +671,8 @@ class Agent:
         self._append_tool_exchange(st.history, res, reply, tool, text)
         if not obs.error:
             if tool.phase == "perceive":
+                st.perceive_calls.append((tool.name, dict(reply.call.arguments or {}),
+                                          {**obs.data, "evidence": obs.evidence}))
                 st.evidence_notes.append(_evidence_note(obs.text))
                 st.perceived += 1
                 if tool.name != "frame_analysis":
@@ -467,6 +682,7 @@ class Agent:
                     st.looked.append([min(obs.frames_s), max(obs.frames_s)])
             else:
                 st.retrieved += 1
+                st.places.add_observation(tool.name, obs.data, obs.evidence)
         trace.add(kind="tool_call", tool=tool.name, arguments=reply.call.arguments, observation=text,
                   observation_data=obs.data, error=obs.error, tool_seconds=obs.data.get("seconds", 0.0),
                   frames_s=obs.frames_s, notes=notes + obs.notes, **common)
@@ -495,6 +711,14 @@ class Agent:
             if _call_key(call.name, call.arguments) in st.seen:
                 return (f"you already called {call.name} with exactly these arguments and its result is above. "
                         f"Use other arguments or another tool, or write a stage directive")
+            ranges = _ranges_arg(call.arguments or {}, widen=False) if tool.phase == "perceive" else None
+            off = st.places.unsupported(ranges) if ranges else []
+            key = _call_key(call.name, call.arguments)
+            if off and key not in st.questioned and tool.name != "transcript_read":
+                st.questioned.add(key)  # asked once: the same call again is run as asked
+                return (f"no tool returned {', '.join(fmt_range(*r) for r in off)} and the question does not name "
+                        f"it. Look first where the evidence points:\n{st.places.describe()}\n"
+                        f"(To look at your range anyway, send the same call again.)")
             run = _trap_run(st.streak, call.name, call.arguments)
             if run > TRAP_REPEATS:
                 return (f"you already called {call.name} {run} times in a row on nearly the same input. "
@@ -504,7 +728,7 @@ class Agent:
         if phase == "perceive" and not st.perceived:
             return (f"you must call a perceive tool ({', '.join(self._usable('perceive'))}) on the "
                     f"relevant time ranges before leaving the PERCEIVE stage")
-        if phase == "retrieve" and not st.retrieved and not mentions_time(st.question):
+        if phase == "retrieve" and not st.retrieved and not st.names_time():
             return f"search first ({' or '.join(self._search_tools())}) to find the time ranges worth inspecting"
         if phase == "review" and reply.answer and self._echoes_instructions(reply.answer):
             return ("your answer repeats the format instructions instead of answering; write **Answer:** followed "
@@ -522,7 +746,7 @@ class Agent:
         if "<" in a and ">" in a or a in {"[start, end]", "[start_s, end_s]"}:
             return True
         texts = [self.prompts.text(n) for n in ("stage_review", "format_choice", "format_interval", "format_text",
-                                                 "format_multi", "format_order")]
+                                                 "format_multi", "format_order", "format_yesno")]
         instructions = " ".join(" ".join(texts).lower().split())
         return len(a) >= 6 and a in instructions
 
@@ -582,6 +806,17 @@ class _State:
     answer_format: str = ""
     kind: str = "text"  # the answer type
     evidence_notes: list[str] = field(default_factory=list)
+    places: Places = field(default_factory=Places)  # where to look: the question's time words, search hits
+    perceive_calls: list = field(default_factory=list)  # (tool, arguments, data + evidence) of successful calls
+    questioned: set = field(default_factory=set)  # perceive calls questioned once for unsupported ranges
+
+    def perceive_data(self) -> list[tuple[str, dict]]:
+        """``(tool, observation data)`` of the successful perceive calls, in order."""
+        return [(n, d) for n, _, d in self.perceive_calls]
+
+    def names_time(self) -> bool:
+        """Whether the question says where to look (a time, or time words such as "in the last minute")."""
+        return mentions_time(self.question) or any(p.source == "question" for p in self.places.items)
 
 
 def _evidence_note(observation: str, limit: int = 400) -> str:
@@ -625,7 +860,7 @@ def near_identical(a: tuple[str, dict], b: tuple[str, dict], min_overlap: float 
     return (aa or {}) == (ab or {})
 
 
-def _ranges_arg(arguments: dict) -> list[list[float]] | None:
+def _ranges_arg(arguments: dict, widen: bool = True) -> list[list[float]] | None:
     for key in _RANGE_KEYS:
         value = arguments.get(key)
         if isinstance(value, list) and value:
@@ -635,7 +870,7 @@ def _ranges_arg(arguments: dict) -> list[list[float]] | None:
                 return None
             out = []
             for s, e in spans:
-                if e - s < 1.0:  # a moment: one second around its centre
+                if widen and e - s < 1.0:  # a moment: one second around its centre
                     s, e = (s + e) / 2 - 0.5, (s + e) / 2 + 0.5
                 out.append([s, e])
             return out

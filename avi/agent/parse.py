@@ -49,12 +49,16 @@ def split_thought(text: str | None) -> tuple[str, str]:
     return "\n".join(t for t in thoughts if t), rest.strip()
 
 
+_SECONDS_SUFFIX = re.compile(r"(\d)\s*s(?=\s*[,\]}])")
+
+
 def iter_json_objects(text: str):
     """Yield ``(start, end, obj)`` for each top-level ``{…}`` that parses as an object.
 
     Braces inside JSON strings are respected. A doubled-brace object
     (``{{"name": …}}``, copied from a broken chat template) is unwrapped. Python
-    literal dicts (single quotes, True/False) are accepted too.
+    literal dicts (single quotes, True/False) are accepted too, and so are times
+    written with their unit outside quotes (``[[0.0s, 5.0s]]``, seen in 1.5B replies).
     """
     i = 0
     n = len(text)
@@ -92,6 +96,8 @@ def iter_json_objects(text: str):
         obj = _loads(chunk)
         if obj is None and chunk.startswith("{{") and chunk.endswith("}}"):
             obj = _loads(chunk[1:-1])
+        if obj is None and _SECONDS_SUFFIX.search(chunk):  # [[0.0s, 5.0s]]: times written with their unit
+            obj = _loads(_SECONDS_SUFFIX.sub(r"\1", chunk))
         if isinstance(obj, dict):
             yield i, end, obj
             i = end

@@ -85,6 +85,8 @@ class Trace:
     answer_type: str = ""
     raw_answer: str | None = None
     answer_note: str | None = None
+    cannot_tell: bool = False
+    choice_method: str | None = None
     evidence: list[list[float]] = field(default_factory=list)
     iterations: int = 0
     forced: bool = False

@@ -172,23 +172,7 @@ class ChatClient:
         if self.chat_template_kwargs is not None:
             kwargs["extra_body"] = {"chat_template_kwargs": self.chat_template_kwargs}
         t0 = time.perf_counter()
-        try:
-            resp = self._client.chat.completions.create(**kwargs)
-        except self._openai.APIConnectionError:
-            raise LLMUnavailableError(f"lost the LLM server at {self.base_url}") from None
-        except self._openai.APITimeoutError:
-            raise LLMUnavailableError(f"the LLM server at {self.base_url} timed out") from None
-        except self._openai.BadRequestError as exc:
-            msg = str(exc)
-            if "context" in msg.lower() and ("length" in msg.lower() or "window" in msg.lower()
-                                             or "exceed" in msg.lower()):
-                raise ContextOverflowError(f"conversation exceeds the model's context: {msg[:200]}") from None
-            raise AviError(f"the LLM server rejected the request: {msg[:300]}") from None
-        except self._openai.APIStatusError as exc:
-            if exc.status_code in (429, 502, 503, 504):  # overloaded or restarting: worth retrying later
-                raise LLMUnavailableError(f"the LLM server at {self.base_url} is unavailable (HTTP "
-                                          f"{exc.status_code}): {str(exc)[:200]}") from None
-            raise AviError(f"the LLM server answered HTTP {exc.status_code}: {str(exc)[:300]}") from None
+        resp = self._create(kwargs)
         seconds = time.perf_counter() - t0
         choice = resp.choices[0]
         msg = choice.message
@@ -207,6 +191,72 @@ class ChatClient:
             completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
             seconds=seconds,
         )
+
+    def _create(self, kwargs: dict):
+        """``chat.completions.create`` with the server's failures mapped to avi's errors (see :meth:`chat`)."""
+        try:
+            return self._client.chat.completions.create(**kwargs)
+        except self._openai.APIConnectionError:
+            raise LLMUnavailableError(f"lost the LLM server at {self.base_url}") from None
+        except self._openai.APITimeoutError:
+            raise LLMUnavailableError(f"the LLM server at {self.base_url} timed out") from None
+        except self._openai.BadRequestError as exc:
+            msg = str(exc)
+            if "context" in msg.lower() and ("length" in msg.lower() or "window" in msg.lower()
+                                             or "exceed" in msg.lower()):
+                raise ContextOverflowError(f"conversation exceeds the model's context: {msg[:200]}") from None
+            raise AviError(f"the LLM server rejected the request: {msg[:300]}") from None
+        except self._openai.APIStatusError as exc:
+            if exc.status_code in (429, 502, 503, 504):  # overloaded or restarting: worth retrying later
+                raise LLMUnavailableError(f"the LLM server at {self.base_url} is unavailable (HTTP "
+                                          f"{exc.status_code}): {str(exc)[:200]}") from None
+            raise AviError(f"the LLM server answered HTTP {exc.status_code}: {str(exc)[:300]}") from None
+
+    def first_token_logprobs(self, messages: list[dict], tools: list[dict] | None = None, *, top: int = 20,
+                             seed: int | None = 0) -> tuple[dict[str, float], ChatResult]:
+        """Log-probabilities of the most likely first tokens of the reply (one token generated, greedy).
+
+        Used to score answer options by their letter (issue 14: option scores debiased over cyclic
+        permutations). llama.cpp's and vLLM's servers return ``logprobs.content[0].top_logprobs``.
+
+        Args:
+            messages: OpenAI-format messages.
+            tools: the same ``tools`` as the conversation's other requests (an unchanged prompt prefix keeps
+                the server's KV cache); the reply is not constrained.
+            top: how many alternatives to ask for (servers cap it, often at 20).
+
+        Returns:
+            ``({token text stripped: highest logprob}, result)``; the dict is empty when the server returned
+            no log-probabilities.
+
+        Raises:
+            the errors of :meth:`chat`.
+        """
+        kwargs: dict = {"model": self.model, "messages": messages, "max_tokens": 1, "temperature": 0.0,
+                        "logprobs": True, "top_logprobs": top}
+        if seed is not None:
+            kwargs["seed"] = seed
+        if tools:
+            kwargs["tools"] = tools
+            kwargs["tool_choice"] = "auto"  # as in the conversation: the same prompt, so the prefix cache holds
+        if self.chat_template_kwargs is not None:
+            kwargs["extra_body"] = {"chat_template_kwargs": self.chat_template_kwargs}
+        t0 = time.perf_counter()
+        resp = self._create(kwargs)
+        seconds = time.perf_counter() - t0
+        choice = resp.choices[0]
+        out: dict[str, float] = {}
+        content = getattr(getattr(choice, "logprobs", None), "content", None) or []
+        if content:
+            for alt in getattr(content[0], "top_logprobs", None) or []:
+                token = str(getattr(alt, "token", "")).strip()
+                lp = float(getattr(alt, "logprob", float("-inf")))
+                if token and lp > out.get(token, float("-inf")):
+                    out[token] = lp
+        usage = resp.usage
+        return out, ChatResult(content=choice.message.content or "", finish_reason=choice.finish_reason,
+                               prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+                               completion_tokens=getattr(usage, "completion_tokens", 0) or 0, seconds=seconds)
 
 
 def served_model(client, openai_module, base_url: str, model: str | None, server: str,

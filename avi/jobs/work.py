@@ -156,7 +156,9 @@ def answer_job_question(q: JobQuestion, prepared: PreparedVideo, settings: Setti
     return {"qid": q.qid, "video": str(q.video), "question": q.question, "status": "ok", "error": None,
             "answer": result.answer, "choice": result.choice, "choices": result.choices,
             "interval": result.interval, "order": result.order, "answer_type": result.answer_type,
-            "note": result.note, "evidence": result.evidence, "trace": str(path), "index_dir": str(prepared.index.path),
+            "note": result.note, "cannot_tell": result.cannot_tell, "choice_method": result.choice_method,
+            "evidence": result.evidence,
+            "trace": str(path), "index_dir": str(prepared.index.path),
             "duration_s": prepared.info.duration_s,
             "iterations": trace.iterations, "forced": trace.forced, "seconds": trace.seconds,
             "frames": totals.get("frames_spent"), "tokens": totals.get("prompt_tokens", 0)

@@ -37,6 +37,9 @@ class ToolContext:
         index: the video's :class:`avi.index.store.VideoIndex`.
         video: a :class:`avi.video.decode.VideoReader` for frames by time.
         backends: :class:`avi.backends.Backends` (OCR, detector, embedder, ...).
+        frames_spent: frames the perceive tools looked at for this question.
+        focus_ranges: ``[[start_s, end_s]]`` the question's time words name (set by the agent); search
+            hits inside them are ranked first.
     """
 
     settings: Any
@@ -44,6 +47,7 @@ class ToolContext:
     video: Any
     backends: Any
     frames_spent: int = 0
+    focus_ranges: list = field(default_factory=list)
 
     @property
     def duration_s(self) -> float:
@@ -287,9 +291,19 @@ class Tool:
         t0 = time.perf_counter()
         arguments = dict(arguments or {})
         # Small models copy JSON-schema keywords from the tool list into their arguments.
-        dropped = [k for k in arguments if k in _SCHEMA_KEYWORDS and k not in self.args_model.model_fields]
+        fields = self.args_model.model_fields
+        dropped = [k for k in arguments if k in _SCHEMA_KEYWORDS and k not in fields]
         for k in dropped:
             arguments.pop(k)
+        # ... and arguments of a neighbouring tool (objects= to text_extract): with every required argument
+        # given, an unknown one is ignored and the model is told, instead of the whole call failing (issue 14).
+        required = {k for k, f in fields.items() if f.is_required()}
+        unknown = [k for k in arguments if k not in fields]
+        if unknown and required <= set(arguments):
+            for k in unknown:
+                arguments.pop(k)
+        else:
+            unknown = []
         try:
             args = self.args_model.model_validate(arguments)
         except ValidationError as exc:
@@ -310,6 +324,10 @@ class Tool:
             obs.data.setdefault("frames", len(obs.frames_s))
         if dropped:
             obs.notes.append(f"ignored schema keywords in the arguments: {', '.join(dropped)}")
+        if unknown:
+            note = f"ignored argument(s) that {self.name} does not take: {', '.join(unknown)}"
+            obs.notes.append(note)
+            obs.text += f"\nNote: {note}."
         return obs
 
 

@@ -66,3 +66,103 @@ _SECONDS_IN_TEXT = re.compile(r"\b\d+(?:\.\d+)?\s*(?:s|sec|secs|seconds?|min|min
 def mentions_time(text: str) -> bool:
     """Whether a question names a moment (``0:40``, ``12 s``, ``3 minutes``)."""
     return bool(clock_times_in(text)) or bool(_SECONDS_IN_TEXT.search(text or ""))
+
+
+_NUMBER_WORDS = {
+    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
+    "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20, "thirty": 30, "forty": 40, "forty-five": 45,
+    "fifty": 50, "sixty": 60, "ninety": 90, "a": 1, "an": 1, "a few": 3, "few": 3, "a couple of": 2,
+}
+_AMOUNT = r"(\d+(?:\.\d+)?|" + "|".join(sorted((re.escape(w) for w in _NUMBER_WORDS), key=len, reverse=True)) + r")"
+_UNIT = r"(s|secs?|seconds?|mins?|minutes?)\b"
+_CLOCK_OR_SECONDS = r"(\d{1,2}:\d{2}(?::\d{2})?(?:\.\d+)?|\d+(?:\.\d+)?\s*(?:s|secs?|seconds?)\b)"
+
+
+def _amount_s(amount: str, unit: str) -> float:
+    a = amount.strip().lower()
+    value = float(a) if re.fullmatch(r"\d+(?:\.\d+)?", a) else float(_NUMBER_WORDS[a])
+    return value * (60.0 if unit.lower().startswith("m") else 1.0)
+
+
+def _point_s(text: str) -> float:
+    return parse_time(re.sub(r"\s*(secs?|seconds?)$", "s", text.strip(), flags=re.I))
+
+
+def question_ranges(text: str, duration_s: float) -> list[tuple[str, list[float]]]:
+    """Time ranges that the words of a question name, as ``(phrase, [start_s, end_s])`` in order of appearance.
+
+    Reads clock times and seconds ("at 0:40", "around 3:20", "between 1:00 and 1:30", "from 12 s to 20 s"),
+    amounts from either end ("in the first ten seconds", "in the last minute", "after 2 minutes"), and vague
+    words ("at the start", "shortly after the beginning", "halfway through", "near the end", "in the second
+    half"). Vague words get a window of a tenth of the video, at least 10 s and at most 60 s; "around t" is
+    t ± 5 s (± 10 s for videos over 10 minutes); "at t" is the 5 s around t. Ranges are clipped to
+    ``[0, duration_s]``; phrases that name nothing inside the video are dropped.
+
+    This is the host's reading of the question's time words (issue 14: small orchestrators search the whole
+    video when the question says where to look); the agent offers these ranges as the first places to look.
+
+    Args:
+        text: the question.
+        duration_s: video length in seconds (> 0).
+
+    Returns:
+        ``[(phrase, [start_s, end_s])]``, seconds, start <= end.
+    """
+    dur = float(duration_s)
+    if dur <= 0 or not text:
+        return []
+    q = " ".join(text.split())
+    vague = min(60.0, max(10.0, 0.1 * dur))
+    around = 10.0 if dur >= 600 else 5.0
+    found: list[tuple[int, str, list[float]]] = []
+    taken: list[tuple[int, int]] = []
+
+    def add(m: re.Match, span: list[float]) -> None:
+        if any(m.start() < e and m.end() > s for s, e in taken):
+            return  # part of a longer phrase already read
+        a, b = sorted(span)
+        a, b = max(0.0, a), min(dur, b)
+        if b < a or a >= dur:
+            return
+        taken.append((m.start(), m.end()))
+        found.append((m.start(), m.group(0), [round(a, 3), round(b, 3)]))
+
+    for m in re.finditer(rf"\b(?:between|from)\s+{_CLOCK_OR_SECONDS}\s+(?:and|to|until|-|–)\s+{_CLOCK_OR_SECONDS}",
+                         q, re.I):
+        add(m, [_point_s(m.group(1)), _point_s(m.group(2))])
+    for m in re.finditer(rf"\b(?:in|during|within|over)\s+the\s+(first|last|final|opening|closing)\s+"
+                         rf"(?:{_AMOUNT}\s+)?{_UNIT}", q, re.I):
+        n = _amount_s(m.group(2) or "1", m.group(3))
+        add(m, [0.0, n] if m.group(1).lower() in ("first", "opening") else [dur - n, dur])
+    for m in re.finditer(rf"\b{_AMOUNT}\s+{_UNIT}\s+(?:in|into)\b", q, re.I):
+        t = _amount_s(m.group(1), m.group(2))
+        add(m, [t - around, t + around])
+    for m in re.finditer(rf"\b(after|before)\s+(?:the\s+first\s+)?{_AMOUNT}\s+{_UNIT}", q, re.I):
+        t = _amount_s(m.group(2), m.group(3))
+        add(m, [t, t + 2 * vague] if m.group(1).lower() == "after" else [max(0.0, t - 2 * vague), t])
+    for m in re.finditer(rf"\b(around|about|approximately|roughly|near|at|by|and|or)\s+(?:the\s+)?"
+                         rf"{_CLOCK_OR_SECONDS}", q, re.I):
+        t = _point_s(m.group(2))
+        w = around if m.group(1).lower() in ("around", "about", "approximately", "roughly", "near") else 2.5
+        add(m, [t - w, t + w])
+    for m in re.finditer(_CLOCK_IN_TEXT.pattern, q):
+        t = parse_time(m.group(1))
+        add(m, [t - 2.5, t + 2.5])
+    words = [
+        (r"\b(?:in\s+the\s+)?first\s+half\b", [0.0, dur / 2]),
+        (r"\b(?:in\s+the\s+)?second\s+half\b", [dur / 2, dur]),
+        (r"\b(?:half\s*way|midway)(?:\s+(?:through|point|mark))?\b|\bin\s+the\s+middle\s+of\s+the\s+video\b",
+         [dur / 2 - vague / 2, dur / 2 + vague / 2]),
+        (r"\b(?:shortly|soon|just|right)\s+after\s+(?:the\s+)?(?:start|beginning|video\s+(?:starts|begins))\b",
+         [0.0, vague]),
+        (r"\b(?:at|near|in|from|towards?)\s+the\s+(?:very\s+)?(?:start|beginning|opening)\b|"
+         r"\bearly\s+(?:on|in\s+the\s+video)\b|\bfirst\s+(?:few\s+)?(?:moments|frames|scene)\b|"
+         r"\bopening\s+(?:scene|shot|seconds)\b|\bwhen\s+the\s+video\s+(?:starts|begins)\b", [0.0, vague]),
+        (r"\b(?:at|near|in|towards?|by)\s+the\s+(?:very\s+)?end\b|\blate\s+in\s+the\s+video\b|"
+         r"\b(?:last|final|closing)\s+(?:few\s+)?(?:moments|frames|scene|shot|seconds)\b|"
+         r"\bbefore\s+the\s+video\s+ends\b|\bwhen\s+the\s+video\s+ends\b", [dur - vague, dur]),
+    ]
+    for pattern, span in words:
+        for m in re.finditer(pattern, q, re.I):
+            add(m, span)
+    return [(phrase, span) for _, phrase, span in sorted(found)]

@@ -1,0 +1,280 @@
+"""Evidence grounding for small orchestrators (issue 14): where to look, and answers taken from what was found.
+
+A 1.5B orchestrator reads the last message far better than a tool result ten messages up, copies
+example values, and searches the whole video when the question names the part to look at. The host
+therefore keeps, per question,
+
+* :class:`Places` — the time ranges worth inspecting, best first: the ranges the question's time words
+  name (:func:`avi.video.timecode.question_ranges`), then the retrieve tools' hits ranked by similarity.
+  Perceive opens with them as the default places to look, and a perceive call on a range that nothing
+  supports is questioned once before it runs (:meth:`Places.unsupported`);
+* the evidence strings the perceive tools returned (on-screen text runs, transcript lines), from which a
+  free-text answer is taken with the evidence's exact spelling (:func:`evidence_strings`);
+* the evidence runs from which an interval answer is widened to the whole event (:func:`evidence_span`).
+
+All times are seconds from the start of the video; ranges are ``[start_s, end_s]``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from avi.index.graph import merge_spans
+from avi.video.timecode import fmt_range
+
+
+@dataclass
+class Place:
+    """One range worth inspecting.
+
+    Attributes:
+        span: ``[start_s, end_s]``.
+        source: what supports it (``question``, or the retrieve tool's name).
+        score: similarity to the query (1.0 for ranges the question names).
+        label: the question's words for it, or the tool's query.
+    """
+
+    span: list[float]
+    source: str
+    score: float
+    label: str = ""
+
+
+@dataclass
+class Places:
+    """The ranges worth inspecting for one question, best first (issue 14, "evidence-grounded steps").
+
+    Args:
+        tolerance_s: a perceive range this close to a place counts as supported by it.
+    """
+
+    tolerance_s: float = 2.5
+    items: list[Place] = field(default_factory=list)
+
+    def add_named(self, named: list[tuple[str, list[float]]]) -> None:
+        """Add the ranges the question's time words name (``question_ranges`` output)."""
+        for phrase, span in named:
+            self.items.append(Place([float(span[0]), float(span[1])], "question", 1.0, phrase))
+
+    def add_observation(self, tool: str, data: dict, evidence: list[list[float]]) -> None:
+        """Add what a retrieve tool returned: clips with similarities (``clip_retrieve``), transcript lines
+        (``transcript_search``) or, for the other tools, their evidence ranges (scored 0)."""
+        rows = data.get("clips") or data.get("segments") or []
+        query = str(data.get("query") or "")
+        added = False
+        for r in rows:
+            if isinstance(r, dict) and "start_s" in r and "end_s" in r:
+                self.items.append(Place([float(r["start_s"]), float(r["end_s"])], tool,
+                                        float(r.get("similarity") or 0.0), query))
+                added = True
+        if not added:
+            for s, e in evidence:
+                self.items.append(Place([float(s), float(e)], tool, 0.0, query))
+
+    def best(self, n: int = 5) -> list[Place]:
+        """Up to ``n`` places: every range the question names first, then search hits by similarity
+        (neighbouring hits of one query joined), no range twice."""
+        named = [p for p in self.items if p.source == "question"]
+        hits = sorted((p for p in self.items if p.source != "question"), key=lambda p: -p.score)
+        out: list[Place] = []
+        for p in named + hits:
+            if any(_overlap(p.span, q.span) >= 0.5 * max(1e-9, min(_len(p.span), _len(q.span))) for q in out):
+                continue
+            out.append(p)
+            if len(out) >= n:
+                break
+        return out
+
+    def describe(self, n: int = 5) -> str:
+        """The places as one line each for the Perceive instruction ("" when there are none)."""
+        lines = []
+        for p in self.best(n):
+            why = f'named in the question ("{p.label}")' if p.source == "question" else \
+                f"{p.source} hit, similarity {p.score:.2f}" if p.score else f"{p.source} result"
+            lines.append(f"  - {fmt_range(*p.span)}: {why}")
+        return "\n".join(lines)
+
+    def unsupported(self, ranges: list[list[float]]) -> list[list[float]]:
+        """The ranges of a perceive call that no place supports (none when there are no places yet).
+
+        A range is supported when it overlaps a place widened by ``tolerance_s`` on each side; a
+        range that covers a place counts as supported too.
+        """
+        if not self.items:
+            return []
+        named = [p for p in self.items if p.source == "question"]
+        pool = named or self.items  # when the question names where to look, that is where to look
+        out = []
+        for r in ranges:
+            s, e = sorted((float(r[0]), float(r[-1])))
+            if not any(s <= p.span[1] + self.tolerance_s and e >= p.span[0] - self.tolerance_s for p in pool):
+                out.append([s, e])
+        return out
+
+
+def _len(span: list[float]) -> float:
+    return max(0.0, span[1] - span[0])
+
+
+def _overlap(a: list[float], b: list[float]) -> float:
+    return max(0.0, min(a[1], b[1]) - max(a[0], b[0]))
+
+
+# ----------------------------------------------------------------------------- evidence strings
+
+
+_TEXT_QUESTION = re.compile(
+    r"\b(?:say|says|said|saying|spoken|speak|speaks|mention|mentions|mentioned|word|words|phrase|text|written|"
+    r"write|writes|read|reads|sign|title|caption|label|name|named|called|code|number on|displayed|shown on|"
+    r"letters?)\b", re.I)
+
+
+_YES_NO = re.compile(r"^\s*(?:is|are|was|were|does|do|did|can|could|has|have|had|will|would|should)\b", re.I)
+
+
+def is_yes_no(question: str) -> bool:
+    """Whether a question without options is a yes/no question (it opens with an auxiliary verb)."""
+    return bool(_YES_NO.match(question or ""))
+
+
+def asks_for_text(question: str) -> bool:
+    """Whether a free-text question asks for words (on-screen text, a name, something said) rather than a
+    count, a yes/no or a description: those answers are taken from the evidence strings (issue 14,
+    answers that answer)."""
+    q = question or ""
+    return bool(_TEXT_QUESTION.search(q)) and not re.search(r"\bhow (?:many|much|long)\b", q, re.I) \
+        and not is_yes_no(q)
+
+
+def evidence_strings(steps: list[tuple[str, dict]], limit: int = 40) -> list[str]:
+    """On-screen texts and spoken lines the perceive tools returned, in the order found, without repeats.
+
+    Args:
+        steps: ``(tool name, observation data)`` of the successful perceive calls.
+        limit: at most this many strings.
+
+    Returns:
+        the strings as the tools spelled them.
+    """
+    out: list[str] = []
+    seen: set[str] = set()
+    for name, data in steps:
+        if name == "text_extract":
+            texts = [t.get("text", "") for t in data.get("texts", [])]
+        elif name == "transcript_read":
+            texts = [s.get("text", "") for s in data.get("segments", [])]
+        else:
+            continue
+        for t in texts:
+            t = " ".join(str(t).split())
+            key = normalise(t)
+            if key and key not in seen:
+                seen.add(key)
+                out.append(t)
+    return out[:limit]
+
+
+def normalise(text: str) -> str:
+    """Lower case, punctuation removed, single spaces (for comparing answers with evidence)."""
+    return " ".join(re.sub(r"[^\w\s]", " ", str(text).lower()).split())
+
+
+def grounded_in(answer: str, strings: list[str]) -> bool:
+    """Whether ``answer`` rests on the evidence ``strings``: it holds one of them as whole words, it is a
+    whole-word part of one, or it holds a distinctive word (five letters or more, not a common word) of one.
+    Case and punctuation are ignored; "EXIT 4" does not rest on "EXIT 42"."""
+    a = f" {normalise(answer)} "
+    if not a.strip():
+        return False
+    for s in strings:
+        n = f" {normalise(s)} "
+        if not n.strip():
+            continue
+        if n in a or a in n:  # the whole string in the answer, or the answer a whole-word part of it
+            return True
+        # a distinctive word of a longer line (the word asked for in a spoken sentence) counts too
+        if any(len(w) >= 5 and not w.isdigit() and w not in _COMMON and f" {w} " in a for w in n.split()):
+            return True
+    return False
+
+
+_COMMON = {"that", "this", "with", "there", "they", "their", "what", "which", "when", "where", "from", "have",
+           "were", "will", "would", "about", "into", "your", "video", "frame", "frames", "text", "said", "says"}
+
+
+# ----------------------------------------------------------------------------- intervals
+
+
+def evidence_span(answer: list[float], runs: list[list[float]], *, gap_s: float = 1.0,
+                  pad_s: float = 0.25) -> list[float] | None:
+    """The whole event an interval answer points at: the evidence runs it overlaps (or touches within
+    ``gap_s``), chained through runs that follow each other within ``gap_s``, padded by ``pad_s``
+    (half the 2 fps sampling step: the event starts before its first sampled frame).
+
+    Args:
+        answer: ``[start_s, end_s]`` the model gave.
+        runs: evidence ranges of the perceive tools (on-screen text runs, detections, transcript lines).
+
+    Returns:
+        ``[start_s, end_s]``, or None when no run is near the answer.
+    """
+    a0, a1 = sorted(answer)
+    merged = merge_spans([[float(s), float(e)] for s, e in runs if e >= s], gap_s=gap_s)
+    hit = [m for m in merged if m[0] <= a1 + gap_s and m[1] >= a0 - gap_s]
+    if not hit:
+        return None
+    s, e = min(m[0] for m in hit), max(m[1] for m in hit)
+    return [max(0.0, s - pad_s), e + pad_s]
+
+
+# ----------------------------------------------------------------------------- what the tools cannot see
+
+OBJECT_WORDS = (
+    # the 80 COCO classes as people write them ("orange" and "remote" left out: a colour, an adjective)
+    "bicycle bike bikes bicycles cyclist car cars van vans motorcycle motorbike airplane aeroplane plane bus "
+    "truck lorry boat ship train traffic-light fire-hydrant stop-sign parking-meter bench bird birds cat cats "
+    "dog dogs horse horses sheep cow cows elephant bear zebra giraffe backpack umbrella handbag bag tie suitcase "
+    "frisbee skis snowboard ball kite skateboard surfboard racket bottle glass cup cups mug fork knife spoon bowl "
+    "banana apple sandwich broccoli carrot pizza donut cake chair chairs sofa couch plant bed table toilet tv "
+    "television monitor laptop computer mouse keyboard phone cellphone smartphone microwave oven toaster sink "
+    "refrigerator fridge book books clock vase scissors teddy toothbrush "
+    # other things and attributes a per-frame colour/motion measurement cannot tell apart
+    "vehicle vehicles animal animals object objects shape shapes circle circles square squares triangle "
+    "triangles box boxes tree trees building buildings shirt jacket coat hat dress trousers pants shoes helmet "
+    "glasses cone cones pen lid rabbit "
+    "holding holds carrying carries wearing wears riding rides eating drinks drinking expression emotion"
+).split()
+"""Words naming things and attributes that a detector of people and faces and a per-frame colour/motion
+measurement cannot see (the cpu profile before an object detector; issue 14 item 7)."""
+
+
+def unmeasurable(question: str, detector, frame_analyzer_name: str) -> list[str]:
+    """Words of the question that name something the profile's perceive tools cannot measure.
+
+    Only a profile whose frame analysis is a measurement (not a VLM: name starting with ``perception``)
+    can be blind; of the words in :data:`OBJECT_WORDS` found in the question, those the detector does
+    not support (``detector.supports``) are returned. Shape and attribute words are never detector labels.
+
+    Args:
+        question: the question with its options.
+        detector: the profile's :class:`~avi.backends.detector.Detector`.
+        frame_analyzer_name: the frame analyser's ``name``.
+
+    Returns:
+        the words, lower case, in order of appearance, without repeats.
+    """
+    if not str(frame_analyzer_name).startswith("perception"):
+        return []
+    words = re.findall(r"[a-z]+(?:-[a-z]+)?", (question or "").lower())
+    wanted = set(OBJECT_WORDS)
+    out: list[str] = []
+    for w in words:
+        if w in wanted and w not in out:
+            try:
+                ok = bool(detector.supports(w))
+            except Exception:  # noqa: BLE001 - a detector that cannot say supports nothing
+                ok = False
+            if not ok:
+                out.append(w)
+    return out

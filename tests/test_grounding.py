@@ -1,0 +1,175 @@
+"""Evidence grounding and debiased choices (issue 14): time words, places to look, evidence strings,
+interval spans, what the cpu profile cannot see, option scores over cyclic permutations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from avi.agent.choice import choice_by_text, permutation_scores, question_stem
+from avi.agent.grounding import (
+    Places,
+    asks_for_text,
+    evidence_span,
+    evidence_strings,
+    grounded_in,
+    unmeasurable,
+)
+from avi.agent.prompts import PromptLibrary
+from avi.backends.llm import ChatResult
+from avi.video.timecode import question_ranges
+
+REPO = Path(__file__).resolve().parent.parent
+PROMPTS = PromptLibrary(REPO / "prompts")
+
+
+@pytest.mark.parametrize("question, duration, expected", [
+    ("What is on screen around 3:20?", 600, [190.0, 210.0]),
+    ("What is on screen around 0:20?", 60, [15.0, 25.0]),
+    ("In the last minute, which word appears?", 600, [540.0, 600.0]),
+    ("in the first ten seconds, what text is shown?", 600, [0.0, 10.0]),
+    ("What happens shortly after the start?", 600, [0.0, 60.0]),
+    ("What happens shortly after the start?", 50, [0.0, 10.0]),
+    ("Halfway through the video, what colour is the background?", 600, [270.0, 330.0]),
+    ("How many people at 0:40?", 79.5, [37.5, 42.5]),
+    ("What is said between 1:00 and 1:30?", 600, [60.0, 90.0]),
+    ("What changes from 12 s to 20 s?", 600, [12.0, 20.0]),
+    ("What appears 2 minutes in?", 600, [110.0, 130.0]),
+    ("What is shown near the end?", 600, [540.0, 600.0]),
+    ("What is shown in the second half?", 600, [300.0, 600.0]),
+    ("What is shown at 45 seconds?", 600, [42.5, 47.5]),
+    ("What is shown in the last 5 seconds?", 30, [25.0, 30.0]),
+])
+def test_question_ranges_read_time_words(question, duration, expected):
+    got = question_ranges(question, duration)
+    assert len(got) == 1 and got[0][1] == expected
+
+
+def test_question_ranges_several_and_none():
+    got = question_ranges("What do the signs at 5 s and 13 s say?", 20)
+    assert [span for _, span in got] == [[2.5, 7.5], [10.5, 15.5]]
+    assert question_ranges("What number is on the EXIT sign?", 20) == []
+    assert question_ranges("What is shown at 90 s?", 20) == []  # outside the video: dropped
+    assert question_ranges("How long does the sign stay on screen, in seconds?", 20) == []
+
+
+def test_places_rank_named_ranges_then_hits_and_question_unsupported_ranges():
+    p = Places()
+    assert p.unsupported([[50, 55]]) == []  # nothing known yet: nothing to question
+    p.add_observation("clip_retrieve", {"query": "sign", "clips": [
+        {"start_s": 0.0, "end_s": 5.0, "similarity": 0.2}, {"start_s": 40.0, "end_s": 45.0, "similarity": 0.7},
+        {"start_s": 45.0, "end_s": 50.0, "similarity": 0.5}]}, [])
+    assert [pl.span for pl in p.best(2)] == [[40.0, 45.0], [45.0, 50.0]]
+    assert p.unsupported([[46, 47]]) == [] and p.unsupported([[20, 25]]) == [[20.0, 25.0]]
+    assert p.unsupported([[30, 39]]) == []  # within the tolerance of a hit
+    p.add_named([("in the first ten seconds", [0.0, 10.0])])
+    assert p.best(1)[0].source == "question"
+    assert p.unsupported([[40, 45]]) == [[40.0, 45.0]]  # the question names where to look
+    assert "named in the question" in p.describe() and "similarity 0.70" in p.describe()
+
+
+def test_evidence_strings_and_grounding():
+    steps = [("text_extract", {"texts": [{"text": "EXIT 42"}, {"text": "exit 42"}, {"text": "ROOM 7B"}]}),
+             ("object_detect", {"summary": {}}),
+             ("transcript_read", {"segments": [{"text": " The code word is  pineapple. "}]})]
+    strings = evidence_strings(steps)
+    assert strings == ["EXIT 42", "ROOM 7B", "The code word is pineapple."]
+    assert grounded_in("The sign reads EXIT 42.", strings)
+    assert grounded_in("pineapple", strings)
+    assert not grounded_in("EXIT 4", strings) and not grounded_in("The word is not shown.", strings)
+    assert asks_for_text("What is the secret word that is spoken?")
+    assert asks_for_text("What does the sign say?")
+    assert not asks_for_text("How many people are visible?")
+    assert not asks_for_text("What colour is the background?")
+    assert not asks_for_text("Is the word EXIT written on the sign?")  # a yes/no question
+
+
+def test_evidence_span_chains_runs_across_clips():
+    runs = [[4.0, 4.5], [5.0, 9.5], [10.0, 13.0], [30.0, 31.0]]
+    assert evidence_span([5.0, 10.0], runs) == [3.75, 13.25]
+    assert evidence_span([20.0, 25.0], runs) is None
+    assert evidence_span([29.0, 29.5], runs) == [29.75, 31.25]
+
+
+class _Detector:
+    name = "opencv-hog-haar"
+
+    def supports(self, label: str) -> bool:
+        return label in {"person", "people", "face"}
+
+
+def test_unmeasurable_words_depend_on_the_profile():
+    q = "What is the man riding? (A) a bicycle (B) a horse"
+    assert unmeasurable(q, _Detector(), "perception-frame-analyzer-v1") == ["riding", "bicycle", "horse"]
+    assert unmeasurable(q, _Detector(), "qwen3-vl") == []  # a VLM looks at the frames
+    assert unmeasurable("How many people are there?", _Detector(), "perception-frame-analyzer-v1") == []
+
+
+class _BiasedLLM:
+    """Test double for the ChatClient's ``first_token_logprobs``: the model believes the option text
+    ``truth`` a little, and prefers the letter A a lot (position bias)."""
+
+    def __init__(self, truth: str, no_logprobs: bool = False):
+        self.truth, self.no_logprobs, self.prompts = truth, no_logprobs, []
+
+    def first_token_logprobs(self, messages, tools=None, *, top=20, seed=0):
+        prompt = messages[-1]["content"]
+        self.prompts.append(prompt)
+        if self.no_logprobs:
+            return {}, ChatResult(content="")
+        out = {}
+        for line in prompt.splitlines():
+            if len(line) > 3 and line[1:3] == ". ":
+                letter, text = line[0], line[3:]
+                out[letter] = -1.0 + (3.0 if letter == "A" else 0.0) + (1.0 if text == self.truth else 0.0)
+        return out, ChatResult(content="A", prompt_tokens=50, seconds=0.01)
+
+
+def test_permutation_scores_cancel_a_letter_preference():
+    options = {"A": "red", "B": "blue", "C": "green", "D": "yellow"}
+    llm = _BiasedLLM("green")
+    scores, calls = permutation_scores(llm, [{"role": "user", "content": "q"}], None, PROMPTS,
+                                       "Which colour? A. red B. blue C. green D. yellow", options)
+    assert max(scores, key=scores.get) == "C"  # the letter A wins every single permutation
+    assert len(calls) == 4 and abs(sum(scores.values()) - 1.0) < 1e-9
+    shown = [[line[3:] for line in p.splitlines() if line[1:3] == ". "] for p in llm.prompts]
+    assert shown[0] == ["red", "blue", "green", "yellow"] and shown[1] == ["blue", "green", "yellow", "red"]
+    assert all("Which colour?" in p and "A. red B." not in p for p in llm.prompts)  # the stem, not the old options
+    assert permutation_scores(_BiasedLLM("red", no_logprobs=True), [], None, PROMPTS, "q", options)[0] == {}
+
+
+def test_question_stem_drops_inline_options():
+    assert question_stem("Which colour? (A) red (B) blue") == "Which colour?"
+    assert question_stem("Which colour?\nA. red\nB. blue") == "Which colour?"
+    assert question_stem("No options here") == "No options here"
+
+
+class _SchemaLLM:
+    def __init__(self, content):
+        self.content, self.schema = content, None
+
+    def chat(self, messages, tools=None, *, max_tokens, temperature, seed, json_schema=None, **_):
+        self.schema = json_schema
+        return ChatResult(content=self.content)
+
+
+def test_choice_by_text_maps_the_option_text_to_its_letter():
+    options = {"A": "red", "B": "blue"}
+    llm = _SchemaLLM('{"option": "blue"}')
+    letter, _ = choice_by_text(llm, [], None, PROMPTS, "Which? A. red B. blue", options, "B. blue", 64)
+    assert letter == "B" and llm.schema["properties"]["option"]["enum"] == ["red", "blue"]
+    assert choice_by_text(_SchemaLLM('{"option": "pink"}'), [], None, PROMPTS, "q", options, "", 64)[0] is None
+    assert choice_by_text(_SchemaLLM("x"), [], None, PROMPTS, "q", {"A": "x", "B": "x"}, "", 64) == (None, None)
+
+
+def test_no_prompt_shows_an_example_answer():
+    """Small models copy example values: no prompt may show a letter, number or range after **Answer:**."""
+    import re
+
+    for path in (REPO / "prompts").glob("*.md"):
+        text = path.read_text()
+        for m in re.finditer(r"\*\*Answer:\*\*\s*(\S+)", text):
+            value = m.group(1)
+            assert not re.fullmatch(r"\(?[A-H][.):,]?|\d+(?:\.\d+)?s?|\[\d.*", value), (path.name, value)
+        assert "for example **Answer:**" not in text, path.name
