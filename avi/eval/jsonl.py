@@ -258,7 +258,8 @@ def stratified_subset(questions: list[JobQuestion], n: int) -> list[JobQuestion]
 
     The questions are grouped by ``meta["type"]`` (untyped ones form one group), groups in the order their
     first question appears; within a group the videos take turns (each video's first question of that type,
-    then each video's second, …), videos with more questions first. The pick takes each group's first question in turn, then each group's
+    then each video's second, …), the sources (``meta["source"]``) alternating and, within a source, videos
+    with more questions first. The pick takes each group's first question in turn, then each group's
     second, … (round-robin) until ``n`` are taken. Returned in file order; all of them when ``n`` ≥ their
     number.
 
@@ -270,12 +271,20 @@ def stratified_subset(questions: list[JobQuestion], n: int) -> list[JobQuestion]
     groups: dict[str, list[int]] = {}
     for i, q in enumerate(questions):
         groups.setdefault(str(q.meta.get("type") or ""), []).append(i)
-    # within a type, take the videos in turn (first question of each video, then the second, ...), the videos
-    # with the most questions first (ties in file order)
+    # within a type, take the videos in turn (first question of each video, then the second, ...): the sources
+    # (real, synthetic) alternate, and within a source the videos with the most questions come first (ties in
+    # file order), so a small subset spans real and synthetic footage
     counts: dict[str, int] = {}
+    source_of: dict[str, str] = {}
     for q in questions:
         counts[str(q.video)] = counts.get(str(q.video), 0) + 1
-    video_order = {v: k for k, v in enumerate(sorted(counts, key=lambda v: -counts[v]))}  # stable: file order
+        source_of.setdefault(str(q.video), str(q.meta.get("source") or ""))
+    by_source: dict[str, list[str]] = {}
+    for v in sorted(counts, key=lambda v: -counts[v]):  # stable: file order among equals
+        by_source.setdefault(source_of[v], []).append(v)
+    lists = sorted(by_source.values(), key=lambda vs: -sum(counts[v] for v in vs))
+    interleaved = [vs[k] for k in range(max(map(len, lists), default=0)) for vs in lists if k < len(vs)]
+    video_order = {v: k for k, v in enumerate(interleaved)}
     for key, members in groups.items():
         nth: dict[str, int] = {}
         ranked = []
