@@ -1066,12 +1066,19 @@ def test_choice_from_the_option_text_when_the_server_gives_no_logprobs(make_agen
 
 
 def test_free_text_answer_is_taken_from_the_evidence(make_agent):
-    agent, llm = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** the sign shows a number", '{"evidence": "EXIT 42"}'],
+    agent, llm = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** the sign cannot be read", '{"evidence": "EXIT 42"}'],
                             grounded_answers=True)
     result = agent.run(QT)
     assert result.answer == "EXIT 42"
     assert llm.calls[-1].json_schema["properties"]["evidence"]["enum"][-1] == "none"
     assert any("taken from the evidence" in n for s in result.trace.steps for n in s.notes)
+
+
+def test_free_text_answer_of_its_own_is_kept(make_agent):
+    # the answer may rest on speech in the captions the search returned: it is not replaced by on-screen text
+    agent, llm = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** it was moved to Thursday"], grounded_answers=True)
+    result = agent.run(QT)
+    assert result.answer == "it was moved to Thursday" and len(llm.calls) == 3
 
 
 def test_free_text_answer_that_holds_the_evidence_is_kept(make_agent):

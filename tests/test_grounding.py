@@ -10,6 +10,8 @@ import pytest
 from avi.agent.choice import choice_by_text, permutation_scores, question_stem
 from avi.agent.grounding import (
     Places,
+    about_words,
+    answers_nothing,
     asks_for_text,
     evidence_span,
     evidence_strings,
@@ -173,3 +175,14 @@ def test_no_prompt_shows_an_example_answer():
             value = m.group(1)
             assert not re.fullmatch(r"\(?[A-H][.):,]?|\d+(?:\.\d+)?s?|\[\d.*", value), (path.name, value)
         assert "for example **Answer:**" not in text, path.name
+
+
+def test_answers_that_give_nothing():
+    q = "What word is written on the sign on the car roof?"
+    assert answers_nothing("No text was found.", q)
+    assert answers_nothing("The word cannot be read", q)
+    assert answers_nothing("The word written on the sign on the car roof.", q)  # the question restated
+    assert not answers_nothing("TAXI", q)
+    assert not answers_nothing("The quiz was moved to Thursday.", "Which day was the quiz moved to?")
+    assert about_words("Does the lecturer mention a dog?") and not about_words("Is there a dog?")
+    assert not about_words("What shape is the small yellow sign?") and about_words("What does the sign say?")

@@ -138,12 +138,23 @@ def is_yes_no(question: str) -> bool:
     return bool(_YES_NO.match(question or ""))
 
 
+_WORDS_QUESTION = re.compile(
+    r"\b(?:say|says|said|saying|spoken|speak|speaks|mention|mentions|mentioned|word|words|phrase|text|written|"
+    r"write|writes|read|reads|title|caption|label|name|named|called|code|displayed|letters?)\b", re.I)
+
+
+def about_words(question: str) -> bool:
+    """Whether a question is about words shown or said (text, a title, a name, what somebody says or mentions;
+    not merely about a sign's shape or colour): OCR and the transcript measure those on every profile."""
+    return bool(_WORDS_QUESTION.search(question or ""))
+
+
 def asks_for_text(question: str) -> bool:
     """Whether a free-text question asks for words (on-screen text, a name, something said) rather than a
     count, a yes/no or a description: those answers are taken from the evidence strings (issue 14,
     answers that answer)."""
     q = question or ""
-    return bool(_TEXT_QUESTION.search(q)) and not re.search(r"\bhow (?:many|much|long)\b", q, re.I) \
+    return about_words(q) and not re.search(r"\bhow (?:many|much|long)\b", q, re.I) \
         and not is_yes_no(q)
 
 
@@ -197,6 +208,22 @@ def grounded_in(answer: str, strings: list[str]) -> bool:
         if any(len(w) >= 5 and not w.isdigit() and w not in _COMMON and f" {w} " in a for w in n.split()):
             return True
     return False
+
+
+_NON_ANSWER = re.compile(
+    r"\b(?:not|no|none|nothing|cannot|can't|can ?not|unable|unknown|unclear|neither|isn't|doesn't|don't|wasn't)\b",
+    re.I)
+
+
+def answers_nothing(answer: str, question: str) -> bool:
+    """Whether a free-text answer gives nothing of its own: it denies or doubts ("not found", "cannot be read",
+    "unknown"), or it only restates the question (four in five of its words of four letters or more are in
+    the question). Only such answers are replaced by an evidence string (issue 14: answers that answer)."""
+    if _NON_ANSWER.search(answer or ""):
+        return True
+    words = [w for w in normalise(answer).split() if len(w) >= 4]
+    asked = set(normalise(question).split())
+    return bool(words) and sum(w in asked for w in words) >= 0.8 * len(words)
 
 
 _COMMON = {"that", "this", "with", "there", "they", "their", "what", "which", "when", "where", "from", "have",

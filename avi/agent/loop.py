@@ -51,6 +51,8 @@ from avi.agent.parse import (
 from avi.agent.choice import choice_by_text, permutation_scores, question_stem
 from avi.agent.grounding import (
     Places,
+    about_words,
+    answers_nothing,
     asks_for_text,
     evidence_span,
     evidence_strings,
@@ -299,11 +301,13 @@ class Agent:
 
     def _extractive_answer(self, st: "_State", trace: Trace, answer: str) -> str:
         """A free-text answer about words (on-screen text, names, what was said) taken from the evidence
-        strings when the model's answer holds none of them: one constrained call picks the string that
-        answers, with the evidence's exact spelling (issue 14, answers that answer)."""
+        strings when the model's answer gives nothing of its own (it denies, doubts or restates the question:
+        :func:`~avi.agent.grounding.answers_nothing`) and holds none of them: one constrained call picks the
+        string that answers, with the evidence's exact spelling (issue 14, answers that answer)."""
         strings = evidence_strings(st.perceive_data())
-        if not strings or not asks_for_text(st.question) or grounded_in(answer, strings):
-            return answer
+        if not strings or not asks_for_text(st.question) or grounded_in(answer, strings) \
+                or not answers_nothing(answer, st.question):
+            return answer  # an answer of its own (it may rest on captions or speech the tools returned) is kept
         schema = {"type": "object", "properties": {"evidence": {"type": "string", "enum": strings + ["none"]}},
                   "required": ["evidence"], "additionalProperties": False}
         prompt = self.prompts.render("final_evidence", question=st.question, answer=answer,
@@ -403,17 +407,14 @@ class Agent:
         return any(a <= probe <= b for a, b in looked)
 
     def _cannot_tell(self, st: "_State", trace: Trace, choice: str | None) -> bool:
-        """Whether the question asks about something this profile's perceive tools cannot measure and no
-        on-screen text or speech answers it; the answer then says so (a choice letter stays, as a guess)."""
+        """Whether the question asks about something this profile's perceive tools cannot measure (and not about
+        words shown or said); the answer then says so, keeping the model's answer as a marked guess (a choice
+        letter stays, as a guess)."""
         det = self.ctx.backends.detector
         analyzer = getattr(self.ctx.backends, "frame_analyzer", None)
         words = unmeasurable(st.question, det, getattr(analyzer, "name", ""))
-        if not words:
-            return False
-        strings = evidence_strings(st.perceive_data())
-        qwords = {w for w in normalise(st.question).split() if len(w) >= 4}
-        if any(qwords & set(normalise(x).split()) for x in strings):
-            return False  # text or speech about the question was found: the answer rests on it
+        if not words or about_words(st.question):
+            return False  # nothing unseen named, or the question asks for words: OCR and speech measure those
         if choice and st.options:
             guess = f"; the option best supported is {choice}. {st.options.get(choice, '')} (a guess)"
         else:
