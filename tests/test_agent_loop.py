@@ -1094,6 +1094,7 @@ def test_interval_answer_spans_the_whole_event(make_agent):
     result = agent.run("When is the EXIT sign on screen, around 0:05?")
     s, e = result.interval
     assert 3.5 <= s <= 4.0 and 8.5 <= e <= 9.25
+    assert result.answer == f"[{s:.1f}s, {e:.1f}s]"
     followed = [st for st in result.trace.steps if st.kind == "tool_call" and st.phase == "review"]
     assert followed and all("following the event" in st.notes[0] for st in followed)
 

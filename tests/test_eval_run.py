@@ -178,14 +178,19 @@ def test_eval_errors_are_one_line(work, tmp_path):
 
 @pytest.mark.slow
 def test_eval_with_the_real_cpu_orchestrator(work, tmp_path):
-    """LVBench format, two questions, the cpu profile as a user runs it (embedded Qwen2.5-Coder-1.5B)."""
+    """LVBench format, two questions, the cpu profile as a user runs it (embedded Qwen2.5-Coder-1.5B), with the
+    default choice scoring: option scores from the llama.cpp server's log-probabilities."""
     out = tmp_path / "lvbench.jsonl"
+    env = env_for(work)
+    for key in ("AVI_CHOICE_SCORING", "AVI_GROUNDED_ANSWERS"):
+        env.pop(key)
     r = subprocess.run(AVI + ["eval", "lvbench", "--annotations", str(BENCHES["lvbench"][0]), "--videos",
                               str(work / "videos"), "--out", str(out), "--limit", "2", "--quiet"],
-                       env=env_for(work), capture_output=True, text=True, timeout=1200, cwd=tmp_path)
+                       env=env, capture_output=True, text=True, timeout=1200, cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     recs = lines(out)
     assert [x["qid"] for x in recs] == ["101", "102"] and all(x["status"] == "ok" for x in recs), recs
     assert all(x["choice"] in {"A", "B", "C", "D"} for x in recs), [x.get("answer") for x in recs]
+    assert all(x["choice_method"] == "option-scores" for x in recs), [x.get("choice_method") for x in recs]
     assert recs[0]["score"]["correct"] == (recs[0]["choice"] == "A")
     assert "LVBench" in r.stdout and "strict" in r.stdout

@@ -247,7 +247,10 @@ class Agent:
             if st.kind == "text" and st.answer is not None:
                 st.answer = self._extractive_answer(st, trace, st.answer)
             if st.kind == "interval" and interval:
-                interval = self._event_interval(st, trace, interval)
+                widened = self._event_interval(st, trace, interval)
+                if widened != interval:
+                    st.answer = f"[{widened[0]:.1f}s, {widened[1]:.1f}s]"  # the text says what the field says
+                interval = widened
             cannot = self._cannot_tell(st, trace, choice)
         ev = merge_spans([list(map(float, e)) for e in st.evidence]) or merge_spans(st.looked)
         trace.answer, trace.choice, trace.interval, trace.evidence = st.answer, choice, interval, ev
