@@ -36,18 +36,6 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from avi.agent.parse import (
-    Reply,
-    answer_type,
-    extract_choice,
-    extract_choices,
-    extract_interval,
-    extract_order,
-    find_answer,
-    parse_options,
-    parse_reply,
-    split_thought,
-)
 from avi.agent.choice import choice_by_text, permutation_scores, question_stem
 from avi.agent.grounding import (
     Places,
@@ -60,6 +48,18 @@ from avi.agent.grounding import (
     is_yes_no,
     normalise,
     unmeasurable,
+)
+from avi.agent.parse import (
+    Reply,
+    answer_type,
+    extract_choice,
+    extract_choices,
+    extract_interval,
+    extract_order,
+    find_answer,
+    parse_options,
+    parse_reply,
+    split_thought,
 )
 from avi.agent.prompts import PromptLibrary
 from avi.agent.trace import Trace
@@ -535,7 +535,8 @@ class Agent:
         places = ("Where to look first (the question's time words, then the best search hits):\n" + places) \
             if places else "No search has pointed anywhere yet: choose ranges that the question or the search names."
         return self.prompts.render(f"stage_{phase}", question=question, answer_format=st.answer_format,
-                                   evidence=evidence, places=places, detector_vocabulary=self.ctx.backends.detector.vocabulary,
+                                   evidence=evidence, places=places,
+                                   detector_vocabulary=self.ctx.backends.detector.vocabulary,
                                    speech_retrieve=self.prompts.text("speech_retrieve") if speech else "",
                                    speech_perceive="  " + self.prompts.text("speech_perceive") if speech else "",
                                    graph_retrieve=self.prompts.text("graph_retrieve_hint") if graph else "")
