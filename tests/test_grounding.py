@@ -10,6 +10,7 @@ import pytest
 from avi.agent.choice import choice_by_text, permutation_scores, question_stem
 from avi.agent.grounding import (
     Places,
+    about_speech,
     about_words,
     answers_nothing,
     asks_for_text,
@@ -186,3 +187,5 @@ def test_answers_that_give_nothing():
     assert not answers_nothing("The quiz was moved to Thursday.", "Which day was the quiz moved to?")
     assert about_words("Does the lecturer mention a dog?") and not about_words("Is there a dog?")
     assert not about_words("What shape is the small yellow sign?") and about_words("What does the sign say?")
+    assert about_speech("What is the secret code word that is spoken in the video?")
+    assert about_speech("According to the commentator, who scored?") and not about_speech("What does the sign show?")

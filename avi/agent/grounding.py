@@ -143,6 +143,17 @@ _WORDS_QUESTION = re.compile(
     r"write|writes|read|reads|title|caption|label|name|named|called|code|displayed|letters?)\b", re.I)
 
 
+_SPEECH_QUESTION = re.compile(
+    r"\b(?:say|says|said|saying|spoken|speak|speaks|speaker|mention|mentions|mentioned|narrator|narration|"
+    r"voice|talks?|tells?|told|announces?|announced|according to the (?:lecturer|host|commentator|speaker))\b",
+    re.I)
+
+
+def about_speech(question: str) -> bool:
+    """Whether a question asks what was said (the transcript is then the evidence to read first)."""
+    return bool(_SPEECH_QUESTION.search(question or ""))
+
+
 def about_words(question: str) -> bool:
     """Whether a question is about words shown or said (text, a title, a name, what somebody says or mentions;
     not merely about a sign's shape or colour): OCR and the transcript measure those on every profile."""

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from avi.agent.choice import choice_by_text, permutation_scores, question_stem
 from avi.agent.grounding import (
     Places,
+    about_speech,
     about_words,
     answers_nothing,
     asks_for_text,
@@ -549,6 +550,9 @@ class Agent:
         action is such a call, so it is decoded under constraint straight away.
         """
         if st.phase == "perceive" and not st.perceived:
+            if about_speech(st.question) and "transcript_read" in self._allowed(st) \
+                    and not any(n == "transcript_read" for n, _, _ in st.perceive_calls):
+                return ["transcript_read"]  # a question about what was said: read the transcript first
             return self._allowed(st)
         if st.phase == "retrieve" and not st.retrieved and not st.names_time():
             return self._search_tools()
@@ -716,6 +720,12 @@ class Agent:
             if _call_key(call.name, call.arguments) in st.seen:
                 return (f"you already called {call.name} with exactly these arguments and its result is above. "
                         f"Use other arguments or another tool, or write a stage directive")
+            if tool.phase == "perceive" and tool.name != "transcript_read" and about_speech(st.question) \
+                    and "transcript_read" in self._usable("perceive") and ("speech",) not in st.questioned \
+                    and not any(n == "transcript_read" for n, _, _ in st.perceive_calls):
+                st.questioned.add(("speech",))  # asked once
+                return ("the question asks what was said: read it with transcript_read on the ranges found "
+                        "(the transcript holds the speech; OCR does not)")
             ranges = _ranges_arg(call.arguments or {}, widen=False) if tool.phase == "perceive" else None
             off = st.places.unsupported(ranges) if ranges else []
             key = _call_key(call.name, call.arguments)
