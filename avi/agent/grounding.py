@@ -124,10 +124,7 @@ def _overlap(a: list[float], b: list[float]) -> float:
 # ----------------------------------------------------------------------------- evidence strings
 
 
-_TEXT_QUESTION = re.compile(
-    r"\b(?:say|says|said|saying|spoken|speak|speaks|mention|mentions|mentioned|word|words|phrase|text|written|"
-    r"write|writes|read|reads|sign|title|caption|label|name|named|called|code|number on|displayed|shown on|"
-    r"letters?)\b", re.I)
+_TEXT_HOLDER = re.compile(r"\b(?:sign|number on|shown on)\b", re.I)  # asks_for_text: about_words or these
 
 
 _YES_NO = re.compile(r"^\s*(?:is|are|was|were|does|do|did|can|could|has|have|had|will|would|should)\b", re.I)
@@ -165,7 +162,7 @@ def asks_for_text(question: str) -> bool:
     count, a yes/no or a description: those answers are taken from the evidence strings (issue 14,
     answers that answer)."""
     q = question or ""
-    return about_words(q) and not re.search(r"\bhow (?:many|much|long)\b", q, re.I) \
+    return (about_words(q) or bool(_TEXT_HOLDER.search(q))) and not re.search(r"\bhow (?:many|much|long)\b", q, re.I) \
         and not is_yes_no(q)
 
 
