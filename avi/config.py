@@ -205,6 +205,15 @@ class Settings(BaseSettings):
 
     # --- tools
     iou_threshold: float = 0.5
+    # cpu profile's detector: NanoDet-m (80 COCO classes) + Haar faces (avi.backends.detector.CpuDetector)
+    coco_detector: str = Field(default="nanodet-m-coco", description="weights.lock entry of the cpu COCO detector")
+    coco_score_threshold: float = Field(default=0.45, ge=0.0, le=1.0, description="NanoDet-m minimum box score of "
+                                                                                  "classes without a threshold of "
+                                                                                  "their own from bench/detect")
+    coco_query_threshold: float = Field(default=0.3, ge=0.0, le=1.0, description="NanoDet-m minimum box score of a "
+                                                                                 "class object_detect is asked for")
+    person_detector: Literal["coco", "hog"] = Field(default="coco", description="cpu profile: people from the "
+                                                                                "COCO detector or OpenCV's HOG")
     # object_detect / text_extract models of the gpu profile (AVI §3.3.2); unset = the cpu profile's backends
     detector_model_dir: Path | None = Field(default=None, description="local Grounding-DINO directory: transformers "
                                                                       "format (config.json, e.g. grounding-dino-tiny) "

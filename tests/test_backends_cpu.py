@@ -28,26 +28,39 @@ def test_ocr_reads_drawn_text(session_backends, sign_frames):
     assert [l.text for l in ocr.read(sign_frames[2])] == ["ROOM 7B"]
 
 
-def test_hog_counts_people_on_vtest(session_backends):
+def test_detector_counts_people_and_cars_on_vtest(session_backends):
     frame = VideoReader(probe(sample_video("vtest.avi"))).frames_at([40.0])[0]
-    res = session_backends.detector.detect(frame, ["person"])
-    # Three pedestrians are on the path at 40 s (checked by eye); HOG may miss or add one.
-    assert 2 <= len(res.detections) <= 4
-    for d in res.detections:
+    res = session_backends.detector.detect(frame, ["person", "cars"])
+    # Three pedestrians on the path and two parked cars at the top right at 40 s (bench/detect, by eye).
+    people = [d for d in res.detections if d.label == "person"]
+    cars = [d for d in res.detections if d.label == "cars"]
+    assert len(people) == 3 and 1 <= len(cars) <= 2
+    assert all(d.cls == "car" for d in cars)
+    for d in people:
         x1, y1, x2, y2 = d.box
         assert 0 <= x1 < x2 <= 768 and 0 <= y1 < y2 <= 576
         assert (y2 - y1) > (x2 - x1)  # people are taller than wide
-        assert 0.0 <= d.score <= 1.0 and d.label == "person"
+        assert 0.0 <= d.score <= 1.0
+    assert all(d.box[1] < 120 for d in cars)  # the parked cars are at the top of the frame
     assert res.unsupported == []
 
 
+def test_detector_finds_the_cyclist_and_motorbike_in_bikes(session_backends):
+    frame = VideoReader(probe(sample_video("bikes.mp4"))).frames_at([5.0])[0]
+    res = session_backends.detector.detect(frame, ["bike", "motorbike", "person"])
+    labels = {d.label for d in res.detections}
+    assert {"bike", "motorbike", "person"} <= labels
+    assert {d.cls for d in res.detections if d.label == "bike"} == {"bicycle"}
+
+
 def test_detector_label_mapping_and_unsupported(session_backends, sign_frames):
-    res = session_backends.detector.detect(sign_frames[0], ["people", "dog", "Face", "traffic light"])
-    assert res.unsupported == ["dog", "traffic light"]
+    res = session_backends.detector.detect(sign_frames[0], ["people", "dog", "Face", "traffic light", "tree", "cone"])
+    assert res.unsupported == ["tree", "cone"]
+    assert session_backends.detector.supports("bikes") and not session_backends.detector.supports("glasses")
     assert OpenCvDetector.canonical("pedestrians") == "person"
     assert OpenCvDetector.canonical("faces") == "face"
     assert OpenCvDetector.canonical("car") is None
-    # no people or faces in a synthetic frame of text and colour
+    # no people, faces or dogs in a synthetic frame of text and colour
     assert res.detections == []
 
 
@@ -78,7 +91,7 @@ def test_perception_caption(session_backends, sign_video):
     info = probe(sign_video)
     frames = list(sample_frames(info, fps=2.0, start_s=5.0, end_s=10.0))
     cap = session_backends.captioner.caption(Clip(1, 5.0, 10.0), frames)
-    assert cap.captioner == "perception-caption-v1"
+    assert cap.captioner == "perception-caption-v2"
     assert "EXIT 42" in cap.text and "no people" in cap.text.lower()
     assert cap.data["ocr"][0]["text"] == "EXIT 42"
     assert cap.data["subject_registry"] == {}
@@ -97,6 +110,9 @@ def test_perception_caption_people_registry(session_backends):
     assert "person" in reg and reg["person"]["max_count"] >= 2
     assert 40.0 <= reg["person"]["first_seen"] < 45.0
     assert "people visible" in cap.text
+    # the captions name COCO objects, with where they are: the parked cars at the top right (bench/detect)
+    assert "car" in reg and reg["car"]["appearance"][0].startswith("right, top")
+    assert "Objects: car (up to " in cap.text and "car" in cap.data["objects_per_frame"]
 
 
 def test_frame_analyzer_is_a_measurement(session_backends, sign_frames):

@@ -292,14 +292,49 @@ def test_string_list_of_objects_coerced_and_lowercased():
     # de-duplicated, lower-cased; the unsupported label never reaches the detector but is reported
     assert ctx.backends.detector.calls == [(5.0, ["person"])]
     assert "person: 1 found at 5.0s" in obs.text
-    assert obs.data["unsupported"] == ["car"] and "unsupported on this profile" in obs.text
+    assert obs.data["unsupported"] == ["car"] and "no class for car (this profile detects people and faces)" in obs.text
+    assert "where at 5.0s: left, top, medium (score 0.80)" in obs.text  # a 1x1 px box in a 4x4 px frame
 
 
 def test_only_unsupported_objects_decode_nothing():
     ctx = make_ctx()
     obs = object_detect.run(ctx, {"time_ranges": [[5, 6]], "objects": ["car", "dog"]})
-    assert obs.error and "unsupported on this profile" in obs.text and "car, dog" in obs.text
+    assert obs.error and "no class for car, dog" in obs.text and "people and faces" in obs.text
     assert ctx.video.requests == [] and ctx.backends.detector.calls == []
+
+
+class ScriptedDetector(FakeDetector):
+    """Test double: a class name per frame time with a score; the COCO class differs from the asked word."""
+
+    def __init__(self, script):
+        super().__init__()
+        self.script = script  # {t_s: [(score, box)]}
+
+    def supports(self, label):
+        return label == "bike"
+
+    def detect(self, frame, labels):
+        self.calls.append((frame.t_s, list(labels)))
+        dets = [Detection("bike", sc, box, frame.t_s, (640, 480), cls="bicycle")
+                for sc, box in self.script.get(frame.t_s, [])]
+        return DetectionResult(frame.t_s, dets, [])
+
+
+def test_object_detect_keeps_agreed_boxes_and_says_where():
+    ctx = make_ctx()
+    left = (0.0, 300.0, 100.0, 480.0)
+    ctx.backends.detector = ScriptedDetector({
+        1.0: [(0.35, left)], 1.5: [(0.4, left)],  # two neighbouring frames agree: kept though weak
+        5.0: [(0.3, (500.0, 0.0, 640.0, 100.0))],  # alone and weak: ignored
+        7.0: [(0.9, (270.0, 190.0, 370.0, 290.0))],  # alone but confident: kept
+    })
+    obs = object_detect.run(ctx, {"time_ranges": [[0, 8]], "objects": ["bike"]})
+    per_frame = dict((t, n) for t, n in obs.data["summary"]["bike"]["per_frame"])
+    assert per_frame[1.0] == 1 and per_frame[1.5] == 1 and per_frame[5.0] == 0 and per_frame[7.0] == 1
+    assert "bike (class bicycle)" in obs.text
+    assert "where at 1.0s: left, bottom, medium (score 0.35)" in obs.text
+    assert "present in 3 of 16 frames" in obs.text
+    assert obs.evidence == [[1.0, 7.0]]
 
 
 def test_frame_analysis_gets_question_and_frames():

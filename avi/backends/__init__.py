@@ -17,8 +17,8 @@ captioner     PerceptionCaptioner (OCR, detectors, pixels)          ``vlm_base_u
 frames        PerceptionFrameAnalyzer                               same VLM: VlmFrameAnalyzer
 ocr           RapidOcrEngine (PP-OCRv6)                             ``ocr_paddle_det_dir`` + ``ocr_paddle_rec_dir``
                                                                     (+ ``ocr_paddle_cls_dir``): PaddleOcrEngine
-detector      OpenCvDetector (HOG + Haar)                           ``detector_model_dir``: GroundingDinoDetector
-                                                                    (or the groundingdino-py adapter)
+detector      CpuDetector: NanoDet-m (80 COCO classes, onnxruntime)  ``detector_model_dir``: GroundingDinoDetector
+              + Haar cascade for faces                              (or the groundingdino-py adapter)
 asr           FasterWhisperTranscriber (Whisper base int8)          same class, large-v3 weights (gpu issue)
 clip_scorer   None: boundary_detect falls back to colour-histogram  ``open_clip_model`` (+ ``open_clip_checkpoint``):
               shots scored by caption similarity                    OpenClipScorer; or ``clip_model_dir``:
@@ -128,9 +128,14 @@ class Backends:
             check_model_dir(s.detector_model_dir, s.models_dir, s.weights_lock)  # a locked dir must match the lock
             return load_grounding_dino(s.detector_model_dir, box_threshold=s.detector_box_threshold,
                                        text_threshold=s.detector_text_threshold, iou_threshold=s.iou_threshold)
-        from avi.backends.detector import OpenCvDetector
+        from avi.backends.coco_detector import NanoDetDetector
+        from avi.backends.detector import CpuDetector, OpenCvDetector
+        from avi.weights import resolve
 
-        return OpenCvDetector(iou_threshold=s.iou_threshold)
+        coco = NanoDetDetector(resolve(s.coco_detector, s.models_dir, s.weights_lock),
+                               score_threshold=s.coco_score_threshold, iou_threshold=s.iou_threshold,
+                               query_threshold=s.coco_query_threshold)
+        return CpuDetector(coco, OpenCvDetector(iou_threshold=s.iou_threshold), person_backend=s.person_detector)
 
     @cached_property
     def captioner(self):
@@ -238,7 +243,9 @@ class Backends:
                     f"|frames={s.vlm_frames_per_clip}|max_tokens={s.vlm_max_tokens}")
         from avi.backends.captioner import PerceptionCaptioner
 
-        return PerceptionCaptioner.name
+        # the caption names the detector's classes and counts: another detector or threshold is another index
+        return (f"{PerceptionCaptioner.name}|det={s.coco_detector}@{self._lock_sha(s.coco_detector)}"
+                f"|thr={s.coco_score_threshold}|person={s.person_detector}")
 
     def embedder_id(self, settings: Settings | None = None) -> str:
         """Which embedding model (and weights) embeds captions and queries."""

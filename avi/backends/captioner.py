@@ -3,8 +3,9 @@
 Backends:
     * :class:`PerceptionCaptioner` (cpu profile): no VLM weights can be
       installed on a plain CPU machine, so the caption is *measured*, not
-      generated: OCR text, person and face counts, shot changes, dominant
-      colours and motion, written as one plain-language paragraph plus the
+      generated: OCR text, object counts per class (the cpu detector's 80 COCO
+      classes, with where each is in the frame), person and face counts, shot
+      changes, dominant colours and motion, written as one plain-language paragraph plus the
       structured fields behind it. The caption says that it is a perception
       caption, and the index records the captioner's name.
     * :class:`avi.backends.vlm.VlmCaptioner` (gpu profile): Qwen3-VL through an
@@ -16,9 +17,10 @@ from __future__ import annotations
 import re
 from typing import Protocol, runtime_checkable
 
+from avi.backends.box_words import box_words
 from avi.backends.detector import Detector
 from avi.backends.ocr import OcrEngine
-from avi.backends.types import Caption
+from avi.backends.types import Caption, Detection
 from avi.video.analysis import frame_stats, motion_level
 from avi.video.clips import Clip
 from avi.video.decode import Frame
@@ -53,40 +55,60 @@ def _count_phrase(counts: list[int], noun: str, plural: str) -> str:
     return f"up to {top} {noun if top == 1 else plural} visible ({spread})"
 
 
+def _object_phrase(label: str, seq: list[int]) -> str:
+    top = max(seq)
+    seen = sum(n > 0 for n in seq)
+    return f"{label} (up to {top}, in {seen} of {len(seq)} frames)"
+
+
 class PerceptionCaptioner:
     """Caption built from OCR, detector counts and pixel statistics (cpu profile).
 
     Args:
         ocr: OCR engine, run on ``ocr_frames`` evenly spaced frames of the clip.
-        detector: run with labels person and face on every sampled frame.
+        detector: run on every sampled frame: every class it knows (``detect_all``, the cpu COCO detector) or
+            the labels person and face.
         ocr_frames: frames per clip given to OCR (OCR costs ~0.3 s per frame here).
     """
 
-    name = "perception-caption-v1"
+    name = "perception-caption-v2"
+    #: an object class seen in one sampled frame only is named when its best box scores at least this
+    single_frame_score = 0.5
 
     def __init__(self, ocr: OcrEngine, detector: Detector, ocr_frames: int = 3):
         self.ocr = ocr
         self.detector = detector
         self.ocr_frames = max(1, ocr_frames)
 
+    def _detections(self, frame: Frame) -> list[Detection]:
+        """Every box the detector finds: all its classes when it has ``detect_all`` (COCO), else people and faces."""
+        detect_all = getattr(self.detector, "detect_all", None)
+        if detect_all is not None:
+            return detect_all(frame)
+        return self.detector.detect(frame, ["person", "face"]).detections
+
+    def _present(self, seq: list[int], best: Detection | None) -> bool:
+        """Agreement across neighbouring frames: seen in two sampled frames, or once with a confident box."""
+        return sum(n > 0 for n in seq) >= 2 or (best is not None and best.score >= self.single_frame_score)
+
     def caption(self, clip: Clip, frames: list[Frame], previous: Frame | None = None) -> Caption:
         if not frames:
             return Caption(clip.index, clip.start_s, clip.end_s,
                            "No frames could be decoded in this clip.",
                            self.name, {"frames": []})
-        people: list[int] = []
-        faces: list[int] = []
+        per_frame = [self._detections(f) for f in frames]
+        counts: dict[str, list[int]] = {"person": [0] * len(frames), "face": [0] * len(frames)}
+        best: dict[str, Detection] = {}
         first_seen: dict[str, float] = {}
-        for f in frames:
-            res = self.detector.detect(f, ["person", "face"])
-            n_p = sum(d.label == "person" for d in res.detections)
-            n_f = sum(d.label == "face" for d in res.detections)
-            people.append(n_p)
-            faces.append(n_f)
-            if n_p and "person" not in first_seen:
-                first_seen["person"] = f.t_s
-            if n_f and "face" not in first_seen:
-                first_seen["face"] = f.t_s
+        for i, (f, dets) in enumerate(zip(frames, per_frame)):
+            for d in dets:
+                counts.setdefault(d.label, [0] * len(frames))[i] += 1
+                first_seen.setdefault(d.label, f.t_s)
+                if d.label not in best or d.score > best[d.label].score:
+                    best[d.label] = d
+        people, faces = counts["person"], counts["face"]
+        objects = {label: seq for label, seq in counts.items()
+                   if label not in ("person", "face") and self._present(seq, best.get(label))}
         step = max(1, len(frames) // self.ocr_frames)
         ocr_frames = frames[step // 2:: step][: self.ocr_frames]
         texts: dict[str, dict] = {}
@@ -102,19 +124,23 @@ class PerceptionCaptioner:
                             previous=previous.image if previous is not None else None)
         level = motion_level(stats.motion)
         registry = {}
-        for kind, counts in (("person", people), ("face", faces)):
-            if max(counts) > 0:
+        for kind, seq in (("person", people), ("face", faces), *objects.items()):
+            if max(seq) > 0:
                 registry[kind] = {
                     "name": kind,
-                    "appearance": [],
+                    "appearance": [box_words(best[kind].box, best[kind].frame_size)],
                     "identity": [f"{kind} found by the {self.detector.name} detector"],
                     "first_seen": first_seen[kind],
-                    "max_count": max(counts),
+                    "max_count": max(seq),
                 }
         text_list = sorted(texts.values(), key=lambda d: d["t_s"])
         parts = [f"People: {_count_phrase(people, 'person', 'people')}."]
         if max(faces) > 0:
             parts.append(f"Faces: {_count_phrase(faces, 'face', 'faces')}.")
+        if objects:
+            parts.append("Objects: " + "; ".join(
+                f"{_object_phrase(label, seq)} ({box_words(best[label].box, best[label].frame_size)})"
+                for label, seq in sorted(objects.items(), key=lambda kv: (-sum(kv[1]), kv[0]))) + ".")
         if text_list:
             parts.append("On-screen text: " + "; ".join(f'"{d["text"]}"' for d in text_list) + ".")
         else:
@@ -128,6 +154,7 @@ class PerceptionCaptioner:
             "subject_registry": registry,
             "people_per_frame": [[f.t_s, n] for f, n in zip(frames, people)],
             "faces_per_frame": [[f.t_s, n] for f, n in zip(frames, faces)],
+            "objects_per_frame": {label: [[f.t_s, n] for f, n in zip(frames, seq)] for label, seq in objects.items()},
             "ocr": text_list,
             "ocr_frames_s": [f.t_s for f in ocr_frames],
             "shot_changes_s": stats.shot_changes_s,

@@ -1,10 +1,15 @@
 """Object detection role (``object_detect`` and perception captions).
 
 Backends:
-    * :class:`OpenCvDetector` (cpu profile): OpenCV's HOG pedestrian detector
-      (Dalal & Triggs 2005) for people and the Haar cascade (Viola & Jones 2001)
-      for frontal faces, both inside ``opencv-python-headless<5``. It is closed
-      set: any other label is reported back as unsupported on this profile.
+    * :class:`CpuDetector` (cpu profile): NanoDet-m for the 80 COCO classes
+      (:mod:`avi.backends.coco_detector`) plus :class:`OpenCvDetector`'s Haar
+      cascade for faces (COCO has no face class). Closed set: a word naming no
+      class is reported back as unsupported, with the vocabulary.
+    * :class:`OpenCvDetector`: OpenCV's HOG pedestrian detector (Dalal & Triggs
+      2005) for people and the Haar cascade (Viola & Jones 2001) for frontal
+      faces, both inside ``opencv-python-headless<5``. HOG is kept for
+      comparison (``AVI_PERSON_DETECTOR=hog``): on the labelled frames of
+      ``bench/detect`` it finds 2 % of the people NanoDet-m finds 86 % of.
     * Grounding-DINO (gpu profile, open vocabulary):
       :mod:`avi.backends.grounding_dino`, same :class:`Detector` protocol
       (plus ``detect_batch`` for many frames in one forward pass).
@@ -154,3 +159,56 @@ class OpenCvDetector:
             return []
         weights = np.asarray(weights, dtype=float).reshape(-1)
         return self._finish(np.asarray(rects).tolist(), weights.tolist(), scale, frame, label, 2.0)
+
+
+class CpuDetector:
+    """The cpu profile's detector: NanoDet-m for the 80 COCO classes, OpenCV's Haar cascade for faces.
+
+    COCO has no face class, so faces come from :class:`OpenCvDetector`; people come from NanoDet-m, which finds
+    far more of them than HOG on the labelled frames of the sample videos (``scripts/bench_detect.py``;
+    ``person_backend="hog"`` keeps HOG for comparison).
+
+    Args:
+        coco: the COCO detector (:class:`avi.backends.coco_detector.NanoDetDetector`).
+        opencv: HOG + Haar (:class:`OpenCvDetector`).
+        person_backend: ``"coco"`` or ``"hog"``.
+    """
+
+    def __init__(self, coco, opencv: OpenCvDetector, person_backend: str = "coco"):
+        self.coco = coco
+        self.opencv = opencv
+        self.person_backend = person_backend
+        self.name = f"{coco.name}+haar-faces" if person_backend == "coco" else f"{coco.name}+hog+haar"
+        self.vocabulary = "the 80 COCO classes (person, bicycle, car, cup, cell phone, ...) and faces"
+
+    def _route(self, label: str) -> str | None:
+        kind = self.opencv.canonical(label)
+        if kind == "face" or (kind == "person" and self.person_backend == "hog"):
+            return "opencv"
+        return "coco" if self.coco.supports(label) else None
+
+    def supports(self, label: str) -> bool:
+        return self._route(label) is not None
+
+    def detect(self, frame: Frame, labels: Sequence[str]) -> DetectionResult:
+        routes = {label: self._route(label) for label in labels}
+        dets: list[Detection] = []
+        coco_labels = [lab for lab, r in routes.items() if r == "coco"]
+        cv_labels = [lab for lab, r in routes.items() if r == "opencv"]
+        if coco_labels:
+            dets += self.coco.detect(frame, coco_labels).detections
+        if cv_labels:
+            dets += self.opencv.detect(frame, cv_labels).detections
+        dets.sort(key=lambda d: -d.score)
+        return DetectionResult(frame.t_s, dets, [lab for lab, r in routes.items() if r is None])
+
+    def detect_all(self, frame: Frame) -> list[Detection]:
+        """Every COCO box (labelled by class; people from HOG when ``person_backend="hog"``) plus faces."""
+        dets = self.coco.detect_all(frame)
+        extra = ["face"]
+        if self.person_backend == "hog":
+            dets = [d for d in dets if d.label != "person"]
+            extra.append("person")
+        dets += self.opencv.detect(frame, extra).detections
+        dets.sort(key=lambda d: -d.score)
+        return dets

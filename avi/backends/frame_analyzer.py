@@ -2,16 +2,18 @@
 
 Backends:
     * :class:`PerceptionFrameAnalyzer` (cpu profile): no VLM can run here, so
-      it *measures* the frames instead of reading them: per frame the people
-      and face counts, the text OCR reads and the dominant colours, plus shot
-      changes and motion over the run. It cannot interpret the question; its
-      output says so, so the orchestrator does not mistake it for a VLM.
+      it *measures* the frames instead of reading them: per frame the objects
+      the detector finds (80 COCO classes on cpu), people and face counts,
+      the text OCR reads and the dominant colours, plus shot changes and
+      motion over the run. It cannot interpret the question; its output says
+      so, so the orchestrator does not mistake it for a VLM.
     * :class:`avi.backends.vlm.VlmFrameAnalyzer` (gpu profile): Qwen3-VL, frames
       sent as an image list with timestamps.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -49,7 +51,7 @@ class PerceptionFrameAnalyzer:
 
     Args:
         ocr: run on every frame.
-        detector: run with labels person and face on every frame.
+        detector: run on every frame: every class it knows (``detect_all``) or the labels person and face.
     """
 
     name = "perception-frame-analyzer-v1"
@@ -62,15 +64,20 @@ class PerceptionFrameAnalyzer:
         rows = []
         runs: list[list] = []  # [first_t, last_t, n, description]: identical neighbours merged
         for f in frames:
-            det = self.detector.detect(f, ["person", "face"])
-            people = sum(d.label == "person" for d in det.detections)
-            faces = sum(d.label == "face" for d in det.detections)
+            detect_all = getattr(self.detector, "detect_all", None)
+            dets = detect_all(f) if detect_all is not None else self.detector.detect(f, ["person", "face"]).detections
+            people = sum(d.label == "person" for d in dets)
+            faces = sum(d.label == "face" for d in dets)
+            objects = Counter(d.label for d in dets if d.label not in ("person", "face"))
             texts = [line.text for line in self.ocr.read(f)]
             colours = [n for n, _ in colour_names(f.image)]
-            rows.append({"t_s": f.t_s, "people": people, "faces": faces, "text": texts, "colours": colours})
+            rows.append({"t_s": f.t_s, "people": people, "faces": faces, "objects": dict(objects), "text": texts,
+                         "colours": colours})
             desc = f"{people} {'person' if people == 1 else 'people'}"
             if faces:
                 desc += f", {faces} face{'s' if faces > 1 else ''}"
+            if objects:
+                desc += "; objects " + ", ".join(f"{label} x{n}" for label, n in sorted(objects.items()))
             desc += "; text " + (", ".join(f'"{t}"' for t in texts) if texts else "none")
             desc += "; colours " + (", ".join(colours) or "n/a")
             if runs and runs[-1][3] == desc:
@@ -84,7 +91,7 @@ class PerceptionFrameAnalyzer:
         summary += ("; shot changes at " + ", ".join(f"{t:.1f}s" for t in stats.shot_changes_s)) \
             if stats.shot_changes_s else "; no shot change"
         text = ("Measured description (cpu profile has no VLM; the question is not interpreted, "
-                "only people/faces, on-screen text, colours and motion are measured):\n"
+                "only detected objects, people/faces, on-screen text, colours and motion are measured):\n"
                 + "\n".join(lines) + "\n" + summary + ".")
         return FrameAnalysis(text, {"question": question, "frames": rows,
                                     "shot_changes_s": stats.shot_changes_s, "motion": round(stats.motion, 4)})

@@ -23,6 +23,8 @@ class Detection:
         box: pixel xyxy in the analysed frame.
         t_s: time of the frame in seconds.
         frame_size: (width, height) of the analysed frame in pixels.
+        cls: the detector's own class when it differs in kind from the asked word (COCO ``"bicycle"`` for
+            ``"bike"``); None for open-vocabulary detectors.
     """
 
     label: str
@@ -30,9 +32,12 @@ class Detection:
     box: Box
     t_s: float
     frame_size: tuple[int, int]
+    cls: str | None = None
 
     def to_dict(self) -> dict:
         d = asdict(self)
+        if d["cls"] is None:
+            del d["cls"]
         d["box"] = [round(v, 1) for v in self.box]
         d["score"] = round(self.score, 3)
         return d

@@ -9,8 +9,8 @@ per-call cap, and reports which frames it looked at.
 from __future__ import annotations
 
 import statistics
-from collections import defaultdict
 
+from avi.backends.box_words import box_words
 from avi.backends.captioner import normalise_text
 from avi.tools.base import Observation, Question, StrList, TimeRanges, ToolContext, clip_ranges, sample_times, tool
 from avi.video.timecode import fmt_range
@@ -79,9 +79,22 @@ def text_extract(ctx: ToolContext, time_ranges: TimeRanges) -> Observation:
                        [f.t_s for f in frames], evidence, notes=notes)
 
 
+#: a label seen in one sampled frame only (no neighbour agrees) is reported as present only above this score
+SINGLE_FRAME_SCORE = 0.5
+
+
+def _agreed(seq: list[tuple[float, list]], gap_s: float) -> list[tuple[float, list]]:
+    """Per frame, the boxes that a neighbouring frame (within ``gap_s``) agrees with, or that score high alone."""
+    out = []
+    for i, (t, dets) in enumerate(seq):
+        neighbour = any(abs(t2 - t) <= gap_s and d2 for j, (t2, d2) in enumerate(seq) if j != i)
+        out.append((t, [d for d in dets if neighbour or d.score >= SINGLE_FRAME_SCORE]))
+    return out
+
+
 @tool("perceive")
 def object_detect(ctx: ToolContext, time_ranges: TimeRanges, objects: StrList) -> Observation:
-    """Detect and count objects named in words (e.g. ["person"]) in frames of the given time ranges; boxes are pixel xyxy.
+    """Detect and count objects named in words (e.g. ["person"]) in frames of the given time ranges; says where they are.
 
     Args:
         time_ranges: where to look, [[start_s, end_s], ...] in seconds; [t, t] looks at the frame at t.
@@ -93,45 +106,47 @@ def object_detect(ctx: ToolContext, time_ranges: TimeRanges, objects: StrList) -
     supported = [label for label in labels if label not in unsupported]
     ranges, notes = clip_ranges(ctx, time_ranges)
     if not supported:  # nothing this backend can find: say so without decoding frames
-        text = (f"object_detect ({det.name}): unsupported on this profile ({det.name} detects only "
-                f"{det.vocabulary}): {', '.join(unsupported)}. Nothing was looked at; use text_extract or "
-                f"frame_analysis instead.")
+        text = (f"object_detect ({det.name}): no class for {', '.join(unsupported)} (this profile detects "
+                f"{det.vocabulary}). Nothing was looked at; use text_extract or frame_analysis instead.")
         return Observation(_with_notes(text, notes), {"unsupported": unsupported}, error=True, notes=notes)
     cap = ctx.frame_cap(ctx.settings.perceive_max_frames)
     frames = ctx.video.frames_at(sample_times(ranges, ctx.settings.fps, cap))
-    counts: dict[str, list[tuple[float, int]]] = defaultdict(list)
-    boxes = []
     batch = getattr(det, "detect_batch", None)  # Grounding-DINO: one forward pass for many frames
     results = batch(frames, supported) if batch is not None else [det.detect(f, supported) for f in frames]
+    by_label: dict[str, list[tuple[float, list]]] = {label: [] for label in supported}
     for f, res in zip(frames, results):
-        per = defaultdict(int)
-        for d in res.detections:
-            per[d.label] += 1
-            boxes.append(d.to_dict())
         for label in supported:
-            counts[label].append((f.t_s, per[label]))
+            by_label[label].append((f.t_s, [d for d in res.detections if d.label == label]))
+    gap_s = 1.5 / ctx.settings.fps + 1e-6  # neighbouring sampled frames
     head = f"object_detect ({det.name}) {_where(ranges, [f.t_s for f in frames])}"
-    body = []
-    evidence = []
-    summary = {}
-    for label, seq in counts.items():
-        ns = [n for _, n in seq]
-        present = [t for t, n in seq if n > 0]
+    body, evidence, summary, boxes = [], [], {}, []
+    for label, seq in by_label.items():
+        kept = _agreed(seq, gap_s) if len(seq) > 1 else seq
+        for _, dets in kept:
+            boxes += [d.to_dict() for d in dets]
+        ns = [len(dets) for _, dets in kept]
+        present = [t for t, dets in kept if dets]
+        classes = sorted({d.cls for _, dets in kept for d in dets if d.cls and d.cls != label})
         summary[label] = {"max": max(ns), "median": statistics.median(ns), "frames_with": len(present),
-                          "per_frame": [[t, n] for t, n in seq]}
+                          "per_frame": [[t, n] for t, n in zip([t for t, _ in kept], ns)]}
+        name = label + (f" (class {', '.join(classes)})" if classes else "")
+        dropped = sum(len(d) for _, d in seq) - sum(ns)
         if not present:
-            body.append(f"{label}: none found")
+            body.append(f"{name}: none found" + (f" ({dropped} weak box{'es' if dropped > 1 else ''} in single "
+                                                 f"frames ignored)" if dropped else ""))
             continue
-        if len(seq) == 1:
-            body.append(f"{label}: {ns[0]} found at {seq[0][0]:.1f}s")
+        if len(kept) == 1:
+            body.append(f"{name}: {ns[0]} found at {kept[0][0]:.1f}s")
         else:
-            per_frame = ", ".join(f"{n} at {t:.1f}s" for t, n in seq)
-            body.append(f"{label} count per frame: {per_frame}; at most {max(ns)} in one frame "
-                        f"(median {statistics.median(ns):g})")
+            per_frame = ", ".join(f"{n} at {t:.1f}s" for (t, _), n in zip(kept, ns))
+            body.append(f"{name} count per frame: {per_frame}; at most {max(ns)} in one frame "
+                        f"(median {statistics.median(ns):g}); present in {len(present)} of {len(kept)} frames")
+        t_max, dets_max = max(kept, key=lambda item: (len(item[1]), -item[0]))
+        where = "; ".join(f"{box_words(d.box, d.frame_size)} (score {d.score:.2f})" for d in dets_max[:6])
+        body.append(f"  where at {t_max:.1f}s: {where}")
         evidence.append([min(present), max(present)])
     if unsupported:
-        body.append(f"unsupported on this profile ({det.name} detects only {det.vocabulary}): "
-                    + ", ".join(unsupported))
+        body.append(f"no class for {', '.join(unsupported)} (this profile detects {det.vocabulary})")
     return Observation(_with_notes(head + ". Result:\n" + "\n".join(body), notes),
                        {"summary": summary, "detections": boxes, "unsupported": unsupported},
                        [f.t_s for f in frames], evidence, notes=notes)

@@ -1,0 +1,115 @@
+"""The cpu COCO detector's word mapping, box words, and NanoDet-m decoding on rendered input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from avi.backends.box_words import box_words
+from avi.backends.coco_detector import BENCH_THRESHOLDS, COCO_CLASSES, coco_classes_for
+from avi.backends.detector import CpuDetector, OpenCvDetector
+from avi.backends.types import Detection
+from avi.video.decode import Frame
+
+
+@pytest.mark.parametrize("word, classes", [
+    ("bike", ("bicycle",)), ("Bikes", ("bicycle",)), ("buses", ("bus",)), ("wine glasses", ("wine glass",)),
+    ("glass", ("wine glass", "cup")), ("phone", ("cell phone",)), ("a red car", ("car",)), ("vans", ("car", "truck")),
+    ("people", ("person",)), ("knives", ("knife",)), ("ties", ("tie",)), ("traffic lights", ("traffic light",)),
+    ("glasses", ()), ("tree", ()), ("face", ()), ("", ()),
+])
+def test_words_map_to_coco_classes(word, classes):
+    assert coco_classes_for(word) == classes
+
+
+def test_every_class_maps_to_itself_and_bench_thresholds_name_classes():
+    assert len(COCO_CLASSES) == 80
+    for c in COCO_CLASSES:
+        # "orange" and "remote" are mostly a colour and an adjective in questions: deliberately no class
+        assert coco_classes_for(c) == (() if c in ("orange", "remote") else (c,)), c
+    assert coco_classes_for("oranges") == ("orange",) and coco_classes_for("tv remote") == ()
+    assert set(BENCH_THRESHOLDS) <= set(COCO_CLASSES)
+
+
+@pytest.mark.parametrize("box, words", [
+    ((0, 0, 20, 20), "left, top, small"),
+    ((300, 200, 340, 280), "centre, small"),
+    ((500, 300, 640, 480), "right, bottom, medium"),
+    ((0, 100, 640, 480), "centre, very large"),
+])
+def test_box_words(box, words):
+    assert box_words(box, (640, 480)) == words
+
+
+def test_box_words_rejects_empty_frame():
+    with pytest.raises(ValueError):
+        box_words((0, 0, 1, 1), (0, 480))
+
+
+class _FakeCoco:
+    """Stands in for NanoDet-m: returns fixed boxes (a fake, named as such: the real model is tested below)."""
+
+    name = "fake-coco"
+
+    def supports(self, label):
+        return bool(coco_classes_for(label))
+
+    def detect(self, frame, labels):
+        from avi.backends.types import DetectionResult
+
+        size = (640, 480)
+        return DetectionResult(frame.t_s, [Detection(labels[0], 0.6, (10, 10, 50, 50), frame.t_s, size, cls="car")])
+
+    def detect_all(self, frame):
+        return [Detection("car", 0.6, (10, 10, 50, 50), frame.t_s, (640, 480), cls="car"),
+                Detection("person", 0.9, (100, 100, 150, 300), frame.t_s, (640, 480), cls="person")]
+
+
+def test_cpu_detector_routes_faces_to_haar_and_the_rest_to_coco():
+    det = CpuDetector(_FakeCoco(), OpenCvDetector())
+    assert det.supports("face") and det.supports("bike") and not det.supports("tree")
+    frame = Frame(1.0, np.zeros((480, 640, 3), np.uint8))
+    res = det.detect(frame, ["taxi", "face", "tree"])
+    assert [d.label for d in res.detections] == ["taxi"] and res.unsupported == ["tree"]
+    hog = CpuDetector(_FakeCoco(), OpenCvDetector(), person_backend="hog")
+    assert [d.label for d in hog.detect_all(frame)] == ["car"]  # the fake's person is replaced by HOG (none here)
+    assert {d.label for d in det.detect_all(frame)} == {"car", "person"}
+
+
+class _NoOcr:
+    name = "no-ocr"
+
+    def read(self, frame):
+        return []
+
+
+class _ScriptedAll:
+    """A detector double with ``detect_all``: per frame time a list of (class, score) boxes (a fake: the real
+    NanoDet-m captions are tested on vtest in test_backends_cpu.py)."""
+
+    name = "scripted"
+    vocabulary = "scripted classes"
+
+    def __init__(self, script):
+        self.script = script
+
+    def supports(self, label):
+        return True
+
+    def detect_all(self, frame):
+        return [Detection(c, sc, (500, 10, 600, 60), frame.t_s, (640, 480), cls=c)
+                for c, sc in self.script.get(frame.t_s, [])]
+
+
+def test_caption_names_objects_seen_in_two_frames_or_once_confidently():
+    from avi.backends.captioner import PerceptionCaptioner
+    from avi.video.clips import Clip
+
+    frames = [Frame(t, np.full((480, 640, 3), 90, np.uint8)) for t in (0.0, 0.5, 1.0, 1.5)]
+    det = _ScriptedAll({0.0: [("car", 0.35), ("bird", 0.46)], 0.5: [("car", 0.4)], 1.0: [("dog", 0.7)],
+                        1.5: [("person", 0.9), ("person", 0.8)]})
+    cap = PerceptionCaptioner(_NoOcr(), det).caption(Clip(0, 0.0, 2.0), frames)
+    assert "Objects: car (up to 1, in 2 of 4 frames) (right, top, small); dog (up to 1, in 1 of 4 frames)" in cap.text
+    assert "bird" not in cap.text and "bird" not in cap.data["subject_registry"]  # once, weakly: not named
+    assert cap.data["subject_registry"]["person"]["max_count"] == 2
+    assert cap.data["objects_per_frame"]["car"] == [[0.0, 1], [0.5, 1], [1.0, 0], [1.5, 0]]
