@@ -529,8 +529,8 @@ def graph_retrieve(ctx: ToolContext, query: Query, hops: Annotated[int, Field(ge
     llm_graph = _llm_extracted(g)
     ents = sorted(n for n, d in g.nodes(data=True) if d.get("kind") in _ENTITY_KINDS)
     no_llm = ("this index's entity graph was built without LLM extraction (graph_llm off), so it holds only "
-              "on-screen texts and detected subject types (person, face), linked when seen together; for people, "
-              "actions and interactions use clip_retrieve or frame_analysis")
+              "on-screen texts and detected subject types (person, face, object classes), linked when seen together; "
+              "for people, actions and interactions use clip_retrieve or frame_analysis")
     if not ents:
         raise ValueError("the entity graph of this video has no entities" + (
             "" if llm_graph else f" ({no_llm})") + "; use clip_retrieve or global_explore instead")
