@@ -113,3 +113,17 @@ def test_caption_names_objects_seen_in_two_frames_or_once_confidently():
     assert "bird" not in cap.text and "bird" not in cap.data["subject_registry"]  # once, weakly: not named
     assert cap.data["subject_registry"]["person"]["max_count"] == 2
     assert cap.data["objects_per_frame"]["car"] == [[0.0, 1], [0.5, 1], [1.0, 0], [1.5, 0]]
+
+
+def test_object_detect_lists_the_vocabulary_for_a_word_with_no_class():
+    from types import SimpleNamespace
+
+    from avi.tools.base import ToolContext
+    from avi.tools.perceive import object_detect
+
+    det = CpuDetector(_FakeCoco(), OpenCvDetector())
+    ctx = ToolContext(settings=SimpleNamespace(fps=2.0, perceive_max_frames=16), index=None,
+                      video=SimpleNamespace(info=SimpleNamespace(duration_s=60.0)), backends=SimpleNamespace(detector=det))
+    obs = object_detect.run(ctx, {"time_ranges": [[1, 2]], "objects": ["tree"]})
+    assert obs.error and "no class for tree" in obs.text
+    assert "toothbrush" in obs.text and "traffic light" in obs.text and "face" in obs.text

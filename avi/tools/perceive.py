@@ -105,9 +105,11 @@ def object_detect(ctx: ToolContext, time_ranges: TimeRanges, objects: StrList) -
     unsupported = [label for label in labels if not det.supports(label)]
     supported = [label for label in labels if label not in unsupported]
     ranges, notes = clip_ranges(ctx, time_ranges)
+    known = getattr(det, "class_list", None)  # closed-set detectors list their labels
+    vocabulary = f"{det.vocabulary}: {', '.join(known)}" if known else det.vocabulary
     if not supported:  # nothing this backend can find: say so without decoding frames
         text = (f"object_detect ({det.name}): no class for {', '.join(unsupported)} (this profile detects "
-                f"{det.vocabulary}). Nothing was looked at; use text_extract or frame_analysis instead.")
+                f"{vocabulary}). Nothing was looked at; use text_extract or frame_analysis instead.")
         return Observation(_with_notes(text, notes), {"unsupported": unsupported}, error=True, notes=notes)
     cap = ctx.frame_cap(ctx.settings.perceive_max_frames)
     frames = ctx.video.frames_at(sample_times(ranges, ctx.settings.fps, cap))
@@ -146,7 +148,7 @@ def object_detect(ctx: ToolContext, time_ranges: TimeRanges, objects: StrList) -
         body.append(f"  where at {t_max:.1f}s: {where}")
         evidence.append([min(present), max(present)])
     if unsupported:
-        body.append(f"no class for {', '.join(unsupported)} (this profile detects {det.vocabulary})")
+        body.append(f"no class for {', '.join(unsupported)} (this profile detects {vocabulary})")
     return Observation(_with_notes(head + ". Result:\n" + "\n".join(body), notes),
                        {"summary": summary, "detections": boxes, "unsupported": unsupported},
                        [f.t_s for f in frames], evidence, notes=notes)
