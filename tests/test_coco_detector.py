@@ -127,3 +127,20 @@ def test_object_detect_lists_the_vocabulary_for_a_word_with_no_class():
     obs = object_detect.run(ctx, {"time_ranges": [[1, 2]], "objects": ["tree"]})
     assert obs.error and "no class for tree" in obs.text
     assert "toothbrush" in obs.text and "traffic light" in obs.text and "face" in obs.text
+
+
+def test_index_key_follows_the_detector_weights_and_threshold(tmp_path):
+    """A different detector file (sha256 in weights.lock) or threshold makes another captioner id: a new index."""
+    from avi.backends import Backends
+    from avi.config import Settings
+
+    from avi.weights import load_lock
+
+    real = Settings()
+    sha = load_lock(real.weights_lock)[real.coco_detector].sha256
+    other = tmp_path / "weights.lock"
+    other.write_text(real.weights_lock.read_text().replace(sha, "0" * 64))
+    a = Backends(real).captioner_id()
+    b = Backends(Settings(weights_lock=other)).captioner_id()
+    c = Backends(Settings(coco_score_threshold=0.6)).captioner_id()
+    assert sha[:16] in a and a != b and a != c and "perception-caption-v2" in a
