@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import cv2
 import numpy as np
@@ -138,8 +138,12 @@ class PaddleOcrEngine:
             self.model_names["cls"] = kwargs["textline_orientation_model_name"]
         self.name = f"paddleocr:{self.model_names['det']}+{self.model_names['rec']}"
 
-    def read(self, frame: Frame) -> list[OcrLine]:
-        """Text lines of an RGB uint8 frame (H, W, 3) in reading order; boxes pixel xyxy in the frame."""
+    def read(self, frame: Frame, regions: Sequence[Sequence[float]] | None = None) -> list[OcrLine]:
+        """Text lines of an RGB uint8 frame (H, W, 3) in reading order; boxes pixel xyxy in the frame.
+
+        ``regions`` (the :class:`~avi.backends.ocr.OcrEngine` protocol's optional boxes to read closely) is
+        accepted and ignored: the server detector reads the whole frame.
+        """
         bgr = np.ascontiguousarray(cv2.cvtColor(frame.image, cv2.COLOR_RGB2BGR))
         results: Iterable[Any] = self._engine.predict(bgr)
         lines: list[OcrLine] = []
