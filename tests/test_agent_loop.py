@@ -97,10 +97,11 @@ class MemoOcr:
     def __getattr__(self, name):
         return getattr(self._engine, name)
 
-    def read(self, frame):
-        key = (frame.t_s, frame.image.shape, hashlib.blake2b(frame.image.tobytes(), digest_size=16).digest())
+    def read(self, frame, regions=None):
+        key = (frame.t_s, frame.image.shape, hashlib.blake2b(frame.image.tobytes(), digest_size=16).digest(),
+               tuple(map(tuple, regions or ())))
         if key not in self._memo:
-            self._memo[key] = self._engine.read(frame)
+            self._memo[key] = self._engine.read(frame, regions=regions)
         return list(self._memo[key])
 
 

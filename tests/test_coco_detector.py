@@ -79,7 +79,7 @@ def test_cpu_detector_routes_faces_to_haar_and_the_rest_to_coco():
 class _NoOcr:
     name = "no-ocr"
 
-    def read(self, frame):
+    def read(self, frame, regions=None):
         return []
 
 
@@ -143,4 +143,56 @@ def test_index_key_follows_the_detector_weights_and_threshold(tmp_path):
     a = Backends(real).captioner_id()
     b = Backends(Settings(weights_lock=other)).captioner_id()
     c = Backends(Settings(coco_score_threshold=0.6)).captioner_id()
-    assert sha[:16] in a and a != b and a != c and "perception-caption-v2" in a
+    assert sha[:16] in a and a != b and a != c and "perception-caption-v3" in a
+
+
+def test_text_regions_are_the_largest_text_bearing_boxes():
+    from avi.backends.coco_detector import text_regions
+
+    size = (640, 480)
+    dets = [Detection("car", 0.9, (0, 0, 100, 60), 0.0, size, cls="car"),
+            Detection("bike", 0.9, (0, 0, 300, 300), 0.0, size, cls="bicycle"),  # no text expected on it
+            Detection("bus", 0.5, (100, 100, 400, 300), 0.0, size, cls="bus"),
+            Detection("truck", 0.5, (0, 0, 200, 10), 0.0, size, cls="truck"),  # too low to hold text
+            Detection("tv", 0.5, (10, 10, 40, 40), 0.0, size)]
+    assert text_regions(dets) == [(100, 100, 400, 300), (0, 0, 100, 60), (10, 10, 40, 40)]
+    assert text_regions(dets, max_regions=1) == [(100, 100, 400, 300)]
+
+
+class _RecordingOcr:
+    name = "recording-ocr"
+
+    def __init__(self):
+        self.calls = []
+
+    def read(self, frame, regions=None):
+        self.calls.append((frame.t_s, regions))
+        return []
+
+
+def test_captions_and_text_extract_hand_vehicle_boxes_to_ocr_as_regions():
+    from types import SimpleNamespace
+
+    from avi.backends.captioner import PerceptionCaptioner
+    from avi.tools.base import ToolContext
+    from avi.tools.perceive import text_extract
+    from avi.video.clips import Clip
+
+    frames = [Frame(t, np.full((480, 640, 3), 90, np.uint8)) for t in (0.0, 0.5, 1.0)]
+    det = _ScriptedAll({t: [("car", 0.9)] for t in (0.0, 0.5, 1.0)})
+    ocr = _RecordingOcr()
+    PerceptionCaptioner(ocr, det, ocr_frames=1).caption(Clip(0, 0.0, 1.5), frames)
+    assert ocr.calls == [(0.5, [(500, 10, 600, 60)])]
+
+    class _Video:
+        info = SimpleNamespace(duration_s=10.0)
+
+        def frames_at(self, times):
+            return [Frame(t, np.full((480, 640, 3), 90, np.uint8)) for t in times]
+
+    ocr2 = _RecordingOcr()
+    ctx = ToolContext(settings=SimpleNamespace(fps=2.0, perceive_max_frames=16), index=None, video=_Video(),
+                      backends=SimpleNamespace(ocr=ocr2, detector=_ScriptedAll({0.0: [("bus", 0.8)]})))
+    obs = text_extract.run(ctx, {"time_ranges": [[0, 0.5]]})
+    assert not obs.error, obs.text
+    assert ocr2.calls == [(0.0, [(500, 10, 600, 60)]), (0.5, None)]

@@ -18,6 +18,7 @@ import re
 from typing import Protocol, runtime_checkable
 
 from avi.backends.box_words import box_words
+from avi.backends.coco_detector import text_regions
 from avi.backends.detector import Detector
 from avi.backends.ocr import OcrEngine
 from avi.backends.types import Caption, Detection
@@ -71,7 +72,7 @@ class PerceptionCaptioner:
         ocr_frames: frames per clip given to OCR (OCR costs ~0.3 s per frame here).
     """
 
-    name = "perception-caption-v2"
+    name = "perception-caption-v3"  # v3: OCR passes (zoom tiles, regions from vehicle boxes), COCO objects
     #: an object class seen in one sampled frame only is named when its best box scores at least this
     single_frame_score = 0.5
 
@@ -112,8 +113,10 @@ class PerceptionCaptioner:
         step = max(1, len(frames) // self.ocr_frames)
         ocr_frames = frames[step // 2:: step][: self.ocr_frames]
         texts: dict[str, dict] = {}
+        dets_at = {f.t_s: dets for f, dets in zip(frames, per_frame)}
         for f in ocr_frames:
-            for line in self.ocr.read(f):
+            regions = text_regions(dets_at.get(f.t_s, []))  # signs on vehicles, screens: read closely
+            for line in (self.ocr.read(f, regions=regions) if regions else self.ocr.read(f)):
                 key = normalise_text(line.text)
                 if sum(ch.isalnum() for ch in key) < 2:  # single glyphs are mostly OCR noise on texture
                     continue

@@ -77,6 +77,11 @@ NOT_CLASSES = frozenset({"glasses", "eyeglasses", "sunglasses", "spectacles", "o
 #: detector's ``score_threshold``: lower values list birds and sports balls in street scenes.
 BENCH_THRESHOLDS = {"person": 0.45, "car": 0.30, "bicycle": 0.25, "motorcycle": 0.25}
 
+#: Classes whose boxes often carry text a full-frame OCR pass misses (a roof sign, a number plate, a screen):
+#: their boxes are handed to OCR as regions to read closely (:func:`text_regions`).
+TEXT_BEARING = frozenset({"car", "truck", "bus", "train", "boat", "airplane", "stop sign", "parking meter", "tv",
+                          "laptop", "cell phone", "book"})
+
 _CLASS_SET = frozenset(COCO_CLASSES)
 MEAN_BGR = np.array([103.53, 116.28, 123.675], dtype=np.float32)
 STD_BGR = np.array([57.375, 57.12, 58.395], dtype=np.float32)
@@ -278,3 +283,17 @@ class NanoDetDetector:
         dets = [Detection(wanted[c], s, b, frame.t_s, size, cls=c) for c, s, b in self.raw(frame.image, list(wanted))
                 if c in wanted]
         return DetectionResult(frame.t_s, dets, unsupported)
+
+
+def text_regions(detections: Sequence[Detection], max_regions: int = 3, min_height: float = 24.0) -> list[tuple]:
+    """Pixel xyxy boxes of the largest text-bearing detections (:data:`TEXT_BEARING`), for ``OcrEngine.read``.
+
+    Args:
+        detections: one frame's detections (``cls`` or ``label`` names the COCO class).
+        max_regions: at most this many, largest area first.
+        min_height: boxes lower than this many pixels are left out (too small to hold readable text).
+    """
+    boxes = [d.box for d in detections if (d.cls or d.label) in TEXT_BEARING and d.box[3] - d.box[1] >= min_height]
+    boxes.sort(key=lambda b: -(b[2] - b[0]) * (b[3] - b[1]))
+    return [tuple(b) for b in boxes[:max_regions]]
+

@@ -12,6 +12,7 @@ import statistics
 
 from avi.backends.box_words import box_words
 from avi.backends.captioner import normalise_text
+from avi.backends.coco_detector import text_regions
 from avi.tools.base import Observation, Question, StrList, TimeRanges, ToolContext, clip_ranges, sample_times, tool
 from avi.video.timecode import fmt_range
 
@@ -42,6 +43,7 @@ def text_extract(ctx: ToolContext, time_ranges: TimeRanges) -> Observation:
     """
     ranges, notes, frames = _frames(ctx, time_ranges, ctx.settings.perceive_max_frames)
     ocr = ctx.backends.ocr
+    detect_all = getattr(ctx.backends.detector, "detect_all", None)  # cpu: vehicle/screen boxes to read closely
     step = 1.0 / ctx.settings.fps
     # De-duplicate across neighbouring frames: one entry per text per run of frames.
     runs: list[dict] = []
@@ -49,7 +51,8 @@ def text_extract(ctx: ToolContext, time_ranges: TimeRanges) -> Observation:
     lines_all = []
     for f in frames:
         seen = set()
-        for line in ocr.read(f):
+        regions = text_regions(detect_all(f)) if detect_all is not None else []
+        for line in (ocr.read(f, regions=regions) if regions else ocr.read(f)):
             key = normalise_text(line.text)
             if not key or key in seen:
                 continue
