@@ -133,7 +133,6 @@ def test_index_key_follows_the_detector_weights_and_threshold(tmp_path):
     """A different detector file (sha256 in weights.lock) or threshold makes another captioner id: a new index."""
     from avi.backends import Backends
     from avi.config import Settings
-
     from avi.weights import load_lock
 
     real = Settings()
