@@ -13,7 +13,9 @@ from avi.agent.grounding import (
     about_speech,
     about_words,
     answers_nothing,
+    asks_count,
     asks_for_text,
+    count_at,
     evidence_span,
     evidence_strings,
     grounded_in,
@@ -189,3 +191,42 @@ def test_answers_that_give_nothing():
     assert not about_words("What shape is the small yellow sign?") and about_words("What does the sign say?")
     assert about_speech("What is the secret code word that is spoken in the video?")
     assert about_speech("According to the commentator, who scored?") and not about_speech("What does the sign show?")
+
+
+def _counts(label: str, per_frame: list[list[float]]) -> tuple[str, dict]:
+    return "object_detect", {"summary": {label: {"per_frame": per_frame}}}
+
+
+def test_count_at_reads_the_named_moment_not_the_maximum():
+    steps = [_counts("person", [[43.0, 3], [43.5, 3], [44.0, 3], [44.5, 3], [45.0, 3], [46.5, 4], [47.0, 4]])]
+    assert count_at(steps, 44.0, "Around 0:44, how many people can be seen?") == ("person", 3, [43.0, 45.0])
+    # nothing within a second: the nearest frame, if within reach
+    steps = [_counts("person", [[40.0, 2], [48.0, 5]])]
+    assert count_at(steps, 46.0, "how many people at 0:46?") == ("person", 5, [48.0, 48.0])
+    assert count_at(steps, 44.0, "how many people at 0:44?") is None  # 4 s from any measured frame
+    assert count_at([("text_extract", {"texts": []})], 44.0, "how many?") is None
+
+
+def test_count_at_picks_the_label_the_question_names():
+    steps = [_counts("person", [[10.0, 2]]), _counts("car", [[10.0, 1]])]
+    assert count_at(steps, 10.0, "How many cars are parked at 0:10?") == ("car", 1, [10.0, 10.0])
+    assert count_at(steps, 10.0, "How many cars or persons at 0:10?") is None  # both named: ambiguous
+    assert count_at(steps, 10.0, "How many things at 0:10?") is None
+    assert asks_count("How many people?") and not asks_count("Is there a person?")
+
+
+def test_agent_replaces_a_count_with_the_one_measured_at_the_named_moment():
+    from types import SimpleNamespace
+
+    from avi.agent.loop import Agent
+    from avi.agent.trace import Trace
+
+    steps = [_counts("person", [[43.0, 3], [44.0, 3], [45.0, 3], [46.5, 4]])]
+    st = SimpleNamespace(question="Around 0:44, how many people can be seen?", perceive_data=lambda: steps,
+                         iteration=4, phase="review")
+    trace = Trace(question=st.question)
+    assert Agent._count_at_moment(None, st, trace, "4") == "3"
+    assert "count read at the moment the question names: person 3 at 43.0-45.0s" in trace.steps[-1].notes[0]
+    assert Agent._count_at_moment(None, st, Trace(question=st.question), "**3**") == "**3**"  # already right
+    st.question = "How many people walk past in the whole video?"  # no moment named: the model's answer stays
+    assert Agent._count_at_moment(None, st, trace, "4") == "4"

@@ -313,3 +313,57 @@ def unmeasurable(question: str, detector, frame_analyzer_name: str) -> list[str]
             if not ok:
                 out.append(w)
     return out
+
+
+# ----------------------------------------------------------------------------- counts at a named moment
+
+
+def asks_count(question: str) -> bool:
+    """Whether the question asks for a number of things ("how many ...")."""
+    return bool(re.search(r"\bhow\s+many\b", question or "", re.I))
+
+
+def count_at(steps: list[tuple[str, dict]], t_s: float, question: str, window_s: float = 1.0,
+             reach_s: float = 2.5) -> tuple[str, int, list[float]] | None:
+    """The count ``object_detect`` measured at the moment ``t_s`` the question names.
+
+    Small orchestrators answer "how many at 0:44" with the largest count of the frames they looked at (a person
+    who walks in two seconds later counts). This reads the per-frame counts instead: the median count of the
+    frames within ``window_s`` seconds of ``t_s``, or, when none is that close, of the nearest frame within
+    ``reach_s`` seconds.
+
+    Args:
+        steps: ``(tool, observation data)`` of the successful perceive calls (``object_detect`` data carries
+            ``summary[label]["per_frame"] = [[t_s, n], ...]``).
+        t_s: the moment, seconds.
+        question: used to pick the label when several were counted (the one named in the question).
+
+    Returns:
+        ``(label, count, [first_s, last_s] of the frames used)``, or None when no measured frame is near ``t_s``
+        or the label is ambiguous.
+    """
+    per_label: dict[str, dict[float, int]] = {}
+    for tool, data in steps:
+        if tool != "object_detect":
+            continue
+        for label, summary in (data.get("summary") or {}).items():
+            for t, n in summary.get("per_frame") or []:
+                per_label.setdefault(label, {})[float(t)] = int(n)
+    if len(per_label) > 1:
+        words = set(re.findall(r"[a-z]+", (question or "").lower()))
+        words |= {w[:-1] for w in words if w.endswith("s")}  # "cars" names the label "car"
+        named = [lab for lab in per_label if set(lab.split()) & words]
+        if len(named) != 1:
+            return None
+        per_label = {named[0]: per_label[named[0]]}
+    if not per_label:
+        return None
+    label, frames = next(iter(per_label.items()))
+    near = sorted(t for t in frames if abs(t - t_s) <= window_s)
+    if not near:
+        nearest = min(frames, key=lambda t: abs(t - t_s))
+        if abs(nearest - t_s) > reach_s:
+            return None
+        near = [nearest]
+    counts = sorted(frames[t] for t in near)
+    return label, counts[(len(counts) - 1) // 2], [near[0], near[-1]]

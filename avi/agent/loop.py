@@ -42,7 +42,9 @@ from avi.agent.grounding import (
     about_speech,
     about_words,
     answers_nothing,
+    asks_count,
     asks_for_text,
+    count_at,
     evidence_span,
     evidence_strings,
     grounded_in,
@@ -247,6 +249,8 @@ class Agent:
         if getattr(self.settings, "grounded_answers", True):
             if st.kind == "text" and st.answer is not None:
                 st.answer = self._extractive_answer(st, trace, st.answer)
+            if st.kind == "number" and st.answer is not None:
+                st.answer = self._count_at_moment(st, trace, st.answer)
             if st.kind == "interval" and interval:
                 widened = self._event_interval(st, trace, interval)
                 if widened != interval:
@@ -330,6 +334,24 @@ class Agent:
                   notes=[f"answer {answer[:80]!r} holds no evidence string; "
                          + (f"taken from the evidence: {picked!r}" if ok else "no evidence string fits; kept")])
         return picked if ok else answer
+
+    def _count_at_moment(self, st: "_State", trace: Trace, answer: str) -> str:
+        """For "how many ... at 0:44", the count object_detect measured at that moment (:func:`count_at`), not
+        the largest count of the frames looked at; the answer is kept when nothing was measured there."""
+        times = clock_times_in(st.question)
+        if len(times) != 1 or not asks_count(st.question):
+            return answer
+        found = count_at(st.perceive_data(), times[0][1], st.question)
+        if found is None:
+            return answer
+        label, n, (a, b) = found
+        if re.fullmatch(r"[\s*]*" + str(n) + r"[\s*.]*", answer or ""):
+            return answer
+        where = f"at {a:.1f}s" if a == b else f"at {a:.1f}-{b:.1f}s"
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                  notes=[f"count read at the moment the question names: {label} {n} {where} (the model wrote "
+                         f"{answer[:60]!r})"])
+        return str(n)
 
     def _event_interval(self, st: "_State", trace: Trace, interval: list[float]) -> list[float]:
         """An interval answer widened (or narrowed) to the whole evidence run it points at: the perceive
