@@ -20,6 +20,7 @@ from avi.agent.grounding import (
     evidence_strings,
     grounded_in,
     unmeasurable,
+    usual_count,
 )
 from avi.agent.prompts import PromptLibrary
 from avi.backends.llm import ChatResult
@@ -230,3 +231,20 @@ def test_agent_replaces_a_count_with_the_one_measured_at_the_named_moment():
     assert Agent._count_at_moment(None, st, Trace(question=st.question), "**3**") == "**3**"  # already right
     st.question = "How many people walk past in the whole video?"  # no moment named: the model's answer stays
     assert Agent._count_at_moment(None, st, trace, "4") == "4"
+
+
+def test_a_count_never_measured_becomes_the_usual_count():
+    from types import SimpleNamespace
+
+    from avi.agent.loop import Agent
+    from avi.agent.trace import Trace
+
+    steps = [_counts("person", [[0.0, 1], [0.5, 1], [1.0, 2], [1.5, 1]])]
+    assert usual_count(steps, "How many people appear in the video?") == ("person", 1, {1, 2})
+    st = SimpleNamespace(question="How many people appear in the video?", perceive_data=lambda: steps,
+                         iteration=3, phase="review")
+    trace = Trace(question=st.question)
+    assert Agent._count_at_moment(None, st, trace, "3") == "1"
+    assert "count 3 was never measured" in trace.steps[-1].notes[0]
+    assert Agent._count_at_moment(None, st, trace, "2") == "2"  # measured in one frame: the model's reading stays
+    assert usual_count([], "How many?") is None

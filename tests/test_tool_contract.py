@@ -561,3 +561,21 @@ def test_no_frame_budget_means_no_cap():
     for _ in range(3):
         assert len(frame_analysis.run(ctx, {"time_ranges": [[0, 60]], "question": "q"}).frames_s) == 64
     assert ctx.frames_left is None and ctx.frames_spent == 192
+
+
+def test_text_extract_merges_misreads_of_one_text_and_drops_stray_glyphs():
+    reads = {0.0: ["MPRODON"], 0.5: ["CAMPRODON", "a"], 1.0: ["CAAERRODON", "mmmm"], 1.5: ["CAMPRODON", "7"],
+             9.0: ["CAMPRODON"]}
+
+    class Ocr(FakeOcr):
+        def read(self, frame, regions=None):
+            return [OcrLine(t, 0.95 if t in ("MPRODON", "7") else 0.8, (1.0, 2.0, 3.0, 4.0), frame.t_s)
+                    for t in reads.get(frame.t_s, [])]
+
+    ctx = make_ctx(ocr=Ocr())
+    obs = text_extract.run(ctx, {"time_ranges": [[0, 1.5], [9, 9]]})
+    texts = [(t["text"], t["first_s"], t["last_s"]) for t in obs.data["texts"]]
+    # one text read three ways in neighbouring frames; its medoid names it; shown again at 9 s: a separate run
+    assert ("CAMPRODON", 0.0, 1.5) in texts and ("CAMPRODON", 9.0, 9.0) in texts
+    assert '"CAMPRODON" at 0.0s–1.5s (score 0.80; 4 reads, also read as "MPRODON", "CAAERRODON")' in obs.text
+    assert "mmmm" in obs.text and '"7"' in obs.text and '"a"' not in obs.text  # a weak single glyph is dropped

@@ -342,6 +342,22 @@ def count_at(steps: list[tuple[str, dict]], t_s: float, question: str, window_s:
         ``(label, count, [first_s, last_s] of the frames used)``, or None when no measured frame is near ``t_s``
         or the label is ambiguous.
     """
+    found = _measured_counts(steps, question)
+    if found is None:
+        return None
+    label, frames = found
+    near = sorted(t for t in frames if abs(t - t_s) <= window_s)
+    if not near:
+        nearest = min(frames, key=lambda t: abs(t - t_s))
+        if abs(nearest - t_s) > reach_s:
+            return None
+        near = [nearest]
+    counts = sorted(frames[t] for t in near)
+    return label, counts[(len(counts) - 1) // 2], [near[0], near[-1]]
+
+
+def _measured_counts(steps: list[tuple[str, dict]], question: str) -> tuple[str, dict[float, int]] | None:
+    """``(label, {t_s: count})`` of the one object_detect label the question is about, or None."""
     per_label: dict[str, dict[float, int]] = {}
     for tool, data in steps:
         if tool != "object_detect":
@@ -356,14 +372,24 @@ def count_at(steps: list[tuple[str, dict]], t_s: float, question: str, window_s:
         if len(named) != 1:
             return None
         per_label = {named[0]: per_label[named[0]]}
-    if not per_label:
+    return next(iter(per_label.items())) if per_label else None
+
+
+def usual_count(steps: list[tuple[str, dict]], question: str) -> tuple[str, int, set[int]] | None:
+    """The count object_detect measured most often (ties: the smaller), with every count it measured.
+
+    For "how many ..." questions that name no moment: an answer that is none of the measured counts is not
+    grounded in the measurement (the 1.5B orchestrator wrote 3 where every frame but one counted 1 person).
+
+    Returns:
+        ``(label, the most frequent count, {all counts measured})``, or None when nothing was counted or the
+        label is ambiguous (see :func:`count_at`).
+    """
+    found = _measured_counts(steps, question)
+    if found is None or not found[1]:
         return None
-    label, frames = next(iter(per_label.items()))
-    near = sorted(t for t in frames if abs(t - t_s) <= window_s)
-    if not near:
-        nearest = min(frames, key=lambda t: abs(t - t_s))
-        if abs(nearest - t_s) > reach_s:
-            return None
-        near = [nearest]
-    counts = sorted(frames[t] for t in near)
-    return label, counts[(len(counts) - 1) // 2], [near[0], near[-1]]
+    label, frames = found
+    counts = list(frames.values())
+    mode = min(set(counts), key=lambda n: (-counts.count(n), n))
+    return label, mode, set(counts)
+

@@ -51,6 +51,7 @@ from avi.agent.grounding import (
     is_yes_no,
     normalise,
     unmeasurable,
+    usual_count,
 )
 from avi.agent.parse import (
     Reply,
@@ -337,10 +338,20 @@ class Agent:
 
     def _count_at_moment(self, st: "_State", trace: Trace, answer: str) -> str:
         """For "how many ... at 0:44", the count object_detect measured at that moment (:func:`count_at`), not
-        the largest count of the frames looked at; the answer is kept when nothing was measured there."""
+        the largest count of the frames looked at; with no moment named, a count that was never measured becomes
+        the usual measured count (:func:`usual_count`). The answer is kept when nothing was measured."""
         times = clock_times_in(st.question)
-        if len(times) != 1 or not asks_count(st.question):
+        if not asks_count(st.question):
             return answer
+        if len(times) != 1:  # no single moment named: keep any count that was measured, else the usual one
+            usual = usual_count(st.perceive_data(), st.question)
+            written = re.fullmatch(r"[\s*]*(\d+)[\s*.]*", answer or "")
+            if usual is None or written is None or int(written.group(1)) in usual[2]:
+                return answer
+            trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                      notes=[f"count {written.group(1)} was never measured; the usual count of {usual[0]} was "
+                             f"{usual[1]} (measured: {', '.join(map(str, sorted(usual[2])))})"])
+            return str(usual[1])
         found = count_at(st.perceive_data(), times[0][1], st.question)
         if found is None:
             return answer

@@ -34,6 +34,73 @@ def _with_notes(text: str, notes: list[str]) -> str:
     return text + ("\nNote: " + "; ".join(notes) if notes else "")
 
 
+#: a read of fewer than two letters or digits is kept only at this score (OCR finds glyphs in texture)
+SINGLE_GLYPH_SCORE = 0.9
+#: two reads whose normalised texts are at least this similar (difflib ratio) are one text read differently
+VARIANT_SIMILARITY = 0.7
+
+
+def _legible(run: dict) -> bool:
+    return sum(ch.isalnum() for ch in run["text"]) >= 2 or run["score"] >= SINGLE_GLYPH_SCORE
+
+
+def merge_variants(runs: list[dict], gap_s: float = 5.0) -> list[dict]:
+    """Merge OCR runs that are one text read differently in different frames ("CAMPRODON", "CAMPMODON",
+    "MPRODON") into one run named by its most typical read.
+
+    Runs of at least four characters, with different normalised texts at least :data:`VARIANT_SIMILARITY`
+    similar (difflib ratio), and at most ``gap_s`` seconds apart, join one group (single link); the same text
+    seen again later stays a separate run (it may be shown twice). The group's text is its medoid: the read
+    with the highest summed similarity to the group (itself included), weighted by frames and score (a read
+    cut at the edge, or a one-off misread, is rarely the medoid). Its span covers every member; the other
+    reads are listed as ``variants``.
+
+    Args:
+        runs: ``{"text", "first_s", "last_s", "frames", "score", "box"}`` dicts (seconds, pixel xyxy).
+        gap_s: the largest time gap between two runs that can be one text read differently (the other reads
+            stay listed as variants, so two similar texts merged by mistake are still both in the observation).
+
+    Returns:
+        the merged runs (a lone run unchanged).
+    """
+    from difflib import SequenceMatcher
+
+    keys = [normalise_text(r["text"]).replace(" ", "") for r in runs]
+    parent = list(range(len(runs)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    sim = {}
+    for i in range(len(runs)):
+        for j in range(i + 1, len(runs)):
+            apart = max(runs[i]["first_s"], runs[j]["first_s"]) - min(runs[i]["last_s"], runs[j]["last_s"])
+            if min(len(keys[i]), len(keys[j])) >= 4 and keys[i] != keys[j] and apart <= gap_s:
+                r = SequenceMatcher(None, keys[i], keys[j]).ratio()
+                sim[i, j] = sim[j, i] = r
+                if r >= VARIANT_SIMILARITY:
+                    parent[find(i)] = find(j)
+    groups: dict[int, list[int]] = {}
+    for i in range(len(runs)):
+        groups.setdefault(find(i), []).append(i)
+    out = []
+    for members in groups.values():
+        if len(members) == 1:
+            out.append(runs[members[0]])
+            continue
+        best = max(members, key=lambda i: (sum((1.0 if j == i else sim.get((i, j), 0.0)) * runs[j]["frames"]
+                                               * runs[j]["score"] for j in members), runs[i]["score"]))
+        merged = dict(runs[best])
+        merged.update(first_s=min(runs[i]["first_s"] for i in members), last_s=max(runs[i]["last_s"] for i in members),
+                      frames=sum(runs[i]["frames"] for i in members),
+                      variants=list(dict.fromkeys(runs[i]["text"] for i in members if keys[i] != keys[best])))
+        out.append(merged)
+    return out
+
+
 @tool("perceive")
 def text_extract(ctx: ToolContext, time_ranges: TimeRanges) -> Observation:
     """Read on-screen text (OCR) in frames of the given time ranges; repeated text is merged across neighbouring frames.
@@ -69,13 +136,18 @@ def text_extract(ctx: ToolContext, time_ranges: TimeRanges) -> Observation:
                        "box": list(line.box)}
                 runs.append(run)
                 open_runs[key] = run
+    times = [f.t_s for f in frames]
+    spacing = sorted(b - a for a, b in zip(times, times[1:]))[len(times) // 2 - 1] if len(times) > 2 else step
+    runs = merge_variants([r for r in runs if _legible(r)], gap_s=max(5.0, 3 * spacing))
     runs.sort(key=lambda r: (r["first_s"], r["box"][1]))
     head = f"text_extract ({ocr.name}) {_where(ranges, [f.t_s for f in frames])}"
     if not runs:
         return Observation(_with_notes(head + ". No text found.", notes), {"lines": []},
                            [f.t_s for f in frames], notes=notes)
     body = [f'"{r["text"]}" at {r["first_s"]:.1f}s' + (f"–{r['last_s']:.1f}s" if r["last_s"] > r["first_s"] else "")
-            + f" (score {r['score']:.2f})" for r in runs]
+            + f" (score {r['score']:.2f}"
+            + (f"; {r['frames']} reads, also read as " + ", ".join(f'"{v}"' for v in r["variants"][:4])
+               if r.get("variants") else "") + ")" for r in runs]
     evidence = [[r["first_s"], r["last_s"]] for r in runs]
     return Observation(_with_notes(head + ". Text found:\n" + "\n".join(body), notes),
                        {"texts": [{**r, "score": round(r["score"], 3)} for r in runs], "lines": lines_all},
