@@ -250,7 +250,7 @@ class Agent:
         if getattr(self.settings, "grounded_answers", True):
             if st.kind == "text" and st.answer is not None:
                 st.answer = self._extractive_answer(st, trace, st.answer)
-            if st.kind == "number" and st.answer is not None:
+            if st.kind in ("number", "text") and st.answer is not None:  # "how many" reads as text too
                 st.answer = self._count_at_moment(st, trace, st.answer)
             if st.kind == "interval" and interval:
                 widened = self._event_interval(st, trace, interval)
