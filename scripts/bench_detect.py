@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from avi.backends.coco_detector import BENCH_THRESHOLDS, COCO_CLASSES, NanoDetDetector
-from avi.backends.detector import OpenCvDetector, nms
+from avi.backends.detector import OpenCvDetector, box_iou, nms
 from avi.config import Settings
 from avi.offline import enforce_offline_env
 from avi.video.decode import Frame, VideoReader, probe
@@ -86,14 +86,6 @@ def th(thr, c: str) -> float:
     return thr.get(c, thr["*"]) if isinstance(thr, dict) else thr
 
 
-def iou(a, b) -> float:
-    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = ix * iy
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union if union > 0 else 0.0
-
-
 def in_region(box, region) -> bool:
     cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
     x1, y1, x2, y2 = region
@@ -116,7 +108,7 @@ def score_boxes(truth: list[dict], dets_by_frame: list[list], thr, classes) -> d
             for _, _, box in mine:
                 best, bi = 0.0, -1
                 for i, g in enumerate(gts):
-                    if i not in used and (v := iou(box, g)) > best:
+                    if i not in used and (v := box_iou(box, g)) > best:
                         best, bi = v, i
                 if best >= 0.5:
                     used.add(bi)

@@ -18,7 +18,7 @@ pytest.importorskip("transformers")
 
 from tiny_models import build_tiny_grounding_dino  # noqa: E402
 
-from avi.backends.detector import Detector  # noqa: E402
+from avi.backends.detector import Detector, box_iou  # noqa: E402
 from avi.backends.grounding_dino import GroundingDinoDetector, build_prompt, load_grounding_dino  # noqa: E402
 from avi.backends.types import Detection, DetectionResult  # noqa: E402
 from avi.errors import AviError  # noqa: E402
@@ -48,14 +48,6 @@ def make(tiny_dir, **kw) -> GroundingDinoDetector:
 @pytest.fixture(scope="module")
 def det(tiny_dir):
     return make(tiny_dir)
-
-
-def iou(a, b) -> float:
-    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = ix * iy
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union if union > 0 else 0.0
 
 
 def test_protocol_and_loading(det, tiny_dir):
@@ -130,7 +122,7 @@ def test_nms_and_clipping_with_frame_sized_boxes(tiny_dir, frames):
     assert any(d.box[0] == 0.0 or d.box[2] == W for d in kept_all)  # clipped at the frame's edge
     for label in LABELS:
         boxes = [d.box for d in kept if d.label == label]
-        assert all(iou(a, b) <= 0.5 + 1e-6 for i, a in enumerate(boxes) for b in boxes[i + 1:])
+        assert all(box_iou(a, b) <= 0.5 + 1e-6 for i, a in enumerate(boxes) for b in boxes[i + 1:])
 
 
 def test_batch_matches_single_frames(det, frames):

@@ -340,12 +340,12 @@ class Agent:
         """For "how many ... at 0:44", the count object_detect measured at that moment (:func:`count_at`), not
         the largest count of the frames looked at; with no moment named, a count that was never measured becomes
         the usual measured count (:func:`usual_count`). The answer is kept when nothing was measured."""
-        times = clock_times_in(st.question)
         if not asks_count(st.question):
             return answer
+        times = clock_times_in(st.question)
+        written = re.fullmatch(r"[\s*]*(\d+)[\s*.]*", answer or "")  # a bare number, maybe in bold
         if len(times) != 1:  # no single moment named: keep any count that was measured, else the usual one
             usual = usual_count(st.perceive_data(), st.question)
-            written = re.fullmatch(r"[\s*]*(\d+)[\s*.]*", answer or "")
             if usual is None or written is None or int(written.group(1)) in usual[2]:
                 return answer
             trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
@@ -356,7 +356,7 @@ class Agent:
         if found is None:
             return answer
         label, n, (a, b) = found
-        if re.fullmatch(r"[\s*]*" + str(n) + r"[\s*.]*", answer or ""):
+        if written is not None and int(written.group(1)) == n:
             return answer
         where = f"at {a:.1f}s" if a == b else f"at {a:.1f}-{b:.1f}s"
         trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,

@@ -19,8 +19,8 @@ from typing import Protocol, runtime_checkable
 
 from avi.backends.box_words import box_words
 from avi.backends.coco_detector import text_regions
-from avi.backends.detector import Detector
-from avi.backends.ocr import OcrEngine
+from avi.backends.detector import Detector, all_detections
+from avi.backends.ocr import OcrEngine, read_lines
 from avi.backends.types import Caption, Detection
 from avi.video.analysis import frame_stats, motion_level
 from avi.video.clips import Clip
@@ -81,13 +81,6 @@ class PerceptionCaptioner:
         self.detector = detector
         self.ocr_frames = max(1, ocr_frames)
 
-    def _detections(self, frame: Frame) -> list[Detection]:
-        """Every box the detector finds: all its classes when it has ``detect_all`` (COCO), else people and faces."""
-        detect_all = getattr(self.detector, "detect_all", None)
-        if detect_all is not None:
-            return detect_all(frame)
-        return self.detector.detect(frame, ["person", "face"]).detections
-
     def _present(self, seq: list[int], best: Detection | None) -> bool:
         """Agreement across neighbouring frames: seen in two sampled frames, or once with a confident box."""
         return sum(n > 0 for n in seq) >= 2 or (best is not None and best.score >= self.single_frame_score)
@@ -97,7 +90,7 @@ class PerceptionCaptioner:
             return Caption(clip.index, clip.start_s, clip.end_s,
                            "No frames could be decoded in this clip.",
                            self.name, {"frames": []})
-        per_frame = [self._detections(f) for f in frames]
+        per_frame = [all_detections(self.detector, f) for f in frames]
         counts: dict[str, list[int]] = {"person": [0] * len(frames), "face": [0] * len(frames)}
         best: dict[str, Detection] = {}
         first_seen: dict[str, float] = {}
@@ -111,12 +104,11 @@ class PerceptionCaptioner:
         objects = {label: seq for label, seq in counts.items()
                    if label not in ("person", "face") and self._present(seq, best.get(label))}
         step = max(1, len(frames) // self.ocr_frames)
-        ocr_frames = frames[step // 2:: step][: self.ocr_frames]
+        ocr_picks = list(zip(frames, per_frame))[step // 2:: step][: self.ocr_frames]
+        ocr_frames = [f for f, _ in ocr_picks]
         texts: dict[str, dict] = {}
-        dets_at = {f.t_s: dets for f, dets in zip(frames, per_frame)}
-        for f in ocr_frames:
-            regions = text_regions(dets_at.get(f.t_s, []))  # signs on vehicles, screens: read closely
-            for line in (self.ocr.read(f, regions=regions) if regions else self.ocr.read(f)):
+        for f, dets in ocr_picks:
+            for line in read_lines(self.ocr, f, text_regions(dets)):  # signs on vehicles, screens: read closely
                 key = normalise_text(line.text)
                 if sum(ch.isalnum() for ch in key) < 2:  # single glyphs are mostly OCR noise on texture
                     continue

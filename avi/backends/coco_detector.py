@@ -179,11 +179,6 @@ class NanoDetDetector:
             rows, cols = np.mgrid[0:n, 0:n]
             self._centres[n * n] = (s, np.stack([(cols.ravel() + 0.5) * s, (rows.ravel() + 0.5) * s], axis=1))
 
-    @staticmethod
-    def classes_for(label: str) -> tuple[str, ...]:
-        """COCO classes named by ``label`` (see :func:`coco_classes_for`)."""
-        return coco_classes_for(label)
-
     def supports(self, label: str) -> bool:
         return bool(coco_classes_for(label))
 

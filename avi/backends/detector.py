@@ -62,6 +62,24 @@ def nms(boxes: list[tuple[float, float, float, float]], scores: list[float], iou
     return sorted((int(i) for i in np.asarray(keep).reshape(-1)), key=lambda i: -scores[i])
 
 
+def box_iou(a: Sequence[float], b: Sequence[float]) -> float:
+    """Intersection over union of two pixel xyxy boxes (0 when the union is empty)."""
+    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = ix * iy
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union > 0 else 0.0
+
+
+def all_detections(detector, frame: Frame) -> list[Detection]:
+    """Every box a detector finds in a frame without being asked for labels: all its classes when it has
+    ``detect_all`` (the cpu COCO detector), else people and faces (an open-vocabulary detector needs words)."""
+    detect_all = getattr(detector, "detect_all", None)
+    if detect_all is not None:
+        return detect_all(frame)
+    return detector.detect(frame, ["person", "face"]).detections
+
+
 _PERSON = re.compile(r"^(person|people|persons|pedestrians?|humans?|man|men|woman|women|child|children|"
                      r"boys?|girls?|walkers?|players?)$")
 _FACE = re.compile(r"^(faces?|human faces?|heads?)$")

@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from avi.backends.detector import Detector
+from avi.backends.detector import Detector, all_detections
 from avi.backends.ocr import OcrEngine
 from avi.video.analysis import colour_names, frame_stats, motion_level
 from avi.video.decode import Frame
@@ -64,8 +64,7 @@ class PerceptionFrameAnalyzer:
         rows = []
         runs: list[list] = []  # [first_t, last_t, n, description]: identical neighbours merged
         for f in frames:
-            detect_all = getattr(self.detector, "detect_all", None)
-            dets = detect_all(f) if detect_all is not None else self.detector.detect(f, ["person", "face"]).detections
+            dets = all_detections(self.detector, f)
             people = sum(d.label == "person" for d in dets)
             faces = sum(d.label == "face" for d in dets)
             objects = Counter(d.label for d in dets if d.label not in ("person", "face"))

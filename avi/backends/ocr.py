@@ -36,6 +36,12 @@ class OcrEngine(Protocol):
         ...
 
 
+def read_lines(ocr: OcrEngine, frame: Frame, regions: Sequence[Sequence[float]] = ()) -> list[OcrLine]:
+    """``ocr.read(frame)``, with ``regions`` (pixel xyxy boxes to read closely) passed only when there are some,
+    so engines written before the argument existed still serve."""
+    return ocr.read(frame, regions=regions) if regions else ocr.read(frame)
+
+
 # PP-OCR's detectors are trained with ImageNet normalisation (PaddleOCR's det configs: NormalizeImage mean
 # 0.485/0.456/0.406, std 0.229/0.224/0.225); rapidocr 3.10 defaults to 0.5/0.5, which leaves the PP-OCRv6 small
 # detector's probability map weak on isolated signs (scripts/bench_ocr.py: 24 px exact match 0.70 -> 0.96).

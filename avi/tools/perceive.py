@@ -13,6 +13,7 @@ import statistics
 from avi.backends.box_words import box_words
 from avi.backends.captioner import normalise_text
 from avi.backends.coco_detector import text_regions
+from avi.backends.ocr import read_lines
 from avi.tools.base import Observation, Question, StrList, TimeRanges, ToolContext, clip_ranges, sample_times, tool
 from avi.video.timecode import fmt_range
 
@@ -118,8 +119,7 @@ def text_extract(ctx: ToolContext, time_ranges: TimeRanges) -> Observation:
     lines_all = []
     for f in frames:
         seen = set()
-        regions = text_regions(detect_all(f)) if detect_all is not None else []
-        for line in (ocr.read(f, regions=regions) if regions else ocr.read(f)):
+        for line in read_lines(ocr, f, text_regions(detect_all(f)) if detect_all is not None else ()):
             key = normalise_text(line.text)
             if not key or key in seen:
                 continue
