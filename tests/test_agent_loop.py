@@ -1118,3 +1118,37 @@ def test_perceive_range_nothing_supports_is_questioned_once(make_agent):
     assert "[15.0s–16.0s]" in note and "[0.0s–5.0s]" in note and "named in the question" in note
     assert "time words point to" in llm.calls[0].messages[1]["content"]
     assert "Where to look first" in llm.calls[1].messages[-1]["content"]
+
+
+# ---------------------------------------------------------------- hard cuts measured on every frame (sign video: one cut at 10 s)
+
+
+def test_a_cut_count_choice_is_measured_not_scored(make_agent):
+    llm = LogprobLLM([TEXT_AT_5, TO_REVIEW, "**Answer:** C"], truth="two")
+    agent = _agent_with(make_agent, llm, choice_scoring="permutation", grounded_answers=True)
+    result = agent.run("How many cuts are there in the video? (A) none (B) one (C) two")
+    assert result.choice == "B" and result.choice_method == "measured"
+    assert llm.scored == []  # no option scoring when the measurement answers
+    step = next(s for s in result.trace.steps if s.kind == "final_answer" and "hard cuts" in s.notes[0])
+    assert step.observation_data["cuts_s"] == pytest.approx([10.0], abs=0.1)
+
+
+def test_yes_no_about_one_continuous_shot_is_measured(make_agent):
+    agent, _ = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** Yes"], grounded_answers=True)
+    assert agent.run("Is the whole video one continuous shot?").answer == "No"
+
+
+def test_a_cut_count_in_the_named_range(make_agent):
+    agent, _ = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** 1"], grounded_answers=True)
+    assert agent.run("How many cuts are there in the first five seconds?").answer == "0"
+
+
+def test_a_shot_interval_becomes_the_whole_shot(make_agent):
+    agent, _ = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** [11.0s, 18.5s]"], grounded_answers=True)
+    result = agent.run("During which time span is the dark green shot on screen?")
+    assert result.interval == pytest.approx([10.0, 20.0], abs=0.1)
+
+
+def test_questions_about_other_things_keep_the_models_answer(make_agent):
+    agent, _ = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** 3"], grounded_answers=True)
+    assert agent.run("How many times does the camera cut to the exit sign?").answer == "3"

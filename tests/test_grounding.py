@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from avi.agent import grounding
 from avi.agent.choice import choice_by_text, permutation_scores, question_stem
 from avi.agent.grounding import (
     Places,
@@ -248,3 +249,60 @@ def test_a_count_never_measured_becomes_the_usual_count():
     assert "count 3 was never measured" in trace.steps[-1].notes[0]
     assert Agent._count_at_moment(None, st, trace, "2") == "2"  # measured in one frame: the model's reading stays
     assert usual_count([], "How many?") is None
+
+
+# ---------------------------------------------------------------- hard cuts
+
+
+@pytest.mark.parametrize("question, kind", [
+    ("How many cuts (changes of camera shot) are there in this clip? A. none B. one C. three D. five", "count"),
+    ("How many hard cuts (instant changes from one shot to another) are there in this clip?", "count"),
+    ("How many shot changes are there in the first minute?", "count"),
+    ("Does the video ever cut to a different camera view?", "any"),
+    ("Is there a cut to a different scene anywhere in the video?", "any"),
+    ("Does the clip cut to a different scene?", "any"),
+    ("Is the whole clip one continuous shot?", "none"),
+    ("Was it filmed in a single uninterrupted take?", "none"),
+    ("How many times does the broadcast cut to the crowd? A) 2 B) 1 C) 3 D) 4", None),
+    ("How many times does the background colour change during the video?", None),
+    ("How many people are there?", None),
+    ("What is shown right after the first cut?", None),
+    ("Which shot comes after the cut to the crowd?", None),
+])
+def test_cut_questions(question, kind):
+    assert grounding.cut_question(question) == kind
+
+
+@pytest.mark.parametrize("text, n", [("3", 3), ("three", 3), ("none", 0), ("one", 1), ("five cuts", 5),
+                                     ("between 2 and 4", None), ("a wide view", None)])
+def test_option_count(text, n):
+    assert grounding.option_count(text) == n
+
+
+def test_cut_answers():
+    opts = {"A": "none", "B": "one", "C": "three", "D": "five"}
+    assert grounding.cut_answer("count", [4.1, 6.5, 8.4], opts) == ("C. three", "C")
+    assert grounding.cut_answer("count", [4.1, 6.5], opts) is None  # no option says two: the model's answer stands
+    assert grounding.cut_answer("count", [1.2, 3.0], {}) == ("2", None)
+    assert grounding.cut_answer("any", [], {}) == ("No", None)
+    assert grounding.cut_answer("none", [], {}) == ("Yes", None)
+    assert grounding.cut_answer("any", [3.0], {"A": "Yes", "B": "No"}) == ("A. Yes", "A")
+
+
+def test_snap_to_shots():
+    shots = [(0.0, 4.13), (4.13, 6.46), (6.46, 8.38), (8.38, 11.26)]
+    # a shot question: the shots the answer covers for at least half their length
+    assert grounding.snap_to_shots([8.0, 11.0], shots, whole_shots=True) == [8.38, 11.26]
+    assert grounding.snap_to_shots([5.0, 9.0], shots, whole_shots=True) == [4.13, 8.38]
+    # covering no shot by half: the shot holding the middle
+    assert grounding.snap_to_shots([7.0, 7.5], shots, whole_shots=True) == [6.46, 8.38]
+    # other events: ends move onto an edge within a second (and a quarter of the length)
+    assert grounding.snap_to_shots([4.5, 8.0], shots, whole_shots=False) == [4.13, 8.38]
+    assert grounding.snap_to_shots([5.5, 6.0], shots, whole_shots=False) == [5.5, 6.0]
+    assert grounding.snap_to_shots([1.0, 3.0], [], whole_shots=True) == [1.0, 3.0]
+
+
+def test_about_shot():
+    assert grounding.about_shot("During which time span is the close-up of the man shown?")
+    assert grounding.about_shot("When is the shot of the cyclist on screen?")
+    assert not grounding.about_shot("When is the HALF TIME card on screen?")

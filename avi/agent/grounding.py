@@ -393,3 +393,121 @@ def usual_count(steps: list[tuple[str, dict]], question: str) -> tuple[str, int,
     mode = min(set(counts), key=lambda n: (-counts.count(n), n))
     return label, mode, set(counts)
 
+
+
+# ----------------------------------------------------------------------------- hard cuts, measured
+
+
+_CUT_NOUN = (r"(?:hard\s+|camera\s+)?(?:cuts?|shot\s+changes?|scene\s+changes?|changes?\s+of\s+(?:camera\s+)?"
+             r"(?:shot|view|scene)s?)")
+_CUT_COUNT = re.compile(rf"\bhow\s+many\s+{_CUT_NOUN}\b(?!\s+(?:to|back|away)\b)", re.I)
+_CUT_ANY = re.compile(r"\bcuts?\s+to\s+(?:a\s+|an\s+)?(?:different|another|other|new)\b|\b(?:any|a)\s+(?:hard\s+)?"
+                      r"(?:cuts?|shot\s+changes?|scene\s+changes?)\b|\bchanges?\s+(?:the\s+)?camera\s+(?:view|shot)\b",
+                      re.I)
+_ONE_SHOT = re.compile(r"\b(?:one|a\s+single|single)\s+(?:continuous\s+|uninterrupted\s+)?(?:shot|take)\b|"
+                       r"\b(?:continuous|uninterrupted)\s+(?:shot|take)\b", re.I)
+_COUNT_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen".split())}
+_COUNT_WORDS.update({"none": 0, "no": 0, "no cuts": 0, "no cut": 0, "a single": 1, "single": 1})
+
+
+def cut_question(question: str) -> str | None:
+    """What a question asks about the hard cuts of the video, if that is all it asks.
+
+    Returns:
+        ``"count"`` for "how many cuts / shot changes" (not "how many times does it cut to the crowd": a kind of
+        shot, which needs more than a cut list); for yes/no questions ``"any"`` when "yes" means there is a cut
+        ("does it cut to a different scene?") and ``"none"`` when "yes" means there is none ("is it one
+        continuous shot?"); else None.
+    """
+    q = question or ""
+    if _CUT_COUNT.search(q):
+        return "count"
+    if not is_yes_no(q):
+        return None
+    if _ONE_SHOT.search(q):
+        return "none"
+    if _CUT_ANY.search(q):
+        return "any"
+    return None
+
+
+def option_count(text: str) -> int | None:
+    """The number an option states ("3", "three", "none", "one cut"), or None when it states no single number."""
+    t = (text or "").strip().lower().rstrip(".")
+    nums = re.findall(r"\b\d+\b", t)
+    if len(nums) == 1:
+        return int(nums[0])
+    if nums:
+        return None
+    words = [w for w in sorted(_COUNT_WORDS, key=len, reverse=True) if re.search(rf"\b{w}\b", t)]
+    return _COUNT_WORDS[words[0]] if words else None
+
+
+def cut_answer(kind: str, cuts_s: list[float], options: dict[str, str]) -> tuple[str, str | None] | None:
+    """The answer the measured cuts give to a :func:`cut_question`.
+
+    Args:
+        kind: ``count``, ``any`` or ``none``.
+        cuts_s: the hard cuts inside the range the question is about (seconds).
+        options: ``{letter: text}`` of a multiple-choice question (empty otherwise).
+
+    Returns:
+        ``(answer text, choice letter or None)``; None when the options hold no single option with the measured
+        count (the model's answer then stands).
+    """
+    n = len(cuts_s)
+    if kind == "count":
+        if options:
+            hits = [k for k, v in options.items() if option_count(v) == n]
+            return (f"{hits[0]}. {options[hits[0]]}", hits[0]) if len(hits) == 1 else None
+        return str(n), None
+    yes = (n > 0) if kind == "any" else (n == 0)
+    if options:
+        hits = [k for k, v in options.items() if re.match(rf"\s*{'yes' if yes else 'no'}\b", v, re.I)]
+        return (f"{hits[0]}. {options[hits[0]]}", hits[0]) if len(hits) == 1 else None
+    return ("Yes" if yes else "No"), None
+
+
+_SHOT_EVENT = re.compile(r"\b(?:shots?|close-?ups?|camera\s+views?|scenes?)\b", re.I)
+
+
+def about_shot(question: str) -> bool:
+    """Whether an interval question asks when a shot (a close-up, a camera view, a scene) is on screen: its
+    answer is then a run of whole shots."""
+    return bool(_SHOT_EVENT.search(question or ""))
+
+
+def snap_to_shots(interval: list[float], shots: list[tuple[float, float]], *, whole_shots: bool,
+                  tolerance_s: float = 1.0) -> list[float]:
+    """An interval answer moved onto the video's shot edges.
+
+    Args:
+        interval: ``[start_s, end_s]`` of the answer.
+        shots: ``(start_s, end_s)`` of every shot (:meth:`avi.video.shots.ShotList.shots`).
+        whole_shots: the question asks for a shot: the answer becomes the run of shots that it covers for at
+            least half of their length (or, when it covers none that much, the shot holding its middle).
+            Otherwise each end moves to a shot edge within ``tolerance_s`` (and within a quarter of the
+            answer's length), as an event on screen usually starts and ends with its shot.
+
+    Returns:
+        ``[start_s, end_s]``.
+    """
+    a, b = sorted(float(x) for x in interval)
+    if not shots:
+        return [a, b]
+    if whole_shots:
+        covered = [(s, e) for s, e in shots if e > s and _overlap([a, b], [s, e]) >= 0.5 * (e - s)]
+        if not covered:
+            mid = (a + b) / 2
+            covered = [next(((s, e) for s, e in shots if s <= mid < e), shots[-1])]
+        return [covered[0][0], covered[-1][1]]
+    edges = sorted({float(x) for s, e in shots for x in (s, e)})
+    tol = min(tolerance_s, 0.25 * max(b - a, 0.0))
+
+    def nearest(t: float) -> float:
+        best = min(edges, key=lambda x: abs(x - t))
+        return best if abs(best - t) <= tol else t
+
+    s, e = nearest(a), nearest(b)
+    return [s, e] if e > s else [a, b]

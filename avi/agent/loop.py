@@ -39,17 +39,21 @@ from dataclasses import dataclass, field
 from avi.agent.choice import choice_by_text, permutation_scores, question_stem
 from avi.agent.grounding import (
     Places,
+    about_shot,
     about_speech,
     about_words,
     answers_nothing,
     asks_count,
     asks_for_text,
     count_at,
+    cut_answer,
+    cut_question,
     evidence_span,
     evidence_strings,
     grounded_in,
     is_yes_no,
     normalise,
+    snap_to_shots,
     unmeasurable,
     usual_count,
 )
@@ -233,8 +237,15 @@ class Agent:
         raw = st.answer
         choice, choices, interval, order, note = self._typed(st, raw)
         method = "letter" if choice else None
-        picked = self._debiased_choice(st, trace) if st.kind == "choice" and st.options else None
-        if picked is not None:  # the option scores (or the option's text) decide, not the letter written
+        grounded = getattr(self.settings, "grounded_answers", True)
+        measured = self._measured_cuts(st, trace) if grounded else None
+        picked = self._debiased_choice(st, trace) if st.kind == "choice" and st.options and \
+            not (measured and measured[1]) else None
+        if measured is not None:  # the cut list answers it: the letter (or text) it gives is delivered
+            st.answer, note = measured[0], None
+            if measured[1]:
+                choice, method = measured[1], "measured"
+        elif picked is not None:  # the option scores (or the option's text) decide, not the letter written
             (choice, method), note = picked, None
             if st.answer is None or extract_choice(st.answer, st.options) != choice:
                 st.answer = f"{choice}. {st.options[choice]}"
@@ -247,7 +258,7 @@ class Agent:
         if note:
             st.answer = None  # unparseable for its type: reported as such, never a guess
         cannot = False
-        if getattr(self.settings, "grounded_answers", True):
+        if grounded and measured is None:
             if st.kind == "text" and st.answer is not None:
                 st.answer = self._extractive_answer(st, trace, st.answer)
             if st.kind in ("number", "text") and st.answer is not None:  # "how many" reads as text too
@@ -257,6 +268,10 @@ class Agent:
                 if widened != interval:
                     st.answer = f"[{widened[0]:.1f}s, {widened[1]:.1f}s]"  # the text says what the field says
                 interval = widened
+                snapped = self._shot_edges(st, trace, interval)
+                if snapped != interval:
+                    st.answer = f"[{snapped[0]:.1f}s, {snapped[1]:.1f}s]"
+                interval = snapped
             cannot = self._cannot_tell(st, trace, choice)
         ev = merge_spans([list(map(float, e)) for e in st.evidence]) or merge_spans(st.looked)
         trace.answer, trace.choice, trace.interval, trace.evidence = st.answer, choice, interval, ev
@@ -363,6 +378,45 @@ class Agent:
                   notes=[f"count read at the moment the question names: {label} {n} {where} (the model wrote "
                          f"{answer[:60]!r})"])
         return str(n)
+
+    def _measured_cuts(self, st: "_State", trace: Trace) -> tuple[str, str | None] | None:
+        """For a question about the hard cuts themselves (:func:`cut_question`: how many, is there any, is it
+        one continuous shot), the answer the video's cut list gives (:mod:`avi.video.shots`, every frame)
+        inside the range the question names (else the whole video), as ``(answer, choice letter or None)``.
+        None when the question is about something else, no cut list can be made, or no option fits."""
+        kind = cut_question(st.question)
+        if kind is None or st.kind not in ("choice", "text", "number"):
+            return None
+        shots = self.ctx.shot_list() if hasattr(self.ctx, "shot_list") else None
+        if shots is None:
+            return None
+        ranges = merge_spans([list(r) for r in self.ctx.focus_ranges]) or [[0.0, self.ctx.duration_s]]
+        cuts = [t for a, b in ranges for t in shots.cuts_in(a, b)]
+        got = cut_answer(kind, cuts, st.options)
+        if got is None:
+            return None
+        where = ", ".join(fmt_range(a, b) for a, b in ranges)
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                  observation_data={"cuts_s": cuts, "ranges": ranges, "method": shots.method},
+                  notes=[f"hard cuts measured on every frame ({shots.method}) in {where}: {len(cuts)}"
+                         + (" at " + ", ".join(f"{t:.2f}s" for t in cuts[:20]) if cuts else "")
+                         + f"; answer {got[0]!r} (the model wrote {(st.answer or '')[:60]!r})"])
+        return got
+
+    def _shot_edges(self, st: "_State", trace: Trace, interval: list[float]) -> list[float]:
+        """An interval answer moved onto the video's shot edges (:func:`snap_to_shots`): whole shots when the
+        question asks when a shot is on screen, else ends within a second of a cut move onto it."""
+        shots = self.ctx.shot_list() if hasattr(self.ctx, "shot_list") else None
+        if shots is None or not shots.cuts_s:
+            return interval
+        whole = about_shot(st.question)
+        out = [round(x, 2) for x in snap_to_shots(interval, shots.shots(), whole_shots=whole)]
+        if out != [round(x, 2) for x in interval]:
+            trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                      notes=[f"interval {fmt_range(*interval)} moved onto shot edges ({shots.method}"
+                             + (", whole shots" if whole else "") + f"): {fmt_range(*out)}"])
+            return out
+        return interval
 
     def _event_interval(self, st: "_State", trace: Trace, interval: list[float]) -> list[float]:
         """An interval answer widened (or narrowed) to the whole evidence run it points at: the perceive

@@ -15,6 +15,7 @@ and whose other parameters are typed and documented in a Google-style
 from __future__ import annotations
 
 import inspect
+import os
 import re
 import time
 import traceback
@@ -48,6 +49,7 @@ class ToolContext:
     backends: Any
     frames_spent: int = 0
     focus_ranges: list = field(default_factory=list)
+    _shots: Any = field(default=None, repr=False)
 
     @property
     def duration_s(self) -> float:
@@ -73,6 +75,18 @@ class ToolContext:
             raise ValueError(f"the frame budget of {self.settings.frame_budget} frames for this question is "
                              f"spent; answer from the evidence gathered so far")
         return min(wanted, left)
+
+    def shot_list(self):
+        """The video's hard cuts (:class:`avi.video.shots.ShotList`), detected on every frame once per video and
+        cached in the index directory; None when the shot detector cannot read the video."""
+        if self._shots is None:
+            from avi.video.shots import video_shots
+
+            info = getattr(self.video, "info", None)
+            path = getattr(info, "path", None)
+            self._shots = (video_shots(path, float(info.duration_s), getattr(self.index, "path", None))
+                           if path is not None and os.path.isfile(path) else None) or False
+        return self._shots or None
 
     def spend_frames(self, n: int) -> None:
         """Count ``n`` frames looked at against the question's frame budget."""

@@ -9,9 +9,10 @@ The paper computes "frame-level similarity scores using a CLIP model" and return
   centred moving average over :data:`SMOOTH_WINDOW` frames (within each range),
   thresholded at :func:`half_range_threshold`, and the contiguous run of frames
   above the threshold with the largest area above it wins.
-* **shots** (cpu fallback, no CLIP weights): shot changes from HSV colour
-  histograms (:func:`avi.video.analysis.frame_stats`) split the ranges into
-  shots; each shot is scored by the embedding similarity between the event and
+* **shots** (cpu fallback, no CLIP weights): the video's hard cuts
+  (:mod:`avi.video.shots`, PySceneDetect on every frame; without it, shot changes
+  from HSV colour histograms of the sampled frames,
+  :func:`avi.video.analysis.frame_stats`) split the ranges into shots; each shot is scored by the embedding similarity between the event and
   (a) the captions of the clips it overlaps (overlap-weighted) and (b) a short
   description of the shot itself: its dominant colours and its on-screen text
   (what the index's OCR read inside the shot; shots where the index read no
@@ -21,8 +22,9 @@ The paper computes "frame-level similarity scores using a CLIP model" and return
 Times are seconds. A sampled frame stands for the time nearer to it than to its
 neighbours, so a segment's bounds are the midpoints to the first frames outside
 it (clipped to the requested range): with frames every 0.5 s they are within
-±0.25 s of the true change. Shot boundaries are likewise the midpoints between
-the last frame of one shot and the first of the next.
+±0.25 s of the true change. Shot boundaries are the cut times of the shot list
+(to the frame), or without it the midpoints between the last sampled frame of
+one shot and the first of the next.
 """
 
 from __future__ import annotations
@@ -204,13 +206,28 @@ def _shot_description(texts: list[str], image: np.ndarray) -> str:
 
 def _shot_curve(ctx: ToolContext, frames, event: str, groups: list[int], ranges: list[list[float]]) -> dict:
     times = [f.t_s for f in frames]
-    # 1. shots: split every range at its shot changes (midpoint between the frames either side)
+    # 1. shots: split every range at its hard cuts. The video's shot list (every frame, avi.video.shots) places
+    #    a cut to the frame; without it, the colour-histogram changes of the sampled frames, at their midpoints.
+    shot_list = ctx.shot_list() if hasattr(ctx, "shot_list") else None
     shot_of = [0] * len(frames)
     shots: list[dict] = []
     boundaries: list[float] = []
     for g, (rs, re) in enumerate(ranges):
         idx = [i for i in range(len(frames)) if groups[i] == g]
         if not idx:
+            continue
+        if shot_list is not None:
+            edges = shot_list.cuts_in(rs, re)
+            start, members = rs, []
+            for i in idx:
+                while edges and times[i] >= edges[0] - 1e-6:
+                    if members:  # a shot shorter than the sampling step has no frame: it joins the next one
+                        shots.append({"start_s": start, "end_s": edges[0], "frames": members})
+                        boundaries.append(edges[0])
+                        start, members = edges[0], []
+                    edges.pop(0)
+                members.append(i)
+            shots.append({"start_s": start, "end_s": re, "frames": members})
             continue
         # frame_stats' default cut threshold: the same shot changes as the perception captions report
         cuts = set(frame_stats([times[i] for i in idx], [frames[i].image for i in idx]).shot_changes_s) \
@@ -280,6 +297,7 @@ def _shot_curve(ctx: ToolContext, frames, event: str, groups: list[int], ranges:
         scores.append(score)
     step = 1.0 / ctx.settings.fps
     return {"raw": np.array([scores[shot_of[i]] for i in range(len(frames))]), "smoothed": None,
+            "cut_method": shot_list.method if shot_list is not None else "colour histograms of the sampled frames",
             "shots": shots, "shot_of": shot_of, "boundaries": boundaries, "ocr_frames_s": ocr_frames_s,
             "unit_scores": np.array(scores),
             "weights": np.array([max(s["end_s"] - s["start_s"], step) for s in shots])}
@@ -334,7 +352,9 @@ def boundary_detect(ctx: ToolContext, time_ranges: TimeRanges, event: Query) -> 
         u_groups = [groups[s["frames"][0]] for s in shots]
         u_times = [times[s["frames"][len(s["frames"]) // 2]] for s in shots]
         spans = [(s["start_s"], s["end_s"]) for s in shots]
-        how = ("no CLIP on this profile: colour-histogram shot changes scored by similarity of the event "
+        cut_how = "hard cuts found on every frame" if curve["cut_method"] != "colour histograms of the sampled frames" \
+            else "colour-histogram shot changes"
+        how = (f"no CLIP on this profile: {cut_how} scored by similarity of the event "
                "with clip captions and the shots' on-screen text and colours; bounds are shot changes")
     threshold = half_range_threshold(unit_scores)
     runs = runs_above(unit_scores, threshold, u_groups, spans, u_times, weights)
@@ -381,7 +401,8 @@ def boundary_detect(ctx: ToolContext, time_ranges: TimeRanges, event: Query) -> 
     if method == "clip":
         data.update(scorer=scorer.name, smooth_window=SMOOTH_WINDOW)
     else:
-        data.update(shot_boundaries_s=curve["boundaries"], ocr_frames_s=curve["ocr_frames_s"],
+        data.update(shot_boundaries_s=curve["boundaries"], cut_method=curve["cut_method"],
+                    ocr_frames_s=curve["ocr_frames_s"],
                     shots=[{k: v for k, v in s.items() if k != "frames"} | {"n_frames": len(s["frames"])}
                            for s in curve["shots"]])
     return Observation("\n".join(lines), data, times, [[t_start, t_end]], notes=notes)
