@@ -1120,7 +1120,7 @@ def test_perceive_range_nothing_supports_is_questioned_once(make_agent):
     assert "Where to look first" in llm.calls[1].messages[-1]["content"]
 
 
-# ---------------------------------------------------------------- hard cuts measured on every frame (sign video: a cut at 10 s)
+# ------------------------------------------------------- hard cuts measured on every frame (sign video: a cut at 10 s)
 
 
 def test_a_cut_count_choice_is_measured_not_scored(make_agent):

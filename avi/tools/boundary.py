@@ -13,7 +13,8 @@ The paper computes "frame-level similarity scores using a CLIP model" and return
   (:mod:`avi.video.shots`, PySceneDetect on every frame; without it, shot changes
   from HSV colour histograms of the sampled frames,
   :func:`avi.video.analysis.frame_stats`) split the ranges into shots; each
-  shot is scored by the embedding similarity between the event and (a) the captions of the clips it overlaps (overlap-weighted) and (b) a short
+  shot is scored by the embedding similarity between the event and (a) the
+  captions of the clips it overlaps (overlap-weighted) and (b) a short
   description of the shot itself: its dominant colours and its on-screen text
   (what the index's OCR read inside the shot; shots where the index read no
   frame get OCR on their middle frame). The best run of shots is chosen with the
