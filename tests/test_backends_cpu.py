@@ -45,6 +45,31 @@ def test_detector_counts_people_and_cars_on_vtest(session_backends):
     assert res.unsupported == []
 
 
+def test_a_word_for_two_classes_gets_one_box_per_thing_with_its_colour(session_backends):
+    """vtest at 44 s: the white van at the top right is found by NanoDet as both "car" and "truck"; "van" names
+    both classes, so one box per thing remains. bench/REAL.md: the van is white, the other car light blue."""
+    from types import SimpleNamespace
+
+    from avi.tools.base import ToolContext
+    from avi.tools.perceive import object_detect
+
+    info = probe(sample_video("vtest.avi"))
+    ctx = ToolContext(settings=SimpleNamespace(fps=2.0, perceive_max_frames=16), index=None,
+                      video=VideoReader(info), backends=session_backends)
+    obs = object_detect.run(ctx, {"time_ranges": [[44, 44]], "objects": ["van"]})
+    assert "van (class car, truck): 2 found at 44.0s" in obs.text
+    assert "white)" in obs.text and "cyan)" in obs.text
+
+
+def test_box_colours_name_the_middle_of_the_box():
+    from avi.video.analysis import box_colours
+
+    img = np.zeros((100, 200, 3), np.uint8)
+    img[20:80, 50:150] = (220, 30, 30)  # a red block on black
+    assert box_colours(img, (40, 10, 160, 90)) == ["red"]  # the black rim is cut away
+    assert box_colours(img, (0, 0, 0, 0)) == []
+
+
 def test_detector_finds_the_cyclist_and_motorbike_in_bikes(session_backends):
     frame = VideoReader(probe(sample_video("bikes.mp4"))).frames_at([5.0])[0]
     res = session_backends.detector.detect(frame, ["bike", "motorbike", "person"])

@@ -277,7 +277,23 @@ class NanoDetDetector:
         size = (frame.image.shape[1], frame.image.shape[0])
         dets = [Detection(wanted[c], s, b, frame.t_s, size, cls=c) for c, s, b in self.raw(frame.image, list(wanted))
                 if c in wanted]
-        return DetectionResult(frame.t_s, dets, unsupported)
+        return DetectionResult(frame.t_s, _one_box_per_thing(dets, self.iou_threshold), unsupported)
+
+
+def _one_box_per_thing(dets: list[Detection], iou_threshold: float) -> list[Detection]:
+    """Non-maximum suppression across the classes of one label: a word naming several classes ("van": car
+    and truck) gets one box for one thing that two classes both found."""
+    from avi.backends.detector import nms
+
+    out: list[Detection] = []
+    for label in dict.fromkeys(d.label for d in dets):
+        group = [d for d in dets if d.label == label]
+        if len({d.cls for d in group}) < 2:
+            out += group
+            continue
+        keep = nms([tuple(d.box) for d in group], [d.score for d in group], iou_threshold)
+        out += [group[i] for i in keep]
+    return out
 
 
 def text_regions(detections: Sequence[Detection], max_regions: int = 3, min_height: float = 24.0) -> list[tuple]:

@@ -15,6 +15,7 @@ from avi.backends.captioner import normalise_text
 from avi.backends.coco_detector import text_regions
 from avi.backends.ocr import read_lines
 from avi.tools.base import Observation, Question, StrList, TimeRanges, ToolContext, clip_ranges, sample_times, tool
+from avi.video.analysis import box_colours
 from avi.video.timecode import fmt_range
 
 
@@ -167,6 +168,12 @@ def _agreed(seq: list[tuple[float, list]], gap_s: float) -> list[tuple[float, li
     return out
 
 
+def _colour_words(image, box) -> str:
+    """``", white"`` / ``", red and blue"``: the box's dominant colours for the where-line (empty without)."""
+    names = box_colours(image, box) if image is not None else []
+    return (", " + " and ".join(names)) if names else ""
+
+
 @tool("perceive")
 def object_detect(ctx: ToolContext, time_ranges: TimeRanges, objects: StrList) -> Observation:
     """Detect and count objects named in words (e.g. ["person"]) in frames of the given time ranges; says where they are.
@@ -190,6 +197,7 @@ def object_detect(ctx: ToolContext, time_ranges: TimeRanges, objects: StrList) -
     frames = ctx.video.frames_at(sample_times(ranges, ctx.settings.fps, cap))
     batch = getattr(det, "detect_batch", None)  # Grounding-DINO: one forward pass for many frames
     results = batch(frames, supported) if batch is not None else [det.detect(f, supported) for f in frames]
+    image_at = {f.t_s: f.image for f in frames}
     by_label: dict[str, list[tuple[float, list]]] = {label: [] for label in supported}
     for f, res in zip(frames, results):
         for label in supported:
@@ -219,7 +227,9 @@ def object_detect(ctx: ToolContext, time_ranges: TimeRanges, objects: StrList) -
             body.append(f"{name} count per frame: {per_frame}; at most {max(ns)} in one frame "
                         f"(median {statistics.median(ns):g}); present in {len(present)} of {len(kept)} frames")
         t_max, dets_max = max(kept, key=lambda item: (len(item[1]), -item[0]))
-        where = "; ".join(f"{box_words(d.box, d.frame_size)} (score {d.score:.2f})" for d in dets_max[:6])
+        image = image_at.get(t_max)
+        where = "; ".join(f"{box_words(d.box, d.frame_size)} (score {d.score:.2f}{_colour_words(image, d.box)})"
+                          for d in dets_max[:6])
         body.append(f"  where at {t_max:.1f}s: {where}")
         evidence.append([min(present), max(present)])
     if unsupported:

@@ -54,6 +54,23 @@ def colour_names(image: np.ndarray, top: int = 3, min_share: float = 0.08) -> li
     return out[:top]
 
 
+def box_colours(image: np.ndarray, box, min_share: float = 0.2, top: int = 2) -> list[str]:
+    """The dominant colour names (:func:`colour_names`) of the middle of a pixel xyxy box: the box shrunk by a
+    fifth of its size on every side, so the background around an object weighs little.
+
+    Returns:
+        up to ``top`` names, largest share first; empty for a box with no pixels inside the frame.
+    """
+    h, w = image.shape[:2]
+    x1, y1, x2, y2 = (float(v) for v in box)
+    bw, bh = x2 - x1, y2 - y1
+    xa, xb = int(round(max(0.0, x1 + bw / 5))), int(round(min(float(w), x2 - bw / 5)))
+    ya, yb = int(round(max(0.0, y1 + bh / 5))), int(round(min(float(h), y2 - bh / 5)))
+    if xb <= xa or yb <= ya:
+        return []
+    return [name for name, _ in colour_names(image[ya:yb, xa:xb], top=top, min_share=min_share)]
+
+
 def _hist(image: np.ndarray) -> np.ndarray:
     hsv = cv2.cvtColor(_small(image), cv2.COLOR_RGB2HSV)
     hist = cv2.calcHist([hsv], [0, 1, 2], None, [16, 4, 4], [0, 180, 0, 256, 0, 256])
