@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from conftest import sample_video
 from synth import make_video, many_cuts_spec, news_video_cuts, news_video_spec, sign_video_spec
 
 from avi.backends.clip_scorer import FrameTextScorer
@@ -364,3 +365,35 @@ def test_cpu_method_on_the_sign_index(sign_index, sign_video, session_backends):
     obs = boundary_detect.run(ctx, {"time_ranges": [[0, 20]], "event": "the ROOM 7B sign"})
     (s, e), = obs.evidence
     assert abs(s - 10.0) <= 0.5 and e == 20.0, obs.text
+
+
+@pytest.mark.parametrize("video, event, truth", [
+    # bench/REAL.md, shots found frame by frame: Megamind's close-up of the man 8.38-11.26 s; in bikes.mp4 the
+    # cyclist behind the van 3.04-5.48 s and the old bicycle by the bollard 7.48-9.68 s (then a 0.3 s blur).
+    ("Megamind.avi", "close-up of the man with glasses, his face filling most of the frame", (8.38, 11.26)),
+    ("bikes.mp4", "the shot of the cyclist in a helmet, waiting behind a grey van", (3.04, 5.48)),
+])
+def test_cpu_method_picks_the_shot_on_real_footage(session_backends, video, event, truth):
+    """Real videos, no index captions: the hard cuts (every frame) and the shots' descriptions (shot scale,
+    what the detector sees, colours) alone place the shot."""
+    path = sample_video("vtest.avi").with_name(video) if video == "Megamind.avi" else sample_video(video)
+    ctx = ToolContext(settings=Settings(frame_budget=0), index=SimpleNamespace(captions=[], path=None),
+                      video=VideoReader(probe(path)), backends=session_backends)
+    obs = boundary_detect.run(ctx, {"time_ranges": [[0, 12]], "event": event})
+    (s, e), = obs.evidence
+    assert abs(s - truth[0]) <= 0.1 and abs(e - truth[1]) <= 0.1, obs.text
+    assert obs.data["cut_method"] == "pyscenedetect-content"
+    assert "  shot 1 [" in obs.text  # few shots: each is listed with its description
+
+
+def test_shot_scale_from_the_tallest_face_and_person():
+    from avi.backends.box_words import shot_scale
+    from avi.backends.types import Detection
+
+    def det(cls, h):
+        return Detection(cls, 0.9, (0, 0, 50, h), 0.0, (640, 480), cls=cls)
+
+    assert shot_scale([det("face", 300), det("person", 470)], 480).startswith("close-up")
+    assert shot_scale([det("face", 150)], 480).startswith("medium shot")
+    assert shot_scale([det("person", 100), det("car", 400)], 480).startswith("wide shot")
+    assert shot_scale([det("car", 400)], 480) == ""

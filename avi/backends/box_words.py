@@ -33,3 +33,31 @@ def box_words(box: Sequence[float], frame_size: tuple[int, int]) -> str:
     size = "small" if area < 0.02 else "medium" if area < 0.15 else "large" if area < 0.5 else "very large"
     where = "centre" if (horiz, vert) == ("centre", "middle") else f"{horiz}, {vert}"
     return f"{where}, {size}"
+
+
+def shot_scale(detections, frame_height: int) -> str:
+    """The shot scale (film terms) a frame's person and face boxes suggest, from the tallest box of each.
+
+    * face at least half the frame high: ``close-up`` (a face fills most of the frame);
+    * face a quarter of the frame high, or a person over 60 % of it: ``medium shot``;
+    * people smaller than that: ``wide shot``; no person or face: empty.
+
+    Args:
+        detections: one frame's :class:`~avi.backends.types.Detection` s (``cls`` or ``label`` names the class).
+        frame_height: pixels.
+    """
+    if frame_height <= 0:
+        raise ValueError(f"frame height must be positive, got {frame_height}")
+
+    def tallest(kind: str) -> float:
+        hs = [(d.box[3] - d.box[1]) / frame_height for d in detections if (d.cls or d.label) == kind]
+        return max(hs, default=0.0)
+
+    face, person = tallest("face"), tallest("person")
+    if face >= 0.5:
+        return "close-up (a face fills most of the frame)"
+    if face >= 0.25 or person >= 0.6:
+        return "medium shot (people from the chest or waist up)"
+    if face > 0 or person > 0:
+        return "wide shot (whole people, small in the frame)"
+    return ""

@@ -15,10 +15,12 @@ The paper computes "frame-level similarity scores using a CLIP model" and return
   :func:`avi.video.analysis.frame_stats`) split the ranges into shots; each
   shot is scored by the embedding similarity between the event and (a) the
   captions of the clips it overlaps (overlap-weighted) and (b) a short
-  description of the shot itself: its dominant colours and its on-screen text
+  description of the shot itself: what the detector sees in its middle frame
+  (classes with position and size), its dominant colours and its on-screen text
   (what the index's OCR read inside the shot; shots where the index read no
   frame get OCR on their middle frame). The best run of shots is chosen with the
-  same threshold and run rule; its bounds are shot boundaries.
+  run rule, above :func:`median_max_threshold` (robust to one unrelated shot);
+  its bounds are shot boundaries.
 
 Times are seconds. A sampled frame stands for the time nearer to it than to its
 neighbours, so a segment's bounds are the midpoints to the first frames outside
@@ -34,6 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from avi.backends.box_words import box_words, shot_scale
+from avi.backends.detector import all_detections
 from avi.errors import AviError
 from avi.tools.base import Observation, Query, TimeRanges, ToolContext, clip_ranges, sample_times, tool
 from avi.video.analysis import colour_names, frame_stats
@@ -47,6 +51,10 @@ WEAK_SPREAD = 0.02
 """A max - min spread of cosine similarities below this is reported as weak evidence."""
 CAPTION_WEIGHT = 0.5
 """cpu fallback: weight of the clip-caption similarity against the shot description's."""
+MAX_LISTED_SHOTS = 8
+"""cpu fallback: with this many shots or fewer, the observation lists each shot with its description."""
+MAX_SHOT_OBJECTS = 4
+"""cpu fallback: at most this many detected classes (largest box first) describe a shot's middle frame."""
 MAX_OCR_SHOTS = 6
 """cpu fallback: at most this many shots the index never OCR'd (the longest first) get OCR on their middle frame."""
 
@@ -102,6 +110,19 @@ def moving_average(values: np.ndarray, groups: list[int], window: int = SMOOTH_W
         idx = [j for j in range(lo, hi) if g[j] == g[i]]
         out[i] = values[idx].mean()
     return out
+
+
+def median_max_threshold(values: np.ndarray, fraction: float = THRESHOLD_FRACTION) -> float:
+    """``median + fraction * (max - median)`` of ``values``: the threshold for shot scores (cpu fallback).
+
+    Shots are few (often under ten), and one shot that shares nothing with the event (a black frame, an
+    aerial view) drags the minimum down, so that :func:`half_range_threshold` lets ordinary neighbours of the
+    best shot join its run. The median is not moved by such an outlier. It still always keeps the peak, and a
+    flat set of scores gives the whole range.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    mid, hi = float(np.median(values)), float(values.max())
+    return mid + fraction * (hi - mid)
 
 
 def half_range_threshold(values: np.ndarray, fraction: float = THRESHOLD_FRACTION) -> float:
@@ -195,8 +216,35 @@ def _clip_curve(scorer, frames, event: str, groups: list[int]) -> dict:
     return {"raw": raw, "smoothed": smoothed, "weights": None, "units": None}
 
 
-def _shot_description(texts: list[str], image: np.ndarray) -> str:
+def _shot_objects(ctx: ToolContext, frame) -> tuple[str, str]:
+    """What the detector sees in a shot's middle frame: ``("person (centre, very large); face (centre, large)",
+    shot scale)``, one box per class, largest first, at most :data:`MAX_SHOT_OBJECTS`; the scale is
+    :func:`~avi.backends.box_words.shot_scale`. Empty strings without a detector."""
+    det = getattr(ctx.backends, "detector", None)
+    if det is None:
+        return "", ""
+    dets = all_detections(det, frame)
+    best: dict[str, object] = {}
+    for d in dets:
+        name = d.cls or d.label
+        if name not in best or d.score > best[name].score:
+            best[name] = d
+    area = {k: (d.box[2] - d.box[0]) * (d.box[3] - d.box[1]) for k, d in best.items()}
+    names = sorted(best, key=lambda k: -area[k])[:MAX_SHOT_OBJECTS]
+    return ("; ".join(f"{k} ({box_words(best[k].box, best[k].frame_size)})" for k in names),
+            shot_scale(dets, frame.image.shape[0]))
+
+
+def _short(text: str, limit: int = 140) -> str:
+    return text if len(text) <= limit else text[:limit - 3].rstrip() + "..."
+
+
+def _shot_description(texts: list[str], image: np.ndarray, objects: str = "", scale: str = "") -> str:
     parts = []
+    if scale:
+        parts.append(f"A {scale}.")
+    if objects:
+        parts.append(f"Seen: {objects}.")
     if texts:
         parts.append("On-screen text: " + "; ".join(f'"{t}"' for t in texts) + ".")
     colours = colour_names(image)
@@ -268,7 +316,8 @@ def _shot_curve(ctx: ToolContext, frames, event: str, groups: list[int], ranges:
             ocr_frames_s.append(mid.t_s)
             texts += [line.text for line in ocr.read(mid) if sum(ch.isalnum() for ch in line.text) >= 2]
         shot["text"] = list(dict.fromkeys(texts))
-        shot["description"] = _shot_description(shot["text"], mid.image)
+        shot["objects"], shot["scale"] = _shot_objects(ctx, mid)
+        shot["description"] = _shot_description(shot["text"], mid.image, shot["objects"], shot["scale"])
     # 3. score: similarity of the event with the overlapping clips' captions and with the shot's description
     overlaps = []
     for shot in shots:
@@ -357,7 +406,7 @@ def boundary_detect(ctx: ToolContext, time_ranges: TimeRanges, event: Query) -> 
             else "colour-histogram shot changes"
         how = (f"no CLIP on this profile: {cut_how} scored by similarity of the event "
                "with clip captions and the shots' on-screen text and colours; bounds are shot changes")
-    threshold = half_range_threshold(unit_scores)
+    threshold = half_range_threshold(unit_scores) if method == "clip" else median_max_threshold(unit_scores)
     runs = runs_above(unit_scores, threshold, u_groups, spans, u_times, weights)
     best = runs[0]
     spread = float(np.max(unit_scores) - np.min(unit_scores))
@@ -370,10 +419,13 @@ def boundary_detect(ctx: ToolContext, time_ranges: TimeRanges, event: Query) -> 
         lines.append(f"{len(b)} shot change{'s' if len(b) != 1 else ''}"
                      + (" at " + ", ".join(f"{t:.1f}s" for t in b[:20]) + ("..." if len(b) > 20 else "") if b else "")
                      + f"; {len(curve['shots'])} shot{'s' if len(curve['shots']) != 1 else ''}.")
+        if 1 < len(curve["shots"]) <= MAX_LISTED_SHOTS:
+            lines += [f"  shot {k + 1} {fmt_range(sh['start_s'], sh['end_s'])}: {_short(sh['description'])}"
+                      for k, sh in enumerate(curve["shots"])]
         n_shots = best.last - best.first + 1
         what = f"shot{'s' if n_shots > 1 else ''} {best.first + 1}" + (f"–{best.last + 1}" if n_shots > 1 else "")
         lines.append(f'Event "{event}": from {t_start:.1f}s to {t_end:.1f}s ({what}, similarity {best.peak:.3f}; '
-                     f"threshold {threshold:.3f}, half-way between the lowest and highest shot score).")
+                     f"threshold {threshold:.3f}, half-way between the median and the highest shot score).")
     else:
         lines.append(f'Event "{event}": from {t_start:.1f}s to {t_end:.1f}s (peak similarity {best.peak:.3f} at '
                      f"{best.peak_s:.1f}s; threshold {threshold:.3f}, half-way between the smoothed curve's "
@@ -394,7 +446,8 @@ def boundary_detect(ctx: ToolContext, time_ranges: TimeRanges, event: Query) -> 
         return [round(float(x), 4) for x in a]
 
     data = {"method": method, "event": event, "segment": [t_start, t_end], "threshold": round(threshold, 4),
-            "threshold_rule": f"min + {THRESHOLD_FRACTION} * (max - min)", "spread": round(spread, 4),
+            "threshold_rule": (f"min + {THRESHOLD_FRACTION} * (max - min)" if method == "clip"
+                               else f"median + {THRESHOLD_FRACTION} * (max - median)"), "spread": round(spread, 4),
             "times": times, "raw": r4(curve["raw"]),
             "smoothed": r4(curve["smoothed"] if curve["smoothed"] is not None else curve["raw"]),
             "candidates": [{"segment": [round(r.start_s, 2), round(r.end_s, 2)], "area": round(r.area, 4),
