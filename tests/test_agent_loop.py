@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from avi.agent.loop import Agent
@@ -1152,3 +1153,36 @@ def test_a_shot_interval_becomes_the_whole_shot(make_agent):
 def test_questions_about_other_things_keep_the_models_answer(make_agent):
     agent, _ = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** 3"], grounded_answers=True)
     assert agent.run("How many times does the camera cut to the exit sign?").answer == "3"
+
+
+def test_a_colour_answer_that_names_no_colour_becomes_the_measured_colour(make_agent):
+    """The sign video's red square (1-3 s on navy). NanoDet cannot see a drawn square, so a fake detector
+    (named as such) boxes the red pixels as a "car"; the colour itself is measured by object_detect."""
+    from avi.backends.types import Detection, DetectionResult
+
+    class _RedPixelsAsCar:  # a fake detector: the real one's colours are tested on vtest in test_backends_cpu.py
+        name = "fake-red-pixels"
+        vocabulary = "car"
+
+        def supports(self, label):
+            return label == "car"
+
+        def detect(self, frame, labels):
+            img = frame.image.astype(int)
+            ys, xs = np.nonzero((img[:, :, 0] > 150) & (img[:, :, 1] < 80))
+            box = (float(xs.min()), float(ys.min()), float(xs.max() + 1), float(ys.max() + 1))
+            return DetectionResult(frame.t_s, [Detection("car", 0.9, box, frame.t_s, (640, 360))])
+
+    class _Backends:
+        def __init__(self, inner):
+            self._inner, self.detector = inner, _RedPixelsAsCar()
+
+        def __getattr__(self, name):
+            return getattr(self._inner, name)
+
+    agent, _ = make_agent([call("object_detect", time_ranges=[[2, 2]], objects=["car"]), TO_REVIEW,
+                           "**Answer:** The car is on the left."], grounded_answers=True)
+    agent.ctx.backends = _Backends(agent.ctx.backends)
+    result = agent.run("What colour is the car?")
+    assert result.answer == "red"
+    assert any("names no colour" in n for s in result.trace.steps for n in s.notes)

@@ -306,3 +306,25 @@ def test_about_shot():
     assert grounding.about_shot("During which time span is the close-up of the man shown?")
     assert grounding.about_shot("When is the shot of the cyclist on screen?")
     assert not grounding.about_shot("When is the HALF TIME card on screen?")
+
+
+# ---------------------------------------------------------------- colours
+
+
+def test_colour_questions_and_answers():
+    assert grounding.asks_colour("What colour is the van parked at the top right?")
+    assert grounding.asks_colour("Which color are the cones?")
+    assert not grounding.asks_colour("What is the man holding?")
+    assert grounding.names_colour("It is dark red.") and not grounding.names_colour("The van is parked on the right.")
+
+
+def test_measured_colour_is_the_best_box_of_the_named_label():
+    def od(label, boxes, t=44.0):
+        return ("object_detect", {"summary": {label: {"colours_at": {"t_s": t, "boxes": boxes}}}})
+
+    steps = [od("person", [{"score": 0.8, "colours": ["black"]}]),
+             od("tie", [{"score": 0.37, "colours": ["red", "black"]}, {"score": 0.2, "colours": ["blue"]}], 2.0)]
+    assert grounding.measured_colour(steps, "What colour is the man's bow tie?") == ("tie", "red", 2.0)
+    assert grounding.measured_colour(steps, "What colour is it?") is None  # two labels, none named
+    assert grounding.measured_colour(steps[:1], "What colour is the coat?") == ("person", "black", 44.0)
+    assert grounding.measured_colour([], "What colour is the van?") is None

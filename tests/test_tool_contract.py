@@ -293,7 +293,7 @@ def test_string_list_of_objects_coerced_and_lowercased():
     assert ctx.backends.detector.calls == [(5.0, ["person"])]
     assert "person: 1 found at 5.0s" in obs.text
     assert obs.data["unsupported"] == ["car"] and "no class for car (this profile detects people and faces)" in obs.text
-    assert "where at 5.0s: left, top, medium (score 0.80)" in obs.text  # a 1x1 px box in a 4x4 px frame
+    assert "where at 5.0s: left, top, medium (score 0.80, black)" in obs.text  # a 1x1 px box in a 4x4 px frame
 
 
 def test_only_unsupported_objects_decode_nothing():

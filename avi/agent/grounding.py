@@ -356,6 +356,17 @@ def count_at(steps: list[tuple[str, dict]], t_s: float, question: str, window_s:
     return label, counts[(len(counts) - 1) // 2], [near[0], near[-1]]
 
 
+def _the_label(labels, question: str) -> str | None:
+    """The one object_detect label a question is about: the only one measured, or the only one it names."""
+    labels = list(dict.fromkeys(labels))
+    if len(labels) <= 1:
+        return labels[0] if labels else None
+    words = set(re.findall(r"[a-z]+", (question or "").lower()))
+    words |= {w[:-1] for w in words if w.endswith("s")}  # "cars" names the label "car"
+    named = [lab for lab in labels if set(lab.split()) & words]
+    return named[0] if len(named) == 1 else None
+
+
 def _measured_counts(steps: list[tuple[str, dict]], question: str) -> tuple[str, dict[float, int]] | None:
     """``(label, {t_s: count})`` of the one object_detect label the question is about, or None."""
     per_label: dict[str, dict[float, int]] = {}
@@ -365,14 +376,8 @@ def _measured_counts(steps: list[tuple[str, dict]], question: str) -> tuple[str,
         for label, summary in (data.get("summary") or {}).items():
             for t, n in summary.get("per_frame") or []:
                 per_label.setdefault(label, {})[float(t)] = int(n)
-    if len(per_label) > 1:
-        words = set(re.findall(r"[a-z]+", (question or "").lower()))
-        words |= {w[:-1] for w in words if w.endswith("s")}  # "cars" names the label "car"
-        named = [lab for lab in per_label if set(lab.split()) & words]
-        if len(named) != 1:
-            return None
-        per_label = {named[0]: per_label[named[0]]}
-    return next(iter(per_label.items())) if per_label else None
+    label = _the_label(per_label, question)
+    return (label, per_label[label]) if label is not None else None
 
 
 def usual_count(steps: list[tuple[str, dict]], question: str) -> tuple[str, int, set[int]] | None:
@@ -511,3 +516,50 @@ def snap_to_shots(interval: list[float], shots: list[tuple[float, float]], *, wh
 
     s, e = nearest(a), nearest(b)
     return [s, e] if e > s else [a, b]
+
+
+# ----------------------------------------------------------------------------- colours, measured
+
+
+COLOUR_WORDS = frozenset(
+    "red orange yellow green cyan blue purple pink black white gray grey brown beige silver gold violet navy "
+    "maroon turquoise teal magenta crimson scarlet".split())
+"""Colour names an answer may hold (the measured names of :func:`avi.video.analysis.colour_names` and more)."""
+
+
+def asks_colour(question: str) -> bool:
+    """Whether a question asks for a colour ("what colour is ...", "which color are ...")."""
+    return bool(re.search(r"\b(?:what|which)\s+colou?rs?\b|\bcolou?r\s+of\s+the\b", question or "", re.I))
+
+
+def names_colour(text: str) -> bool:
+    """Whether a text holds a colour name."""
+    return bool(COLOUR_WORDS & set(re.findall(r"[a-z]+", (text or "").lower())))
+
+
+def measured_colour(steps: list[tuple[str, dict]], question: str) -> tuple[str, str, float] | None:
+    """The dominant colour object_detect measured on the best box of the label the question is about.
+
+    Args:
+        steps: ``(tool, observation data)`` of the successful perceive calls (``object_detect`` data carries
+            ``summary[label]["colours_at"] = {"t_s", "boxes": [{"box", "score", "colours"}]}``).
+
+    Returns:
+        ``(label, colour, t_s)`` of the highest-scoring box that has a colour, or None when nothing was
+        measured or the label is ambiguous.
+    """
+    per_label: dict[str, list[tuple[float, float, str]]] = {}
+    for tool, data in steps:
+        if tool != "object_detect":
+            continue
+        for label, summary in (data.get("summary") or {}).items():
+            at = summary.get("colours_at") or {}
+            for b in at.get("boxes") or []:
+                if b.get("colours"):
+                    per_label.setdefault(label, []).append((float(b.get("score", 0.0)), float(at.get("t_s", 0.0)),
+                                                            str(b["colours"][0])))
+    label = _the_label(per_label, question)
+    if label is None:
+        return None
+    score, t_s, colour = max(per_label[label])
+    return label, colour, t_s

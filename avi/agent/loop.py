@@ -43,6 +43,7 @@ from avi.agent.grounding import (
     about_speech,
     about_words,
     answers_nothing,
+    asks_colour,
     asks_count,
     asks_for_text,
     count_at,
@@ -52,6 +53,8 @@ from avi.agent.grounding import (
     evidence_strings,
     grounded_in,
     is_yes_no,
+    measured_colour,
+    names_colour,
     normalise,
     snap_to_shots,
     unmeasurable,
@@ -263,6 +266,8 @@ class Agent:
                 st.answer = self._extractive_answer(st, trace, st.answer)
             if st.kind in ("number", "text") and st.answer is not None:  # "how many" reads as text too
                 st.answer = self._count_at_moment(st, trace, st.answer)
+            if st.kind == "text" and st.answer is not None:
+                st.answer = self._colour_answer(st, trace, st.answer)
             if st.kind == "interval" and interval:
                 widened = self._event_interval(st, trace, interval)
                 if widened != interval:
@@ -350,6 +355,21 @@ class Agent:
                   notes=[f"answer {answer[:80]!r} holds no evidence string; "
                          + (f"taken from the evidence: {picked!r}" if ok else "no evidence string fits; kept")])
         return picked if ok else answer
+
+    def _colour_answer(self, st: "_State", trace: Trace, answer: str) -> str:
+        """For "what colour is the <thing>", an answer that names no colour becomes the dominant colour
+        object_detect measured on the thing's best box (:func:`measured_colour`); an answer that names a
+        colour, or a thing never measured, is kept."""
+        if not asks_colour(st.question) or names_colour(answer):
+            return answer
+        found = measured_colour(st.perceive_data(), st.question)
+        if found is None:
+            return answer
+        label, colour, t_s = found
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                  notes=[f"answer {answer[:60]!r} names no colour; the measured colour of the {label} at {t_s:.1f}s "
+                         f"is {colour}"])
+        return colour
 
     def _count_at_moment(self, st: "_State", trace: Trace, answer: str) -> str:
         """For "how many ... at 0:44", the count object_detect measured at that moment (:func:`count_at`), not

@@ -168,12 +168,6 @@ def _agreed(seq: list[tuple[float, list]], gap_s: float) -> list[tuple[float, li
     return out
 
 
-def _colour_words(image, box) -> str:
-    """``", white"`` / ``", red and blue"``: the box's dominant colours for the where-line (empty without)."""
-    names = box_colours(image, box) if image is not None else []
-    return (", " + " and ".join(names)) if names else ""
-
-
 @tool("perceive")
 def object_detect(ctx: ToolContext, time_ranges: TimeRanges, objects: StrList) -> Observation:
     """Detect and count objects named in words (e.g. ["person"]) in frames of the given time ranges; says where they are.
@@ -228,8 +222,12 @@ def object_detect(ctx: ToolContext, time_ranges: TimeRanges, objects: StrList) -
                         f"(median {statistics.median(ns):g}); present in {len(present)} of {len(kept)} frames")
         t_max, dets_max = max(kept, key=lambda item: (len(item[1]), -item[0]))
         image = image_at.get(t_max)
-        where = "; ".join(f"{box_words(d.box, d.frame_size)} (score {d.score:.2f}{_colour_words(image, d.box)})"
-                          for d in dets_max[:6])
+        colours = [box_colours(image, d.box) if image is not None else [] for d in dets_max[:6]]
+        summary[label]["colours_at"] = {"t_s": t_max, "boxes": [
+            {"box": [round(v, 1) for v in d.box], "score": round(d.score, 3), "colours": c}
+            for d, c in zip(dets_max[:6], colours)]}
+        where = "; ".join(f"{box_words(d.box, d.frame_size)} (score {d.score:.2f}"
+                          + (", " + " and ".join(c) if c else "") + ")" for d, c in zip(dets_max[:6], colours))
         body.append(f"  where at {t_max:.1f}s: {where}")
         evidence.append([min(present), max(present)])
     if unsupported:
