@@ -1186,3 +1186,15 @@ def test_a_colour_answer_that_names_no_colour_becomes_the_measured_colour(make_a
     result = agent.run("What colour is the car?")
     assert result.answer == "red"
     assert any("names no colour" in n for s in result.trace.steps for n in s.notes)
+
+
+def test_text_the_question_is_not_about_does_not_widen_an_interval(make_agent):
+    # the sign video: EXIT 42 is on screen 4-9 s, the red square moves 1-3 s; a text run next to the answer
+    # is no evidence of the square's movement
+    agent, _ = make_agent([call("text_extract", time_ranges=[[3, 6]]), TO_REVIEW, "**Answer:** [1.0s, 3.0s]"],
+                          grounded_answers=True)
+    assert agent.run("When does the red square move across the screen?").interval == [1.0, 3.0]
+    agent, _ = make_agent([call("text_extract", time_ranges=[[3, 6]]), TO_REVIEW, "**Answer:** [3.0s, 6.0s]"],
+                          grounded_answers=True)
+    widened = agent.run("When is the EXIT sign on screen?").interval
+    assert widened[0] <= 4.0 and widened[1] >= 8.5  # a text the question names: its whole time on screen

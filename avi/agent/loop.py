@@ -443,14 +443,18 @@ class Agent:
         tools' evidence ranges that overlap it, chained across neighbouring clips (issue 14: intervals that
         are one 5 s clip). Evidence at the edge of what was looked at is followed into the next clips by
         running the same tool there (:meth:`_follow_event`)."""
-        runs = [list(map(float, e)) for e in st.evidence]
         about = self._texts_about_question(st)
+        wordy = asks_for_text(st.question) or about_words(st.question)
         if about:  # on-screen texts that share words with the question: the event is their time on screen
             runs = [[float(t["first_s"]), float(t["last_s"])] for t in about]
+        else:  # text read elsewhere (texture, signs the question is not about) is no evidence of this event
+            runs = [list(map(float, e)) for n, _, d in st.perceive_calls if n != "text_extract" or wordy
+                    for e in d.get("evidence") or []]
         span = evidence_span(interval, runs)
         if span is None:
             return interval
-        span = self._follow_event(st, trace, span, {normalise(t["text"]) for t in about})
+        span = self._follow_event(st, trace, span, {normalise(t["text"]) for t in about}, texts_count=bool(about)
+                                  or wordy)
         dur = self.ctx.duration_s
         out = [round(max(0.0, span[0]), 2), round(min(dur, span[1]), 2)]
         if out != interval:
@@ -467,12 +471,14 @@ class Agent:
                 if words & set(normalise(t.get("text", "")).split())]
 
     def _follow_event(self, st: "_State", trace: Trace, span: list[float], keys: set[str] | None = None,
-                      max_steps: int = 6) -> list[float]:
+                      max_steps: int = 6, texts_count: bool = True) -> list[float]:
         """Extend ``span`` past the edges of the frames looked at, one ``clip_seconds`` window at a time (at
         most ``max_steps`` per side), while the last evidence-giving perceive call (text_extract: the same
-        text, ``keys`` when given; object_detect: the same labels) still finds its evidence next to the edge."""
+        text, ``keys`` when given; object_detect: the same labels) still finds its evidence next to the edge.
+        ``texts_count=False`` (a question about neither words nor a text found) follows object_detect only."""
+        followed = ("text_extract", "object_detect") if texts_count else ("object_detect",)
         last = next(((n, a, d) for n, a, d in reversed(st.perceive_calls)
-                     if n in ("text_extract", "object_detect") and d.get("evidence")), None)
+                     if n in followed and d.get("evidence")), None)
         if last is None:
             return span
         name, args, data = last
