@@ -158,3 +158,27 @@ def test_structured_output_json_schema(smol_server):
                       json_schema=schema)
     data = json.loads(res.content)
     assert set(data) == {"name", "count"} and isinstance(data["count"], int)
+
+
+def test_lazy_logprob_rows_equal_the_librarys_own():
+    """patch_logprobs_rows computes, with the library's own function, only the rows that are indexed."""
+    import numpy as np
+    from llama_cpp import Llama
+
+    from avi.backends.llama_server_main import patch_logprobs_rows
+
+    logits = np.random.default_rng(0).normal(size=(50, 300)).astype(np.single)
+    want = Llama.logits_to_logprobs(logits)[47:]
+    patch_logprobs_rows()
+    patch_logprobs_rows()  # idempotent
+    got = Llama.logits_to_logprobs(logits)[47:]
+    assert np.allclose(got, want)
+    one = logits[3].astype(np.float64)  # 1-D calls are computed at once, as before
+    assert np.allclose(Llama.logits_to_logprobs(logits[3]), one - np.log(np.exp(one).sum()), atol=1e-5)
+
+
+def test_first_token_logprobs_through_the_server(smol_server):
+    client = ChatClient.connect(smol_server.base_url, constrain="json_schema")
+    messages = [{"role": "user", "content": "Answer with one letter, A or B: which letter comes first?"}]
+    lps, res = client.first_token_logprobs(messages)
+    assert lps and all(v <= 0.0 for v in lps.values()) and res.completion_tokens == 1

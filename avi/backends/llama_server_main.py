@@ -9,6 +9,12 @@ The Qwen2.5 GGUF we ship has doubled braces in its tool-call example
 escaping, and the model copies them. :func:`repair_chat_template` undoes that
 so the template renders the example as plain JSON.
 
+One more patch (:func:`patch_logprobs_rows`): llama-cpp-python computes the log-softmax
+of *every* row of its logits array (the prompt's rows included) before it keeps the rows
+of the generated tokens. For the option scores of a multiple-choice question (one
+generated token after a 4,000-token prompt) that is 600 million floats: measured 12.4 s
+of a 15.4 s request on this machine. The patch computes only the rows it keeps.
+
 Started by :class:`avi.backends.llm_server.LlamaCppServer`; not a user command
 (``avi serve`` is the user-facing way to keep a server up).
 """
@@ -62,6 +68,38 @@ def _exit_after_parent(parent_pid: int, grace_s: float = 5.0) -> None:
     os._exit(0)
 
 
+class _LogprobRows:
+    """The log-softmax of a 2-D logits array, computed only for the rows that are indexed."""
+
+    def __init__(self, logits, log_softmax):
+        self._logits, self._log_softmax = logits, log_softmax
+
+    def __getitem__(self, key):
+        return self._log_softmax(self._logits[key])
+
+
+def patch_logprobs_rows() -> None:
+    """Make ``llama_cpp.Llama.logits_to_logprobs`` lazy for 2-D arrays (see the module docstring).
+
+    The library indexes the result at once (``logits_to_logprobs(self._scores)[token_offset:]``), so the
+    rows it uses, and only those, are computed, with the library's own function; 1-D calls are unchanged.
+    Idempotent.
+    """
+    from llama_cpp import Llama
+
+    original = Llama.logits_to_logprobs
+    if getattr(original, "_avi_lazy_rows", False):
+        return
+
+    def logits_to_logprobs(logits, axis: int = -1):
+        if getattr(logits, "ndim", 1) == 2 and axis in (-1, 1):
+            return _LogprobRows(logits, original)
+        return original(logits, axis=axis)
+
+    logits_to_logprobs._avi_lazy_rows = True
+    Llama.logits_to_logprobs = staticmethod(logits_to_logprobs)
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m avi.backends.llama_server_main")
     p.add_argument("--model", required=True)
@@ -82,6 +120,7 @@ def main(argv: list[str] | None = None) -> None:
     from llama_cpp.server import app as server_app
     from llama_cpp.server.settings import ModelSettings, ServerSettings
 
+    patch_logprobs_rows()
     model_settings = ModelSettings(model=a.model, model_alias=a.alias, n_ctx=a.n_ctx, n_threads=a.n_threads,
                                    n_threads_batch=a.n_threads, n_gpu_layers=0, verbose=False)
     app = server_app.create_app(server_settings=ServerSettings(host=a.host, port=a.port),
