@@ -22,7 +22,6 @@ from avi.tools.base import ToolContext
 from avi.tools.boundary import (
     boundary_detect,
     half_range_threshold,
-    merge_ranges,
     moving_average,
     runs_above,
     unit_spans,
@@ -133,8 +132,10 @@ def boundary_f1(detected: list[float], truth: list[float], tol_s: float = 0.5) -
 # ----------------------------------------------------------------- curve helpers
 
 
-def test_merge_ranges():
-    assert merge_ranges([[10, 12], [0, 5], [4, 6], [6, 8]]) == [[0.0, 8.0], [10.0, 12.0]]
+def test_merge_spans_for_ranges():
+    from avi.video.spans import merge_spans
+
+    assert merge_spans([[10, 12], [0, 5], [4, 6], [6, 8]], gap_s=1e-6) == [[0.0, 8.0], [10.0, 12.0]]
 
 
 def test_moving_average_keeps_step_edges_and_never_crosses_groups():

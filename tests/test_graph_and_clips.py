@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from avi.backends.types import Caption
-from avi.index.graph import build_entity_graph, load_graph, merge_spans, save_graph
+from avi.index.graph import build_entity_graph, load_graph, save_graph
 from avi.video.clips import Clip, segment
+from avi.video.spans import merge_spans
 
 # ----------------------------------------------------------------- segment
 

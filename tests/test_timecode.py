@@ -55,3 +55,14 @@ def test_clock_times_in_ignores_decimals_and_malformed():
 def test_clock_times_in_empty():
     assert clock_times_in("") == []
     assert clock_times_in(None) == []
+
+
+def test_spans():
+    from avi.video.spans import clip_span, coverage_iou, merge_spans, span_length, span_overlap, temporal_iou
+
+    assert merge_spans([[4, 6], [0, 5], [6.0005, 8], [10, 12]]) == [[0.0, 8.0], [10.0, 12.0]]
+    assert merge_spans([[0, 1], [1.5, 2]], gap_s=1.0) == [[0.0, 2.0]]
+    assert span_length([3, 1]) == 0.0 and span_overlap([0, 4], [3, 9]) == 1.0 and span_overlap([0, 1], [2, 3]) == 0.0
+    assert coverage_iou([[0, 2], [1, 4]], [[2, 6]]) == 2 / 6 and coverage_iou([], []) == 1.0
+    assert temporal_iou([0, 4], [2, 6]) == 2 / 6 and temporal_iou([0, 1], [2, 3]) == 0.0
+    assert clip_span([12, -1], 10.0) == [0.0, 10.0] and clip_span([3, 1], None) == [1.0, 3.0]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from avi.index.graph import merge_spans
+from avi.video.spans import merge_spans, span_length, span_overlap
 from avi.video.timecode import fmt_range
 
 
@@ -79,7 +79,8 @@ class Places:
         hits = sorted((p for p in self.items if p.source != "question"), key=lambda p: -p.score)
         out: list[Place] = []
         for p in named + hits:
-            if any(_overlap(p.span, q.span) >= 0.5 * max(1e-9, min(_len(p.span), _len(q.span))) for q in out):
+            if any(span_overlap(p.span, q.span) >= 0.5 * max(1e-9, min(span_length(p.span), span_length(q.span)))
+                   for q in out):
                 continue
             out.append(p)
             if len(out) >= n:
@@ -111,14 +112,6 @@ class Places:
             if not any(s <= p.span[1] + self.tolerance_s and e >= p.span[0] - self.tolerance_s for p in pool):
                 out.append([s, e])
         return out
-
-
-def _len(span: list[float]) -> float:
-    return max(0.0, span[1] - span[0])
-
-
-def _overlap(a: list[float], b: list[float]) -> float:
-    return max(0.0, min(a[1], b[1]) - max(a[0], b[0]))
 
 
 # ----------------------------------------------------------------------------- evidence strings
@@ -502,7 +495,7 @@ def snap_to_shots(interval: list[float], shots: list[tuple[float, float]], *, wh
     if not shots:
         return [a, b]
     if whole_shots:
-        covered = [(s, e) for s, e in shots if e > s and _overlap([a, b], [s, e]) >= 0.5 * (e - s)]
+        covered = [(s, e) for s, e in shots if e > s and span_overlap([a, b], [s, e]) >= 0.5 * (e - s)]
         if not covered:
             mid = (a + b) / 2
             covered = [next(((s, e) for s, e in shots if s <= mid < e), shots[-1])]

@@ -76,8 +76,8 @@ from avi.agent.prompts import PromptLibrary
 from avi.agent.trace import Trace
 from avi.backends.llm import ChatClient, ContextOverflowError
 from avi.config import Settings
-from avi.index.graph import merge_spans
 from avi.tools import ALL_TOOLS, PHASES, Tool, ToolContext, tools_for
+from avi.video.spans import coverage_iou, merge_spans
 from avi.video.timecode import clock_times_in, fmt_range, mentions_time, question_ranges
 
 
@@ -981,7 +981,7 @@ def near_identical(a: tuple[str, dict], b: tuple[str, dict], min_overlap: float 
         return False
     ra, rb = _ranges_arg(aa or {}), _ranges_arg(ab or {})
     if ra is not None or rb is not None:
-        return ra is not None and rb is not None and _range_iou(ra, rb) >= min_overlap
+        return ra is not None and rb is not None and coverage_iou(ra, rb) >= min_overlap
     qa, qb = _query_arg(aa or {}), _query_arg(ab or {})
     if qa is not None or qb is not None:
         return qa == qb
@@ -1003,14 +1003,6 @@ def _ranges_arg(arguments: dict, widen: bool = True) -> list[list[float]] | None
                 out.append([s, e])
             return out
     return None
-
-
-def _range_iou(a: list[list[float]], b: list[list[float]]) -> float:
-    """Intersection over union of the time covered by two lists of ranges."""
-    ma, mb = merge_spans(a), merge_spans(b)
-    inter = sum(max(0.0, min(e1, e2) - max(s1, s2)) for s1, e1 in ma for s2, e2 in mb)
-    union = sum(e - s for s, e in ma) + sum(e - s for s, e in mb) - inter
-    return inter / union if union > 0 else 1.0
 
 
 def _query_arg(arguments: dict) -> str | None:

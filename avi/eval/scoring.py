@@ -55,6 +55,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from avi.jobs.spec import JobQuestion
+from avi.video.spans import clip_span, temporal_iou
 
 DEFAULT_SEED = 0
 """Seed of LongVideoBench's random choice for unparseable answers (stated in every report)."""
@@ -215,23 +216,6 @@ def extract_time(paragraph: str) -> list[list[float]]:
                 spans = [[float(a), float(b)] for a, b in found]
                 break
     return [[a, b] if b > a else [b, a] for a, b in spans[:1]]
-
-
-def temporal_iou(a: list[float], b: list[float]) -> float:
-    """IoU of two spans ``[start_s, end_s]`` as lmms-eval computes it: overlap / (max end − min start); 0 when
-    that span is not positive (lmms-eval ``lmms_eval/tasks/charades_sta/utils.py:iou``)."""
-    max0, min0 = max(a[0], b[0]), min(a[0], b[0])
-    max1, min1 = max(a[1], b[1]), min(a[1], b[1])
-    denom = max1 - min0
-    return 0.0 if denom <= 0 else max(min1 - max0, 0.0) / denom
-
-
-def clip_span(span: list[float], duration: float | None) -> list[float]:
-    """``[start_s, end_s]`` ordered and, when ``duration`` (seconds) is known, clipped to ``[0, duration]``."""
-    a, b = sorted((float(span[0]), float(span[1])))
-    if duration is not None and duration > 0:
-        a, b = min(max(a, 0.0), duration), min(max(b, 0.0), duration)
-    return [a, b]
 
 
 def clustered_stderr(scores: list[float], clusters: list[Any]) -> float | None:

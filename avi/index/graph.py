@@ -59,6 +59,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from avi.backends.captioner import normalise_text
 from avi.backends.llm import ContextOverflowError
 from avi.backends.types import Caption
+from avi.video.spans import merge_spans
 from avi.video.timecode import fmt_range, parse_time
 
 if TYPE_CHECKING:
@@ -80,17 +81,6 @@ MAX_KNOWN_SUBJECTS = 30
 
 EXACT_BETWEENNESS_MAX_NODES = 1000
 """Above this many nodes betweenness is estimated from 500 sampled sources (seed 0)."""
-
-
-def merge_spans(spans: list[list[float]], gap_s: float = 1e-3) -> list[list[float]]:
-    """Union of time intervals: overlapping or touching spans (within ``gap_s``) merged."""
-    out: list[list[float]] = []
-    for s, e in sorted(spans):
-        if out and s <= out[-1][1] + gap_s:
-            out[-1][1] = max(out[-1][1], e)
-        else:
-            out.append([s, e])
-    return out
 
 
 # ============================================================ structured layer

@@ -18,7 +18,7 @@ import re
 import numpy as np
 
 from avi.backends.types import Caption
-from avi.index.graph import merge_spans
+from avi.video.spans import merge_spans
 
 
 def _norm(name: str) -> str:

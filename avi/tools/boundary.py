@@ -41,6 +41,7 @@ from avi.backends.detector import all_detections
 from avi.errors import AviError
 from avi.tools.base import Observation, Query, TimeRanges, ToolContext, clip_ranges, sample_times, tool
 from avi.video.analysis import colour_names, frame_stats
+from avi.video.spans import merge_spans
 from avi.video.timecode import fmt_range
 
 SMOOTH_WINDOW = 3
@@ -62,17 +63,6 @@ BOUNDARY_DEFAULT_MAX_FRAMES = 240
 
 
 # --------------------------------------------------------------------- curve helpers
-
-
-def merge_ranges(ranges: list[list[float]]) -> list[list[float]]:
-    """Sort ``[[start_s, end_s], ...]`` and merge overlapping or touching ranges."""
-    out: list[list[float]] = []
-    for s, e in sorted([float(a), float(b)] for a, b in ranges):
-        if out and s <= out[-1][1] + 1e-6:
-            out[-1][1] = max(out[-1][1], e)
-        else:
-            out.append([s, e])
-    return out
 
 
 def assign_groups(times: list[float], ranges: list[list[float]]) -> list[int]:
@@ -368,7 +358,7 @@ def boundary_detect(ctx: ToolContext, time_ranges: TimeRanges, event: Query) -> 
     if not event:
         raise ValueError('event is empty: describe what is seen during the event, e.g. "a red car drives past"')
     ranges, notes = clip_ranges(ctx, time_ranges)
-    ranges = merge_ranges(ranges)
+    ranges = merge_spans(ranges, gap_s=1e-6)
     max_frames = int(getattr(ctx.settings, "boundary_max_frames", BOUNDARY_DEFAULT_MAX_FRAMES))
     cap = ctx.frame_cap(max_frames) if hasattr(ctx, "frame_cap") else max_frames
     decoded = ctx.video.frames_at(sample_times(ranges, ctx.settings.fps, cap))

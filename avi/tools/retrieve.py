@@ -30,8 +30,9 @@ import networkx as nx
 import numpy as np
 from pydantic import Field
 
-from avi.index.graph import importance, merge_spans, node_text
+from avi.index.graph import importance, node_text
 from avi.tools.base import Observation, Query, TimeRanges, ToolContext, clip_ranges, tool
+from avi.video.spans import merge_spans
 from avi.video.timecode import fmt_range
 
 _CAPTION_CHARS = 320  # per clip in the LLM's context; the trace keeps full captions
