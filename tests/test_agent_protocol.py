@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from avi import cli
+from avi.cli import ask as cli
 from avi.agent.loop import AgentResult
 from avi.agent.trace import Trace
 
@@ -34,7 +34,7 @@ def _ask_json(monkeypatch, tmp_path, capsys, result: AgentResult, *extra: str) -
     monkeypatch.setattr(avi.backends, "Backends", _NoBackends)
     monkeypatch.setattr(avi.pipeline, "ask", fake_ask)
     p = argparse.ArgumentParser()
-    cli._add_ask_args(p)
+    cli.add_ask_args(p)
     args = p.parse_args(["--video", str(tmp_path / "v.mp4"), "--question", "Q?", "--json",
                          "--trace", str(tmp_path / "t.json"), *extra])
     assert cli.cmd_ask(args) == 0

@@ -400,7 +400,7 @@ def fake_executor(monkeypatch, tmp_path):
     monkeypatch.setenv("AVI_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("AVI_INDEX_ROOT", str(tmp_path / "indexes"))
     ex = FakeExecutor()
-    monkeypatch.setattr("avi.jobs.cli.make_executor", lambda args, settings: ex)
+    monkeypatch.setattr("avi.cli.batch.make_executor", lambda args, settings: ex)
     return ex
 
 

@@ -99,7 +99,7 @@ def print_summary(summary: dict, out: Path, as_json: bool) -> None:
 
 def cmd_batch(args) -> int:
     """``avi batch``: exit 0 when every question has a record with status ok, 1 when some failed."""
-    from avi.cli import _settings
+    from avi.cli.common import settings_from_args
     from avi.jobs.manifest import folder_job, load_manifest
     from avi.jobs.runner import run_job
 
@@ -115,7 +115,7 @@ def cmd_batch(args) -> int:
         source = {"manifest": str(args.input.resolve())}
     if args.out.suffix.lower() not in {".jsonl", ".json"}:
         raise InputError(f"--out should be a .jsonl file, got {args.out}")
-    settings = _settings(args)
+    settings = settings_from_args(args)
     executor = make_executor(args, settings)
     summary = run_job(questions, args.out, executor, kind="batch", source=source, retry_failed=args.retry_failed,
                       progress=not args.quiet)

@@ -19,7 +19,7 @@ from avi.errors import InputError
 
 
 def _add_bench(sub, name: str, title: str, file_hint: str, add_common, extra=None) -> None:
-    from avi.jobs.cli import add_executor_args
+    from avi.cli.batch import add_executor_args
 
     p = sub.add_parser(name, help=f"run {title} ({file_hint})",
                        description=f"Answer every {title} question with avi and score it. One JSON line per "
@@ -120,10 +120,10 @@ def _score_run(bench: str, questions, records, source: dict, seed: int):
 
 def cmd_eval(args) -> int:
     """Run one benchmark; exit 0 when the run finished (failed questions are part of the score, not an error)."""
-    from avi.cli import _settings
+    from avi.cli.batch import make_executor
+    from avi.cli.common import settings_from_args
     from avi.eval.loaders import load_benchmark
     from avi.eval.scoring import grade
-    from avi.jobs.cli import make_executor
     from avi.jobs.results import read_records
     from avi.jobs.runner import run_job
 
@@ -157,7 +157,7 @@ def cmd_eval(args) -> int:
               "limit": args.limit, "seed": args.seed}
     if args.bench == "jsonl":
         source["subset"] = subset
-    settings = _settings(args)
+    settings = settings_from_args(args)
     executor = make_executor(args, settings)
     summary = run_job(questions, args.out, executor, kind=f"eval:{args.bench}", source=source,
                       grade=lambda q, rec: {"score": grade(q, rec, seed=args.seed)},

@@ -1,0 +1,79 @@
+"""``avi ask`` / ``avi-run``: answer one question about one video and print the answer (or one JSON object)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from avi.cli.common import add_common, settings_from_args
+from avi.errors import InputError
+
+
+def add_ask_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--video", required=True, type=Path, help="video file (anything FFmpeg reads)")
+    p.add_argument("--question", required=True, help="the question; put multiple-choice options in it "
+                                                     "as 'A. …  B. …'")
+    p.add_argument("--json", action="store_true", help="print one JSON object (answer, choice, interval, "
+                                                       "evidence, trace)")
+    p.add_argument("--trace", type=Path, help="where to write the JSON trace (default ~/.cache/avi/traces/)")
+    p.add_argument("--rebuild-index", action="store_true", help="build the index anew even if one exists")
+    p.add_argument("--max-iterations", type=int, help="agent iterations before a forced answer (default 10)")
+    p.add_argument("--answer-type", choices=["auto", "choice", "multi", "interval", "order", "text"],
+                   help="answer type (default auto: inferred from the question; multi = select all that apply, "
+                        "order = a sequence of letters or items)")
+    add_common(p)
+
+
+def cmd_ask(args) -> int:
+    from avi.backends import Backends
+    from avi.pipeline import ask, default_trace_path
+
+    if args.max_iterations is not None and args.max_iterations < 1:
+        raise InputError("--max-iterations must be at least 1")
+    if not (args.question or "").strip():
+        raise InputError("the question is empty")
+    settings = settings_from_args(args)
+    backends = Backends(settings)
+    try:
+        result = ask(args.video, args.question, settings, backends, rebuild_index=args.rebuild_index,
+                     progress=not args.quiet)
+    finally:
+        backends.close()
+    trace = result.trace
+    trace_path = trace.write(args.trace or default_trace_path(settings, trace))
+    if args.json:
+        print(json.dumps({"answer": result.answer, "choice": result.choice, "interval": result.interval,
+                          "choices": result.choices, "order": result.order, "answer_type": result.answer_type,
+                          "note": result.note, "cannot_tell": result.cannot_tell,
+                          "choice_method": result.choice_method, "evidence": result.evidence, "trace": str(trace_path),
+                          "question": trace.question,
+                          "video": trace.video, "iterations": trace.iterations, "forced": trace.forced,
+                          "seconds": trace.seconds, "frames": _frames_line(trace), "telemetry": trace.totals()},
+                         ensure_ascii=False))
+    else:
+        print(f"Answer: {result.answer if result.answer is not None else '(no answer)'}")
+        if result.choice:
+            print(f"Choice: {result.choice}")
+        if result.interval:
+            print(f"Interval: [{result.interval[0]:.1f}s, {result.interval[1]:.1f}s]")
+        if result.choices:
+            print(f"Choices: {', '.join(result.choices)}")
+        if result.order:
+            print(f"Order: {' -> '.join(result.order)}")
+        if result.note:
+            print(f"Note: {result.note}")
+        ev = ", ".join(f"{s:.1f}s–{e:.1f}s" for s, e in result.evidence) or "none"
+        print(f"Evidence: {ev}")
+        f = _frames_line(trace)
+        print(f"Frames: {f['spent']} looked at ({f['distinct']} distinct)"
+              + (f" of a budget of {f['budget']}" if f["budget"] else ""))
+        print(f"Trace: {trace_path}")
+    return 0
+
+
+def _frames_line(trace) -> dict:
+    """The question's frame budget use: frames looked at by perceive calls, distinct frames, the budget."""
+    totals = trace.totals()
+    return {"spent": totals["frames_spent"], "distinct": totals["frames_looked_at"],
+            "budget": trace.settings.get("frame_budget") or None}

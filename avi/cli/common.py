@@ -1,0 +1,96 @@
+"""What every avi command shares: the one-line-error parser, the guard that turns failures into exit statuses,
+the common flags, and the one place where settings are assembled from flags, ``AVI_*`` and the config file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import traceback
+import warnings
+from pathlib import Path
+
+from avi.errors import AviError
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def quiet_libraries() -> None:
+    warnings.filterwarnings("ignore")
+    for name in ("chromadb", "sentence_transformers", "transformers", "httpx", "urllib3", "RapidOCR",
+                 "rapidocr", "onnxruntime", "huggingface_hub"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("ORT_LOG_LEVEL", "3")
+
+
+def _on_sigterm(signum, frame):  # pragma: no cover - exercised by signal tests
+    raise SystemExit(128 + signum)
+
+
+def guard(fn, args) -> int:
+    """Run a command; turn every failure into one stderr line and an exit status."""
+    from avi.offline import enforce_offline_env
+
+    enforce_offline_env()
+    quiet_libraries()
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        return fn(args) or 0
+    except AviError as exc:
+        print(f"avi: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("avi: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - last line of defence for the user
+        if getattr(args, "debug", False):
+            traceback.print_exc()
+        msg = " ".join(f"{type(exc).__name__}: {exc}".split())[:400]
+        print(f"avi: internal error: {msg} (rerun with --debug for a traceback)", file=sys.stderr)
+        return 1
+
+
+def add_common(p: argparse.ArgumentParser) -> None:
+    """The paths-and-models flags every command takes, and --quiet / --debug."""
+    g = p.add_argument_group("paths and models (also AVI_* environment variables and the config file)")
+    g.add_argument("--config", type=Path, help="TOML config file (default $AVI_CONFIG, else ./avi.toml if present; "
+                                               "see avi.example.toml); flags > AVI_* > file > defaults")
+    g.add_argument("--profile", choices=["auto", "cpu", "gpu"],
+                   help="model profile (default auto: gpu when an LLM endpoint is configured, else cpu)")
+    g.add_argument("--index-root", type=Path, help="where index directories live (default ~/.cache/avi/indexes)")
+    g.add_argument("--models-dir", type=Path, help="local weights home (default <repo>/models)")
+    g.add_argument("--llm-url", help="OpenAI-compatible orchestrator endpoint, e.g. http://127.0.0.1:8000/v1 "
+                                     "(default: start the embedded llama.cpp server)")
+    g.add_argument("--llm-model", help="model name on that endpoint (default: the first it lists)")
+    g.add_argument("--llm-gguf", help="weights.lock entry the embedded server loads "
+                                      "(default qwen2.5-coder-1.5b-instruct)")
+    g.add_argument("--subtitles", type=Path, help="subtitle file (.srt/.vtt) for the video (default: a sidecar "
+                                                  "file with the video's name, if any)")
+    g.add_argument("--transcript", choices=["auto", "asr", "subtitles", "both", "off"],
+                   help="where the transcript comes from (default auto: subtitles if any, else speech recognition)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+
+
+def settings_from_args(args):
+    """Settings from the parsed flags (flags > AVI_* > config file > defaults; :meth:`avi.config.Settings.load`)."""
+    from avi.config import Settings
+
+    overrides = {}
+    for arg, key in (("profile", "profile"), ("index_root", "index_root"), ("models_dir", "models_dir"),
+                     ("llm_url", "llm_base_url"),
+                     ("llm_model", "llm_model"), ("llm_gguf", "llm_gguf"), ("max_iterations", "max_iterations"),
+                     ("subtitles", "subtitles"), ("transcript", "transcript"), ("answer_type", "answer_type")):
+        value = getattr(args, arg, None)
+        if value is not None:
+            overrides[key] = value
+    return Settings.load(getattr(args, "config", None), **overrides)

@@ -1,0 +1,56 @@
+"""``avi tool NAME``: run one agent tool on a video, outside the agent."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from avi.cli.common import settings_from_args
+from avi.errors import InputError
+
+
+def cmd_tool(args) -> int:
+    """Run one agent tool on a video, outside the agent (the same code path the agent calls)."""
+    from avi.tools import ALL_TOOLS, PHASE_TOOLS
+
+    if args.name == "list":
+        for phase, tools in PHASE_TOOLS.items():
+            for t in tools:
+                print(f"{phase:9s} {t.signature_line()}\n          {t.description}")
+        return 0
+    tool = ALL_TOOLS.get(args.name)
+    if tool is None:
+        raise InputError(f"no tool named '{args.name}'; tools: {', '.join(ALL_TOOLS)} (or `avi tool list`)")
+    if args.video is None:
+        raise InputError("--video is required")
+    try:
+        arguments = json.loads(args.args) if args.args else {}
+    except json.JSONDecodeError as exc:
+        raise InputError(f"--args is not valid JSON ({exc.msg} at character {exc.pos}): {args.args}") from None
+    if not isinstance(arguments, dict):
+        raise InputError('--args must be a JSON object, e.g. \'{"time_ranges": [[0, 5]]}\'')
+
+    from avi.backends import Backends
+    from avi.index.build import ensure_index
+    from avi.tools import ToolContext
+    from avi.video.decode import VideoReader, probe
+
+    settings = settings_from_args(args)
+    backends = Backends(settings)
+    try:
+        info = probe(args.video)
+        index = ensure_index(info.path, settings, backends, progress=not args.quiet)
+        ctx = ToolContext(settings=settings, index=index, video=VideoReader(info, settings.max_side),
+                          backends=backends)
+        obs = tool.run(ctx, arguments)
+    finally:
+        backends.close()
+    if args.json:
+        print(json.dumps({"tool": tool.name, "arguments": arguments, "error": obs.error, "text": obs.text,
+                          "frames": len(obs.frames_s), "frames_s": obs.frames_s, "evidence": obs.evidence,
+                          "notes": obs.notes, "data": obs.data}, ensure_ascii=False, default=str))
+    elif obs.error:
+        print(f"avi: error: {' '.join(obs.text.split())}", file=sys.stderr)
+    else:
+        print(obs.text)
+    return 2 if obs.error else 0
