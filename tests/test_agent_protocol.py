@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from avi.cli import ask as cli
 from avi.agent.loop import AgentResult
 from avi.agent.trace import Trace
+from avi.cli import ask as cli
 
 
 class _NoBackends:

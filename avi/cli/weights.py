@@ -22,7 +22,7 @@ def cmd_weights(args) -> int:
     settings = settings_from_args(args)
     models = settings.models_dir
     if args.action == "unpack":
-        from avi.weights_pack import unpack
+        from avi.weights.pack import unpack
 
         if len(args.names) != 1:
             raise InputError("usage: avi weights unpack TARBALL")
@@ -50,7 +50,7 @@ def cmd_weights(args) -> int:
                   f"{state:7s} {'verified' if verified else '-':8s} {size}  {e.local_path(models)}")
         return 0
     if args.action == "lock":
-        from avi.weights_hub import lock_entries
+        from avi.weights.hub import lock_entries
 
         hf = [e.name for e in selected if e.kind == "hf"]
         if not hf:
@@ -59,7 +59,7 @@ def cmd_weights(args) -> int:
         print(f"{settings.weights_lock}: {len(changed)} of {len(hf)} hf entries changed")
         return 0
     if args.action == "pack":
-        from avi.weights_pack import pack
+        from avi.weights.pack import pack
 
         out = args.out or Path(f"avi-weights-{profile}.tar")
         packed = pack(selected, models, settings.weights_lock, out, explicit=bool(args.names))

@@ -34,7 +34,8 @@ from typing import Callable, Iterator
 
 from avi.errors import WeightsError
 from avi.hashing import sha256_file
-from avi.weights import HEX40, WeightEntry, file_problems, record_verified, safe_relpath, verify
+from avi.weights.checks import file_problems, record_verified, verify
+from avi.weights.lock import HEX40, WeightEntry, safe_relpath
 
 
 def _hub():
@@ -190,7 +191,7 @@ def lock_entries(lock_path: Path, names: list[str], update: bool = False,
         with os.fdopen(fd, "w") as f:
             f.write(tomlkit.dumps(doc))
         os.replace(tmp, lock_path)
-        from avi.weights import load_lock
+        from avi.weights.lock import load_lock
 
         load_lock(lock_path)  # what was written must parse and validate
     if failed:

@@ -30,7 +30,8 @@ from typing import Callable, Iterable
 
 from avi.errors import InputError, WeightsError
 from avi.hashing import sha256_file
-from avi.weights import UnpinnedWeightsError, WeightEntry, load_lock, record_verified, verify
+from avi.weights.checks import record_verified, verify
+from avi.weights.lock import UnpinnedWeightsError, WeightEntry, load_lock
 
 FORMAT = "avi-weights-pack/1"
 MANIFEST = "MANIFEST.json"
