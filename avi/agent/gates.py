@@ -1,0 +1,142 @@
+"""Gates: which tools a phase allows or requires (AVI Eq. 8, Fig. 11 visual confirmation), and what is wrong
+with a reply (a tool of another phase, a repeated call, an answer that parrots the instructions)."""
+
+from __future__ import annotations
+
+import re
+
+from avi.agent.grounding import (
+    about_speech,
+)
+from avi.agent.parse import (
+    Reply,
+)
+from avi.agent.state import _State
+from avi.agent.traps import TRAP_REPEATS, _call_key, _ranges_arg, _trap_run
+from avi.tools import ALL_TOOLS, tools_for
+from avi.video.timecode import fmt_range
+
+
+class Gates:
+    """Part of :class:`avi.agent.loop.Agent` (see the module docstring); uses the agent's ``llm``, ``ctx``,
+    ``prompts`` and ``settings``."""
+
+    def _required(self, st: "_State") -> list[str] | None:
+        """Tools one of which the next reply must call, or None when the model may choose.
+
+        Perceive must look at frames before it ends (AVI Fig. 11), and Retrieve must search
+        before it ends unless the question names a time: in those states the only valid
+        action is such a call, so it is decoded under constraint straight away.
+        """
+        if st.phase == "perceive" and not st.perceived:
+            if about_speech(st.question) and "transcript_read" in self._allowed(st) \
+                    and not any(n == "transcript_read" for n, _, _ in st.perceive_calls):
+                return ["transcript_read"]  # a question about what was said: read the transcript first
+            return self._allowed(st)
+        if st.phase == "retrieve" and not st.retrieved and not st.names_time():
+            return self._search_tools()
+        return None
+
+    def _usable(self, phase: str) -> list[str]:
+        """Names of the phase's tools that can work on this video (no speech tools without a transcript)."""
+        speech = bool(self.ctx.index.transcript)
+        graph = self._has_entity_graph()
+        return [t.name for t in tools_for(phase) if (speech or not t.name.startswith("transcript_"))
+                and (graph or t.name != "graph_retrieve")]
+
+    def _allowed(self, st: "_State") -> list[str]:
+        """The usable tools of the current phase that may be called now.
+
+        In Perceive, frame_analysis is a last resort (AVI §3.3.2, Fig. 11): it is offered only after
+        object_detect, text_extract, boundary_detect or transcript_read worked in this Perceive
+        stage (setting ``frame_analysis_last``).
+        """
+        names = self._usable(st.phase)
+        if st.phase == "perceive" and self._frame_analysis_blocked(st):
+            names = [n for n in names if n != "frame_analysis"]
+        return names
+
+    def _frame_analysis_blocked(self, st: "_State") -> bool:
+        """Whether frame_analysis must wait for a confirming perceive tool (AVI Fig. 11)."""
+        return bool(getattr(self.settings, "frame_analysis_last", True)) and not st.confirmed
+
+    def _search_tools(self) -> list[str]:
+        """The usable Retrieve tools that search (clip_merge only joins ranges found by a search)."""
+        return [n for n in self._usable("retrieve") if n != "clip_merge"]
+
+    def _has_entity_graph(self) -> bool:
+        """Whether the index's graph holds LLM-extracted entities (graph_retrieve is offered only then)."""
+        if not hasattr(self, "_graph_entities"):
+            try:
+                g = self.ctx.index.graph
+                self._graph_entities = any(d.get("source") == "llm" for _, d in g.nodes(data=True))
+            except Exception:  # noqa: BLE001 - no or unreadable graph: the tool is simply not offered
+                self._graph_entities = False
+        return self._graph_entities
+
+    def _problem(self, reply: Reply, st: "_State") -> str | None:
+        """What is wrong with a reply in the current state (None if it can be acted on)."""
+        call, phase = reply.call, st.phase
+        allowed = self._usable(phase)
+        if call is not None:
+            if call.error:
+                return call.error
+            tool = ALL_TOOLS.get(call.name)
+            if tool is None:
+                return f"there is no tool named {call.name!r}. Tools in this stage: {', '.join(allowed) or 'none'}"
+            if tool.phase != phase and not (tool.phase == "perceive" and phase in ("retrieve", "review")):
+                return (f"{call.name} cannot be used in the {phase.upper()} stage. "
+                        f"Tools in this stage: {', '.join(allowed) or 'none'}")
+            entering = tool.phase == "perceive" and phase != "perceive"  # an implied switch starts a new round
+            if call.name == "frame_analysis" and (entering or self._frame_analysis_blocked(st)) \
+                    and getattr(self.settings, "frame_analysis_last", True):
+                first = [n for n in self._usable("perceive") if n != "frame_analysis"]
+                return (f"frame_analysis is the last resort: first use {', '.join(first)} on the time ranges; "
+                        f"frame_analysis is allowed after one of them has worked in this stage")
+            if _call_key(call.name, call.arguments) in st.seen:
+                return (f"you already called {call.name} with exactly these arguments and its result is above. "
+                        f"Use other arguments or another tool, or write a stage directive")
+            if tool.phase == "perceive" and tool.name != "transcript_read" and about_speech(st.question) \
+                    and "transcript_read" in self._usable("perceive") and ("speech",) not in st.questioned \
+                    and not any(n == "transcript_read" for n, _, _ in st.perceive_calls):
+                st.questioned.add(("speech",))  # asked once
+                return ("the question asks what was said: read it with transcript_read on the ranges found "
+                        "(the transcript holds the speech; OCR does not)")
+            ranges = _ranges_arg(call.arguments or {}, widen=False) if tool.phase == "perceive" else None
+            off = st.places.unsupported(ranges) if ranges else []
+            key = _call_key(call.name, call.arguments)
+            if off and key not in st.questioned and tool.name != "transcript_read":
+                st.questioned.add(key)  # asked once: the same call again is run as asked
+                return (f"no tool returned {', '.join(fmt_range(*r) for r in off)} and the question does not name "
+                        f"it. Look first where the evidence points:\n{st.places.describe()}\n"
+                        f"(To look at your range anyway, send the same call again.)")
+            run = _trap_run(st.streak, call.name, call.arguments)
+            if run > TRAP_REPEATS:
+                return (f"you already called {call.name} {run} times in a row on nearly the same input. "
+                        f"Switch to another tool, widen or move the time range, change the query, "
+                        f"or write a stage directive")
+            return None
+        if phase == "perceive" and not st.perceived:
+            return (f"you must call a perceive tool ({', '.join(self._usable('perceive'))}) on the "
+                    f"relevant time ranges before leaving the PERCEIVE stage")
+        if phase == "retrieve" and not st.retrieved and not st.names_time():
+            return f"search first ({' or '.join(self._search_tools())}) to find the time ranges worth inspecting"
+        if phase == "review" and reply.answer and self._echoes_instructions(reply.answer):
+            return ("your answer repeats the format instructions instead of answering; write **Answer:** followed "
+                    "by the actual answer taken from the tool results")
+        if phase == "review" and reply.answer and reply.switch != "perceive" and self._typed(st, reply.answer)[4]:
+            return (f"your answer {reply.answer[:100]!r} does not follow the answer format. "
+                    f"{st.answer_format}")
+        return None
+
+    def _echoes_instructions(self, answer: str) -> bool:
+        """Whether an answer copies our own instruction text (small models parrot examples)."""
+        a = " ".join(answer.lower().split()).strip(" .*")
+        if not a or re.fullmatch(r"[a-h](\W+[a-h])*|\d+(\.\d+)?", a):
+            return False  # a bare letter or number is never an echo, even if an example uses one
+        if "<" in a and ">" in a or a in {"[start, end]", "[start_s, end_s]"}:
+            return True
+        texts = [self.prompts.text(n) for n in ("stage_review", "format_choice", "format_interval", "format_text",
+                                                 "format_multi", "format_order", "format_yesno")]
+        instructions = " ".join(" ".join(texts).lower().split())
+        return len(a) >= 6 and a in instructions

@@ -1,0 +1,51 @@
+"""The mutable state of one agent run (AVI §3.4: messages, phase, evidence)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from avi.agent.grounding import (
+    Places,
+)
+from avi.video.timecode import mentions_time
+
+
+@dataclass
+class _State:
+    """Mutable state of one run (AVI §3.4: messages, phase, evidence)."""
+
+    question: str
+    options: dict[str, str]
+    options_text: str = ""
+    phase: str = "retrieve"
+    history: list[dict] = field(default_factory=list)
+    iteration: int = 0
+    perceived: int = 0  # successful perceive calls since Perceive was (re-)entered
+    confirmed: int = 0  # of those, calls of tools other than frame_analysis (AVI Fig. 11)
+    retrieved: int = 0  # successful retrieve calls
+    evidence: list[list[float]] = field(default_factory=list)
+    looked: list[list[float]] = field(default_factory=list)
+    seen: set = field(default_factory=set)
+    streak: list = field(default_factory=list)  # the last run of near-identical tool calls (trap detection)
+    answer: str | None = None
+    candidate: str | None = None
+    answer_format: str = ""
+    kind: str = "text"  # the answer type
+    evidence_notes: list[str] = field(default_factory=list)
+    places: Places = field(default_factory=Places)  # where to look: the question's time words, search hits
+    perceive_calls: list = field(default_factory=list)  # (tool, arguments, data + evidence) of successful calls
+    questioned: set = field(default_factory=set)  # perceive calls questioned once for unsupported ranges
+
+    def perceive_data(self) -> list[tuple[str, dict]]:
+        """``(tool, observation data)`` of the successful perceive calls, in order."""
+        return [(n, d) for n, _, d in self.perceive_calls]
+
+    def names_time(self) -> bool:
+        """Whether the question says where to look (a time, or time words such as "in the last minute")."""
+        return mentions_time(self.question) or any(p.source == "question" for p in self.places.items)
+
+
+def _evidence_note(observation: str, limit: int = 400) -> str:
+    """One perceive result as a compact line for the Review message."""
+    text = " ".join(observation.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
