@@ -1,4 +1,4 @@
-"""Unit tests for avi/video/clips.py (segmentation) and avi/index/graph.py (entity graph)."""
+"""Unit tests for avi/video/clips.py (segmentation) and avi/index/graph/ (entity graph)."""
 
 from __future__ import annotations
 

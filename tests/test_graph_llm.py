@@ -1,4 +1,4 @@
-"""The entity graph's LLM extraction, super-nodes and importance (avi/index/graph.py; AVI §3.2.3, §6.2).
+"""The entity graph's LLM extraction, super-nodes and importance (avi/index/graph/; AVI §3.2.3, §6.2).
 
 The LLM is replaced by :class:`ScriptedGraphLLM` and the embedder by
 :class:`KeywordTestEmbedder` (both test doubles with answers fixed here), so
