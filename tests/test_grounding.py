@@ -7,20 +7,22 @@ from pathlib import Path
 
 import pytest
 
-from avi.agent import grounding
+from avi.agent import measured
 from avi.agent.choice import choice_by_text, permutation_scores, question_stem
 from avi.agent.grounding import (
     Places,
     about_speech,
     about_words,
     answers_nothing,
-    asks_count,
     asks_for_text,
-    count_at,
     evidence_span,
     evidence_strings,
     grounded_in,
     unmeasurable,
+)
+from avi.agent.measured import (
+    asks_count,
+    count_at,
     usual_count,
 )
 from avi.agent.prompts import PromptLibrary
@@ -270,52 +272,52 @@ def test_a_count_never_measured_becomes_the_usual_count():
     ("Which shot comes after the cut to the crowd?", None),
 ])
 def test_cut_questions(question, kind):
-    assert grounding.cut_question(question) == kind
+    assert measured.cut_question(question) == kind
 
 
 @pytest.mark.parametrize("text, n", [("3", 3), ("three", 3), ("none", 0), ("one", 1), ("five cuts", 5),
                                      ("between 2 and 4", None), ("a wide view", None)])
 def test_option_count(text, n):
-    assert grounding.option_count(text) == n
+    assert measured.option_count(text) == n
 
 
 def test_cut_answers():
     opts = {"A": "none", "B": "one", "C": "three", "D": "five"}
-    assert grounding.cut_answer("count", [4.1, 6.5, 8.4], opts) == ("C. three", "C")
-    assert grounding.cut_answer("count", [4.1, 6.5], opts) is None  # no option says two: the model's answer stands
-    assert grounding.cut_answer("count", [1.2, 3.0], {}) == ("2", None)
-    assert grounding.cut_answer("any", [], {}) == ("No", None)
-    assert grounding.cut_answer("none", [], {}) == ("Yes", None)
-    assert grounding.cut_answer("any", [3.0], {"A": "Yes", "B": "No"}) == ("A. Yes", "A")
+    assert measured.cut_answer("count", [4.1, 6.5, 8.4], opts) == ("C. three", "C")
+    assert measured.cut_answer("count", [4.1, 6.5], opts) is None  # no option says two: the model's answer stands
+    assert measured.cut_answer("count", [1.2, 3.0], {}) == ("2", None)
+    assert measured.cut_answer("any", [], {}) == ("No", None)
+    assert measured.cut_answer("none", [], {}) == ("Yes", None)
+    assert measured.cut_answer("any", [3.0], {"A": "Yes", "B": "No"}) == ("A. Yes", "A")
 
 
 def test_snap_to_shots():
     shots = [(0.0, 4.13), (4.13, 6.46), (6.46, 8.38), (8.38, 11.26)]
     # a shot question: the shots the answer covers for at least half their length
-    assert grounding.snap_to_shots([8.0, 11.0], shots, whole_shots=True) == [8.38, 11.26]
-    assert grounding.snap_to_shots([5.0, 9.0], shots, whole_shots=True) == [4.13, 8.38]
+    assert measured.snap_to_shots([8.0, 11.0], shots, whole_shots=True) == [8.38, 11.26]
+    assert measured.snap_to_shots([5.0, 9.0], shots, whole_shots=True) == [4.13, 8.38]
     # covering no shot by half: the shot holding the middle
-    assert grounding.snap_to_shots([7.0, 7.5], shots, whole_shots=True) == [6.46, 8.38]
+    assert measured.snap_to_shots([7.0, 7.5], shots, whole_shots=True) == [6.46, 8.38]
     # other events: ends move onto an edge within a second (and a quarter of the length)
-    assert grounding.snap_to_shots([4.5, 8.0], shots, whole_shots=False) == [4.13, 8.38]
-    assert grounding.snap_to_shots([5.5, 6.0], shots, whole_shots=False) == [5.5, 6.0]
-    assert grounding.snap_to_shots([1.0, 3.0], [], whole_shots=True) == [1.0, 3.0]
+    assert measured.snap_to_shots([4.5, 8.0], shots, whole_shots=False) == [4.13, 8.38]
+    assert measured.snap_to_shots([5.5, 6.0], shots, whole_shots=False) == [5.5, 6.0]
+    assert measured.snap_to_shots([1.0, 3.0], [], whole_shots=True) == [1.0, 3.0]
 
 
 def test_about_shot():
-    assert grounding.about_shot("During which time span is the close-up of the man shown?")
-    assert grounding.about_shot("When is the shot of the cyclist on screen?")
-    assert not grounding.about_shot("When is the HALF TIME card on screen?")
+    assert measured.about_shot("During which time span is the close-up of the man shown?")
+    assert measured.about_shot("When is the shot of the cyclist on screen?")
+    assert not measured.about_shot("When is the HALF TIME card on screen?")
 
 
 # ---------------------------------------------------------------- colours
 
 
 def test_colour_questions_and_answers():
-    assert grounding.asks_colour("What colour is the van parked at the top right?")
-    assert grounding.asks_colour("Which color are the cones?")
-    assert not grounding.asks_colour("What is the man holding?")
-    assert grounding.names_colour("It is dark red.") and not grounding.names_colour("The van is parked on the right.")
+    assert measured.asks_colour("What colour is the van parked at the top right?")
+    assert measured.asks_colour("Which color are the cones?")
+    assert not measured.asks_colour("What is the man holding?")
+    assert measured.names_colour("It is dark red.") and not measured.names_colour("The van is parked on the right.")
 
 
 def test_measured_colour_is_the_best_box_of_the_named_label():
@@ -324,7 +326,7 @@ def test_measured_colour_is_the_best_box_of_the_named_label():
 
     steps = [od("person", [{"score": 0.8, "colours": ["black"]}]),
              od("tie", [{"score": 0.37, "colours": ["red", "black"]}, {"score": 0.2, "colours": ["blue"]}], 2.0)]
-    assert grounding.measured_colour(steps, "What colour is the man's bow tie?") == ("tie", "red", 2.0)
-    assert grounding.measured_colour(steps, "What colour is it?") is None  # two labels, none named
-    assert grounding.measured_colour(steps[:1], "What colour is the coat?") == ("person", "black", 44.0)
-    assert grounding.measured_colour([], "What colour is the van?") is None
+    assert measured.measured_colour(steps, "What colour is the man's bow tie?") == ("tie", "red", 2.0)
+    assert measured.measured_colour(steps, "What colour is it?") is None  # two labels, none named
+    assert measured.measured_colour(steps[:1], "What colour is the coat?") == ("person", "black", 44.0)
+    assert measured.measured_colour([], "What colour is the van?") is None

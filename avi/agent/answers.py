@@ -11,23 +11,25 @@ import re
 
 from avi.agent.choice import choice_by_text, permutation_scores, question_stem
 from avi.agent.grounding import (
-    about_shot,
     about_words,
     answers_nothing,
-    asks_colour,
-    asks_count,
     asks_for_text,
-    count_at,
-    cut_answer,
-    cut_question,
     evidence_span,
     evidence_strings,
     grounded_in,
+    normalise,
+    unmeasurable,
+)
+from avi.agent.measured import (
+    about_shot,
+    asks_colour,
+    asks_count,
+    count_at,
+    cut_answer,
+    cut_question,
     measured_colour,
     names_colour,
-    normalise,
     snap_to_shots,
-    unmeasurable,
     usual_count,
 )
 from avi.agent.parse import (

@@ -1,0 +1,264 @@
+"""Answers read from measurements (issue 14): counts at the moment a question names, the cut list for
+questions about cuts, interval answers moved onto shot edges, and colours measured on detection boxes.
+
+Each function reads the question (what it asks) and the perceive tools' observation data or the video's
+shot list (what was measured), and returns the measured answer or None; the agent
+(:mod:`avi.agent.answers`) records in the trace when a measured answer replaces the model's.
+All times are seconds.
+"""
+
+from __future__ import annotations
+
+import re
+
+from avi.agent.grounding import is_yes_no
+from avi.video.spans import span_overlap
+
+# ----------------------------------------------------------------------------- counts at a named moment
+
+
+def asks_count(question: str) -> bool:
+    """Whether the question asks for a number of things ("how many ...")."""
+    return bool(re.search(r"\bhow\s+many\b", question or "", re.I))
+
+
+def count_at(steps: list[tuple[str, dict]], t_s: float, question: str, window_s: float = 1.0,
+             reach_s: float = 2.5) -> tuple[str, int, list[float]] | None:
+    """The count ``object_detect`` measured at the moment ``t_s`` the question names.
+
+    Small orchestrators answer "how many at 0:44" with the largest count of the frames they looked at (a person
+    who walks in two seconds later counts). This reads the per-frame counts instead: the median count of the
+    frames within ``window_s`` seconds of ``t_s``, or, when none is that close, of the nearest frame within
+    ``reach_s`` seconds.
+
+    Args:
+        steps: ``(tool, observation data)`` of the successful perceive calls (``object_detect`` data carries
+            ``summary[label]["per_frame"] = [[t_s, n], ...]``).
+        t_s: the moment, seconds.
+        question: used to pick the label when several were counted (the one named in the question).
+
+    Returns:
+        ``(label, count, [first_s, last_s] of the frames used)``, or None when no measured frame is near ``t_s``
+        or the label is ambiguous.
+    """
+    found = _measured_counts(steps, question)
+    if found is None:
+        return None
+    label, frames = found
+    near = sorted(t for t in frames if abs(t - t_s) <= window_s)
+    if not near:
+        nearest = min(frames, key=lambda t: abs(t - t_s))
+        if abs(nearest - t_s) > reach_s:
+            return None
+        near = [nearest]
+    counts = sorted(frames[t] for t in near)
+    return label, counts[(len(counts) - 1) // 2], [near[0], near[-1]]
+
+
+def _the_label(labels, question: str) -> str | None:
+    """The one object_detect label a question is about: the only one measured, or the only one it names."""
+    labels = list(dict.fromkeys(labels))
+    if len(labels) <= 1:
+        return labels[0] if labels else None
+    words = set(re.findall(r"[a-z]+", (question or "").lower()))
+    words |= {w[:-1] for w in words if w.endswith("s")}  # "cars" names the label "car"
+    named = [lab for lab in labels if set(lab.split()) & words]
+    return named[0] if len(named) == 1 else None
+
+
+def _measured_counts(steps: list[tuple[str, dict]], question: str) -> tuple[str, dict[float, int]] | None:
+    """``(label, {t_s: count})`` of the one object_detect label the question is about, or None."""
+    per_label: dict[str, dict[float, int]] = {}
+    for tool, data in steps:
+        if tool != "object_detect":
+            continue
+        for label, summary in (data.get("summary") or {}).items():
+            for t, n in summary.get("per_frame") or []:
+                per_label.setdefault(label, {})[float(t)] = int(n)
+    label = _the_label(per_label, question)
+    return (label, per_label[label]) if label is not None else None
+
+
+def usual_count(steps: list[tuple[str, dict]], question: str) -> tuple[str, int, set[int]] | None:
+    """The count object_detect measured most often (ties: the smaller), with every count it measured.
+
+    For "how many ..." questions that name no moment: an answer that is none of the measured counts is not
+    grounded in the measurement (the 1.5B orchestrator wrote 3 where every frame but one counted 1 person).
+
+    Returns:
+        ``(label, the most frequent count, {all counts measured})``, or None when nothing was counted or the
+        label is ambiguous (see :func:`count_at`).
+    """
+    found = _measured_counts(steps, question)
+    if found is None or not found[1]:
+        return None
+    label, frames = found
+    counts = list(frames.values())
+    mode = min(set(counts), key=lambda n: (-counts.count(n), n))
+    return label, mode, set(counts)
+
+
+
+# ----------------------------------------------------------------------------- hard cuts, measured
+
+
+_CUT_NOUN = (r"(?:hard\s+|camera\s+)?(?:cuts?|shot\s+changes?|scene\s+changes?|changes?\s+of\s+(?:camera\s+)?"
+             r"(?:shot|view|scene)s?)")
+_CUT_COUNT = re.compile(rf"\bhow\s+many\s+{_CUT_NOUN}\b(?!\s+(?:to|back|away)\b)", re.I)
+_CUT_ANY = re.compile(r"\bcuts?\s+to\s+(?:a\s+|an\s+)?(?:different|another|other|new)\b|\b(?:any|a)\s+(?:hard\s+)?"
+                      r"(?:cuts?|shot\s+changes?|scene\s+changes?)\b|\bchanges?\s+(?:the\s+)?camera\s+(?:view|shot)\b",
+                      re.I)
+_ONE_SHOT = re.compile(r"\b(?:one|a\s+single|single)\s+(?:continuous\s+|uninterrupted\s+)?(?:shot|take)\b|"
+                       r"\b(?:continuous|uninterrupted)\s+(?:shot|take)\b", re.I)
+_COUNT_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen".split())}
+_COUNT_WORDS.update({"none": 0, "no": 0, "no cuts": 0, "no cut": 0, "a single": 1, "single": 1})
+
+
+def cut_question(question: str) -> str | None:
+    """What a question asks about the hard cuts of the video, if that is all it asks.
+
+    Returns:
+        ``"count"`` for "how many cuts / shot changes" (not "how many times does it cut to the crowd": a kind of
+        shot, which needs more than a cut list); for yes/no questions ``"any"`` when "yes" means there is a cut
+        ("does it cut to a different scene?") and ``"none"`` when "yes" means there is none ("is it one
+        continuous shot?"); else None.
+    """
+    q = question or ""
+    if _CUT_COUNT.search(q):
+        return "count"
+    if not is_yes_no(q):
+        return None
+    if _ONE_SHOT.search(q):
+        return "none"
+    if _CUT_ANY.search(q):
+        return "any"
+    return None
+
+
+def option_count(text: str) -> int | None:
+    """The number an option states ("3", "three", "none", "one cut"), or None when it states no single number."""
+    t = (text or "").strip().lower().rstrip(".")
+    nums = re.findall(r"\b\d+\b", t)
+    if len(nums) == 1:
+        return int(nums[0])
+    if nums:
+        return None
+    words = [w for w in sorted(_COUNT_WORDS, key=len, reverse=True) if re.search(rf"\b{w}\b", t)]
+    return _COUNT_WORDS[words[0]] if words else None
+
+
+def cut_answer(kind: str, cuts_s: list[float], options: dict[str, str]) -> tuple[str, str | None] | None:
+    """The answer the measured cuts give to a :func:`cut_question`.
+
+    Args:
+        kind: ``count``, ``any`` or ``none``.
+        cuts_s: the hard cuts inside the range the question is about (seconds).
+        options: ``{letter: text}`` of a multiple-choice question (empty otherwise).
+
+    Returns:
+        ``(answer text, choice letter or None)``; None when the options hold no single option with the measured
+        count (the model's answer then stands).
+    """
+    n = len(cuts_s)
+    if kind == "count":
+        if options:
+            hits = [k for k, v in options.items() if option_count(v) == n]
+            return (f"{hits[0]}. {options[hits[0]]}", hits[0]) if len(hits) == 1 else None
+        return str(n), None
+    yes = (n > 0) if kind == "any" else (n == 0)
+    if options:
+        hits = [k for k, v in options.items() if re.match(rf"\s*{'yes' if yes else 'no'}\b", v, re.I)]
+        return (f"{hits[0]}. {options[hits[0]]}", hits[0]) if len(hits) == 1 else None
+    return ("Yes" if yes else "No"), None
+
+
+_SHOT_EVENT = re.compile(r"\b(?:shots?|close-?ups?|camera\s+views?|scenes?)\b", re.I)
+
+
+def about_shot(question: str) -> bool:
+    """Whether an interval question asks when a shot (a close-up, a camera view, a scene) is on screen: its
+    answer is then a run of whole shots."""
+    return bool(_SHOT_EVENT.search(question or ""))
+
+
+def snap_to_shots(interval: list[float], shots: list[tuple[float, float]], *, whole_shots: bool,
+                  tolerance_s: float = 1.0) -> list[float]:
+    """An interval answer moved onto the video's shot edges.
+
+    Args:
+        interval: ``[start_s, end_s]`` of the answer.
+        shots: ``(start_s, end_s)`` of every shot (:meth:`avi.video.shots.ShotList.shots`).
+        whole_shots: the question asks for a shot: the answer becomes the run of shots that it covers for at
+            least half of their length (or, when it covers none that much, the shot holding its middle).
+            Otherwise each end moves to a shot edge within ``tolerance_s`` (and within a quarter of the
+            answer's length), as an event on screen usually starts and ends with its shot.
+
+    Returns:
+        ``[start_s, end_s]``.
+    """
+    a, b = sorted(float(x) for x in interval)
+    if not shots:
+        return [a, b]
+    if whole_shots:
+        covered = [(s, e) for s, e in shots if e > s and span_overlap([a, b], [s, e]) >= 0.5 * (e - s)]
+        if not covered:
+            mid = (a + b) / 2
+            covered = [next(((s, e) for s, e in shots if s <= mid < e), shots[-1])]
+        return [covered[0][0], covered[-1][1]]
+    edges = sorted({float(x) for s, e in shots for x in (s, e)})
+    tol = min(tolerance_s, 0.25 * max(b - a, 0.0))
+
+    def nearest(t: float) -> float:
+        best = min(edges, key=lambda x: abs(x - t))
+        return best if abs(best - t) <= tol else t
+
+    s, e = nearest(a), nearest(b)
+    return [s, e] if e > s else [a, b]
+
+
+# ----------------------------------------------------------------------------- colours, measured
+
+
+COLOUR_WORDS = frozenset(
+    "red orange yellow green cyan blue purple pink black white gray grey brown beige silver gold violet navy "
+    "maroon turquoise teal magenta crimson scarlet".split())
+"""Colour names an answer may hold (the measured names of :func:`avi.video.analysis.colour_names` and more)."""
+
+
+def asks_colour(question: str) -> bool:
+    """Whether a question asks for a colour ("what colour is ...", "which color are ...")."""
+    return bool(re.search(r"\b(?:what|which)\s+colou?rs?\b|\bcolou?r\s+of\s+the\b", question or "", re.I))
+
+
+def names_colour(text: str) -> bool:
+    """Whether a text holds a colour name."""
+    return bool(COLOUR_WORDS & set(re.findall(r"[a-z]+", (text or "").lower())))
+
+
+def measured_colour(steps: list[tuple[str, dict]], question: str) -> tuple[str, str, float] | None:
+    """The dominant colour object_detect measured on the best box of the label the question is about.
+
+    Args:
+        steps: ``(tool, observation data)`` of the successful perceive calls (``object_detect`` data carries
+            ``summary[label]["colours_at"] = {"t_s", "boxes": [{"box", "score", "colours"}]}``).
+
+    Returns:
+        ``(label, colour, t_s)`` of the highest-scoring box that has a colour, or None when nothing was
+        measured or the label is ambiguous.
+    """
+    per_label: dict[str, list[tuple[float, float, str]]] = {}
+    for tool, data in steps:
+        if tool != "object_detect":
+            continue
+        for label, summary in (data.get("summary") or {}).items():
+            at = summary.get("colours_at") or {}
+            for b in at.get("boxes") or []:
+                if b.get("colours"):
+                    per_label.setdefault(label, []).append((float(b.get("score", 0.0)), float(at.get("t_s", 0.0)),
+                                                            str(b["colours"][0])))
+    label = _the_label(per_label, question)
+    if label is None:
+        return None
+    score, t_s, colour = max(per_label[label])
+    return label, colour, t_s
