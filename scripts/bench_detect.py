@@ -27,8 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
+from avi.backends.boxes import box_iou, nms
 from avi.backends.coco_detector import BENCH_THRESHOLDS, COCO_CLASSES, NanoDetDetector
-from avi.backends.detector import OpenCvDetector, box_iou, nms
+from avi.backends.detector import OpenCvDetector
 from avi.config import Settings
 from avi.offline import enforce_offline_env
 from avi.video.decode import Frame, VideoReader, probe

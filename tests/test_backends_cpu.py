@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from conftest import sample_video
 
-from avi.backends.detector import OpenCvDetector, nms
+from avi.backends.boxes import nms
+from avi.backends.detector import OpenCvDetector
 from avi.video.clips import Clip
 from avi.video.decode import Frame, VideoReader, probe, sample_frames
 

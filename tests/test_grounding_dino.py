@@ -18,7 +18,8 @@ pytest.importorskip("transformers")
 
 from tiny_models import build_tiny_grounding_dino  # noqa: E402
 
-from avi.backends.detector import Detector, box_iou  # noqa: E402
+from avi.backends.boxes import box_iou  # noqa: E402
+from avi.backends.detector import Detector  # noqa: E402
 from avi.backends.grounding_dino import GroundingDinoDetector, build_prompt, load_grounding_dino  # noqa: E402
 from avi.backends.types import Detection, DetectionResult  # noqa: E402
 from avi.errors import AviError  # noqa: E402

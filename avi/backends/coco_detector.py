@@ -28,6 +28,7 @@ from typing import Sequence
 import cv2
 import numpy as np
 
+from avi.backends.boxes import nms
 from avi.backends.types import Detection, DetectionResult
 from avi.video.decode import Frame
 
@@ -208,7 +209,6 @@ class NanoDetDetector:
         Returns:
             ``[(class, score, (x1, y1, x2, y2))]`` in pixels of ``image``, best first.
         """
-        from avi.backends.detector import nms
 
         thr = self._thr.copy()
         for c in asked:
@@ -283,8 +283,6 @@ class NanoDetDetector:
 def _one_box_per_thing(dets: list[Detection], iou_threshold: float) -> list[Detection]:
     """Non-maximum suppression across the classes of one label: a word naming several classes ("van": car
     and truck) gets one box for one thing that two classes both found."""
-    from avi.backends.detector import nms
-
     out: list[Detection] = []
     for label in dict.fromkeys(d.label for d in dets):
         group = [d for d in dets if d.label == label]

@@ -27,6 +27,7 @@ from typing import Protocol, Sequence, runtime_checkable
 import cv2
 import numpy as np
 
+from avi.backends.boxes import nms
 from avi.backends.types import Detection, DetectionResult
 from avi.video.decode import Frame
 
@@ -45,30 +46,6 @@ class Detector(Protocol):
     def detect(self, frame: Frame, labels: Sequence[str]) -> DetectionResult:
         """Detections for the labels it supports; the rest listed as unsupported."""
         ...
-
-
-def nms(boxes: list[tuple[float, float, float, float]], scores: list[float], iou_threshold: float) -> list[int]:
-    """Indices kept by greedy non-maximum suppression (highest score first).
-
-    Args:
-        boxes: pixel xyxy boxes.
-        scores: one score per box.
-        iou_threshold: a box overlapping a kept box with IoU above this is dropped.
-    """
-    if not boxes:
-        return []
-    xywh = [[b[0], b[1], b[2] - b[0], b[3] - b[1]] for b in boxes]
-    keep = cv2.dnn.NMSBoxes(xywh, [float(s) for s in scores], 0.0, iou_threshold)
-    return sorted((int(i) for i in np.asarray(keep).reshape(-1)), key=lambda i: -scores[i])
-
-
-def box_iou(a: Sequence[float], b: Sequence[float]) -> float:
-    """Intersection over union of two pixel xyxy boxes (0 when the union is empty)."""
-    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = ix * iy
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union if union > 0 else 0.0
 
 
 def all_detections(detector, frame: Frame) -> list[Detection]:

@@ -33,7 +33,7 @@ from typing import Sequence
 
 import numpy as np
 
-from avi.backends.detector import nms
+from avi.backends.boxes import nms
 from avi.backends.types import Detection, DetectionResult
 from avi.errors import AviError
 from avi.video.decode import Frame

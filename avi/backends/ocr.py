@@ -15,7 +15,7 @@ from typing import Protocol, Sequence, runtime_checkable
 import cv2
 import numpy as np
 
-from avi.backends import ocr_passes
+from avi.backends.ocr_passes import candidate_windows, fit_scale, merge_lines, region_crops, tile_grid, touches_inner_edge
 from avi.backends.types import OcrLine
 from avi.video.decode import Frame
 
@@ -126,16 +126,16 @@ class RapidOcrEngine:
         """
         bgr = np.ascontiguousarray(cv2.cvtColor(frame.image, cv2.COLOR_RGB2BGR))
         h, w = bgr.shape[:2]
-        scale = ocr_passes.fit_scale(h, w, self.min_side, self.max_side)
+        scale = fit_scale(h, w, self.min_side, self.max_side)
         lines, unread = self._pass(bgr, (0, 0, w, h), scale, frame.t_s)
         if self.passes:
             for window, zoom in self._zoom_windows(h, w, scale, unread):
                 found, _ = self._pass(bgr, window, zoom, frame.t_s)
                 lines += [ln for ln in found if self._plausible(ln)
-                          and not ocr_passes.touches_inner_edge(ln.box, window, h, w)]
-            for crop in ocr_passes.region_crops(regions or [], h, w):
+                          and not touches_inner_edge(ln.box, window, h, w)]
+            for crop in region_crops(regions or [], h, w):
                 lines += [ln for ln in self._read_region(bgr, crop, frame.t_s) if self._plausible(ln)]
-        return ocr_passes.merge_lines(lines)
+        return merge_lines(lines)
 
     def _plausible(self, line: OcrLine) -> bool:
         """Extra passes look closely at texture: a single-glyph read from them needs a score of 0.8."""
@@ -147,14 +147,14 @@ class RapidOcrEngine:
         ``max_windows``, largest windows first; none where ``zoom`` is not well above the full pass's scale."""
         if self.zoom <= scale * 1.25:  # the full pass already looked this closely
             return []
-        tiles = [t for win in ocr_passes.candidate_windows(unread, h, w)
-                 for t in ocr_passes.tile_grid(win, self.max_side / self.zoom)]
+        tiles = [t for win in candidate_windows(unread, h, w)
+                 for t in tile_grid(win, self.max_side / self.zoom)]
         return [(t, self.zoom) for t in tiles[: self.max_windows]]
 
     def _read_region(self, bgr: np.ndarray, crop: tuple[int, int, int, int], t_s: float) -> list[OcrLine]:
         """Detection + recognition on an upscaled region crop; recognition alone when detection finds nothing."""
         x0, y0, x1, y1 = crop
-        scale = ocr_passes.fit_scale(y1 - y0, x1 - x0, self.min_side, self.max_side)
+        scale = fit_scale(y1 - y0, x1 - x0, self.min_side, self.max_side)
         found, _ = self._pass(bgr, crop, scale, t_s)
         if found or (x1 - x0) < 1.5 * (y1 - y0):  # recognition alone reads one line: only wide crops
             return found

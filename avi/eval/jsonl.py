@@ -41,8 +41,9 @@ from typing import Any
 
 from avi.errors import InputError
 from avi.eval.loaders import _Bad, _jsonl_items, _read_text, _req, _wrap
-from avi.eval.scoring import CI_NOTE, Score, _grid, _records_by_qid, _score, _status, temporal_iou
+from avi.eval.stats import CI_NOTE, Score, _grid, _records_by_qid, _score, _status
 from avi.jobs.spec import JobQuestion
+from avi.video.spans import temporal_iou
 
 BENCHMARK = "jsonl"
 TYPES = ("choice", "text", "number", "yesno", "interval", "cannot_tell")

