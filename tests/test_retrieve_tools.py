@@ -1,4 +1,4 @@
-"""Retrieve tools (avi/tools/retrieve.py; AVI §3.3.1): clip_merge, global_explore, graph_retrieve, and
+"""Retrieve tools (avi/tools/retrieve/; AVI §3.3.1): clip_merge, global_explore, graph_retrieve, and
 the recall of clip_retrieve.
 
 Indexes are hand-made: captions, graph and summary written here with known answers, the Chroma

@@ -1,0 +1,64 @@
+"""``clip_retrieve`` (AVI §3.3.1): top-k clips by cosine similarity of caption and query embeddings."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from avi.tools.base import Observation, Query, ToolContext, tool
+from avi.tools.retrieve.common import _CAPTION_CHARS, _max_chars
+from avi.video.timecode import fmt_range
+
+
+@tool("retrieve")
+def clip_retrieve(ctx: ToolContext, query: Query, top_k: Annotated[int, Field(ge=1, le=64)] = 16) -> Observation:
+    """Search the clip captions for a text query; returns the top_k most similar 5 s clips in time order.
+
+    Args:
+        query: what to look for, in words (objects, text, actions, people).
+        top_k: how many clips to return.
+    """
+    query = query.strip()
+    if not query:
+        raise ValueError("query is empty; describe what to look for")
+    focus = getattr(ctx, "focus_ranges", None) or []
+    hits = ctx.index.search(query, ctx.backends.embedder, top_k=max(top_k, 64) if focus else top_k)
+    if focus:  # the question names where to look (its time words): hits there first
+        inside = [h for h in hits if any(h.caption.start_s < e + 2.5 and h.caption.end_s > s - 2.5 for s, e in focus)]
+        hits = (inside + [h for h in hits if h not in inside])[:top_k]
+    captioner = ctx.index.manifest.get("captioner", "")
+    header = f'{len(hits)} clips most similar to "{query}" (time order; captions are hints, confirm visually)'
+    if captioner.startswith("perception"):
+        header += "; captions are measured (detector counts, OCR, colours), not a VLM description"
+    # Issue 14: the most similar clips must reach the model. Clips are taken best first until the
+    # observation budget is spent (each caption cut to what fits), then shown in time order.
+    budget = _max_chars(ctx) - len(header) - 120
+    chosen, used = [], 0
+    for h in hits:
+        text = " ".join(h.caption.text.split())
+        room = min(_CAPTION_CHARS, budget - used - 40)
+        if room < 60:
+            break
+        if len(text) > room:
+            text = text[:room - 1] + "…"
+        line = f"{fmt_range(h.caption.start_s, h.caption.end_s)} sim {h.similarity:.2f}: {text}"
+        chosen.append((h, line))
+        used += len(line) + 1
+    best = [h for h, _ in chosen[:3]]
+    lines = [header.replace(f"{len(hits)} clips", f"{len(chosen)} clips") + ":"]
+    lines += [line for _, line in sorted(chosen, key=lambda x: x[0].caption.start_s)]
+    if len(hits) > len(chosen):
+        lines.append(f"({len(hits) - len(chosen)} less similar clips left out)")
+    if len(chosen) > 1:
+        lines.append("Most similar first: " + ", ".join(fmt_range(h.caption.start_s, h.caption.end_s) for h in best))
+    hits = [h for h, _ in chosen]
+    return Observation(
+        "\n".join(lines),
+        {"query": query, "clips": [{"clip_index": h.caption.clip_index, "start_s": h.caption.start_s,
+                                    "end_s": h.caption.end_s, "similarity": round(h.similarity, 4),
+                                    "caption": h.caption.text} for h in hits]},
+    )
+
+
+# ===================================================================== shared helpers
