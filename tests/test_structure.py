@@ -1,0 +1,59 @@
+"""The shape of the code (issue 16): no import circle between avi's modules, every module says its job, and
+modules stay small (the ones still over the limit are listed with the reason)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import networkx as nx
+
+AVI = Path(__file__).resolve().parent.parent / "avi"
+MAX_LINES = 500
+OVER_LIMIT = {
+    # four benchmarks side by side; one module per benchmark (loader + official scorer) is the next step
+    "avi.eval.loaders", "avi.eval.jsonl", "avi.eval.scoring",
+}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for p in AVI.rglob("*.py"):
+        name = ".".join(p.relative_to(AVI.parent).with_suffix("").parts)
+        out[name.removesuffix(".__init__")] = p
+    return out
+
+
+def _import_graph(mods: dict[str, Path]) -> nx.DiGraph:
+    """Module -> module edges for every ``import avi...`` / ``from avi... import`` (function-level ones too).
+    ``from pkg import sub`` counts as importing ``pkg.sub`` when ``sub`` is a module, else ``pkg``."""
+    g = nx.DiGraph()
+    for name, path in mods.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = []
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("avi"):
+                subs = [f"{node.module}.{a.name}" for a in node.names if f"{node.module}.{a.name}" in mods]
+                targets = subs or [node.module]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names if a.name.startswith("avi")]
+            for t in targets:
+                if t in mods and t != name and not name.startswith(t + "."):  # a submodule reading its package
+                    g.add_edge(name, t)
+    return g
+
+
+def test_no_import_circles():
+    cycles = list(nx.simple_cycles(_import_graph(_modules())))
+    assert cycles == [], "import circles: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+def test_every_module_starts_with_a_docstring():
+    missing = [n for n, p in _modules().items()
+               if p.read_text().strip() and ast.get_docstring(ast.parse(p.read_text())) is None]
+    assert missing == []
+
+
+def test_modules_stay_small():
+    big = {n: len(p.read_text().splitlines()) for n, p in _modules().items()}
+    over = {n: k for n, k in big.items() if k > MAX_LINES and n not in OVER_LIMIT}
+    assert over == {}, f"modules over {MAX_LINES} lines: {over}"
