@@ -17,16 +17,14 @@ from avi.eval import format_report, grade, score
 from avi.eval.jsonl import (
     first_number,
     first_yes_no,
-    format_jsonl_report,
     grade_jsonl,
     load_jsonl,
-    percentile,
     says_cannot_tell,
-    score_jsonl,
     stratified_subset,
     text_match,
     truth_kind,
 )
+from avi.eval.jsonl_report import format_jsonl_report, percentile, score_jsonl
 from avi.jobs.results import write_job
 from avi.jobs.spec import JobQuestion
 

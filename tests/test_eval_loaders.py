@@ -1,4 +1,4 @@
-"""Benchmark annotation loaders (avi/eval/loaders.py) on the fixtures in tests/fixtures/eval/, and JSON subtitles."""
+"""Benchmark annotation loaders (avi/eval/<benchmark>.py; registry in loaders.py) on tests/fixtures/eval/, and subtitles."""
 
 from __future__ import annotations
 
@@ -8,16 +8,11 @@ from pathlib import Path
 import pytest
 
 from avi.errors import InputError
-from avi.eval.loaders import (
-    BENCHMARKS,
-    CHARADES_QUESTION,
-    load_benchmark,
-    load_charades,
-    load_longvideobench,
-    load_lvbench,
-    load_videomme,
-    split_lvbench_question,
-)
+from avi.eval.charades import CHARADES_QUESTION, load_charades
+from avi.eval.loaders import BENCHMARKS, load_benchmark
+from avi.eval.longvideobench import load_longvideobench
+from avi.eval.lvbench import load_lvbench, split_lvbench_question
+from avi.eval.videomme import load_videomme
 from avi.index.subtitles import load_subtitles
 
 F = Path(__file__).parent / "fixtures" / "eval"

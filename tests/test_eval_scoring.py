@@ -13,16 +13,13 @@ from pathlib import Path
 import pytest
 
 from avi.eval import format_report, grade, load_benchmark, score
-from avi.eval.scoring import (
-    clip_span,
-    clustered_stderr,
-    extract_characters_regex,
-    extract_time,
-    parse_multi_choice_response,
-    polish_answer,
-    temporal_iou,
-)
+from avi.eval.charades import extract_time
+from avi.eval.longvideobench import parse_multi_choice_response
+from avi.eval.lvbench import polish_answer
+from avi.eval.stats import clustered_stderr
+from avi.eval.videomme import extract_characters_regex
 from avi.jobs.spec import JobQuestion
+from avi.video.spans import clip_span, temporal_iou
 
 F = Path(__file__).parent / "fixtures" / "eval"
 

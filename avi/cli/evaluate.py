@@ -110,7 +110,7 @@ def _score_run(bench: str, questions, records, source: dict, seed: int):
     """The report of a run: :func:`avi.eval.jsonl.score_jsonl` for ``jsonl`` (with its subset note), else
     :func:`avi.eval.scoring.score`."""
     if bench == "jsonl":
-        from avi.eval.jsonl import score_jsonl
+        from avi.eval.jsonl_report import score_jsonl
 
         return score_jsonl(questions, records, subset=source.get("subset"), annotations=source.get("annotations"))
     from avi.eval.scoring import score

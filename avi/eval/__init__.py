@@ -1,12 +1,14 @@
 """Benchmarks for ``avi eval``: loaders for the published annotation formats and the official scorers.
 
-* :mod:`avi.eval.loaders`: LVBench, Video-MME, LongVideoBench and Charades-STA annotation files
-  as :class:`~avi.jobs.spec.JobQuestion` lists (``BENCHMARKS``, :func:`load_benchmark`).
-* :mod:`avi.eval.scoring`: each benchmark's official metric (answer cleaning and denominator
-  conventions reproduced) beside a strict mode, per-category tables and 95 % CIs clustered by video
-  (:func:`score`, :func:`grade`, :func:`format_report`).
-* :mod:`avi.eval.jsonl`: ``avi eval jsonl``, a benchmark written as JSON lines (``bench/README.md``): loader,
-  per-type rules and report (:func:`~avi.eval.jsonl.load_jsonl`, :func:`~avi.eval.jsonl.score_jsonl`).
+* one module per benchmark, holding its loader and its official answer cleaning: :mod:`avi.eval.lvbench`,
+  :mod:`avi.eval.videomme`, :mod:`avi.eval.longvideobench`, :mod:`avi.eval.charades`; the annotation-file
+  readers they share in :mod:`avi.eval.readers`; the registry (``BENCHMARKS``, :func:`load_benchmark`) in
+  :mod:`avi.eval.loaders`.
+* :mod:`avi.eval.scoring`: grading in the official mode (each benchmark's cleaning and denominator conventions)
+  beside a strict mode, per-category tables (:func:`score`, :func:`grade`, :func:`format_report`); the shared
+  statistics (95 % CIs clustered by video) in :mod:`avi.eval.stats`.
+* :mod:`avi.eval.jsonl`: ``avi eval jsonl``, a benchmark written as JSON lines (``bench/README.md``): loader and
+  per-type rules; its report in :mod:`avi.eval.jsonl_report`.
 """
 
 from avi.eval.loaders import BENCHMARKS, Benchmark, load_benchmark

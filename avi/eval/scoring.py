@@ -53,6 +53,9 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from avi.eval.charades import extract_time
+from avi.eval.longvideobench import _lvb_parse
+from avi.eval.lvbench import LVBENCH_ORDER, polish_answer
 from avi.eval.stats import (  # noqa: F401 - CI_NOTE, Score and clustered_stderr are public here too
     CI_NOTE,
     Z95,
@@ -63,6 +66,7 @@ from avi.eval.stats import (  # noqa: F401 - CI_NOTE, Score and clustered_stderr
     _status,
     clustered_stderr,
 )
+from avi.eval.videomme import VIDEOMME_DOMAINS, VIDEOMME_TASKS, extract_characters_regex
 from avi.jobs.spec import JobQuestion
 from avi.video.spans import clip_span, temporal_iou
 
@@ -75,13 +79,6 @@ GROUNDING_METRICS = ("R@0.3", "R@0.5", "R@0.7", "mIoU")
 
 TITLES = {"lvbench": "LVBench", "videomme": "Video-MME", "longvideobench": "LongVideoBench",
           "charades": "Charades-STA"}
-
-LVBENCH_ORDER = ("ER", "EU", "KIR", "TG", "Rea", "Sum")
-VIDEOMME_DOMAINS = ("Knowledge", "Film & Television", "Sports Competition", "Artistic Performance", "Life Record",
-                    "Multilingual")
-VIDEOMME_TASKS = ("Temporal Perception", "Spatial Perception", "Attribute Perception", "Action Recognition",
-                  "Object Recognition", "OCR Problems", "Counting Problem", "Temporal Reasoning", "Spatial Reasoning",
-                  "Action Reasoning", "Object Reasoning", "Information Synopsis")
 
 NOTES = {
     "lvbench": "official = THUDM/LVBench compute_accuracy.py: polish_answer(answer text) == answer letter, over the "
@@ -99,128 +96,6 @@ NOTES = {
 STRICT_NOTE = ("strict = every question with ground truth counts, read from avi's structured answer (choice / "
                "interval); missing, failed or unparseable = wrong (IoU 0)")
 CLIP_NOTE = "spans (ground truth and prediction) clipped to [0, duration] when the video's duration is known"
-# ------------------------------------------------------------------------- official answer cleaning functions
-
-
-def polish_answer(answer: str) -> str:
-    """LVBench's answer cleanup (THUDM/LVBench ``lvbench/utils/answer_util.py:polish_answer``), same behaviour.
-
-    Strip; keep the text before the first ``)``; if it has ``(``, keep what follows it; keep the first
-    space-separated token; return its first character (``""`` for empty text).
-    ``"(B) 1366"`` → ``"B"``; ``"B. Apples"`` → ``"B"``; ``"The answer is B"`` → ``"T"``.
-    """
-    answer = answer.strip().split(")")[0].strip()
-    if "(" in answer:
-        answer = answer.split("(")[1].strip()
-    answer = answer.split(" ")[0]
-    return answer[0] if answer else answer
-
-
-_VIDEOMME_PREFIXES = (  # as in the official script: two missing commas join neighbouring strings
-    "The best answer is", "The correct answer is", "The answer is", "The answer",
-    "The best option is" "The correct option is", "Best answer:" "Best option:",
-)
-
-
-def extract_characters_regex(s: str) -> str:
-    """Video-MME's answer letter (BradyFU/Video-MME ``evaluation/eval_your_results.py`` at 4e7566d), same behaviour.
-
-    Removes the answer prefixes (with the official list's two missing commas: ``"The best option isThe
-    correct option is"`` and ``"Best answer:Best option:"`` are single strings), returns ``""`` when more
-    than 10 words remain and none of A–D appears, else the *first* capital A–D anywhere (``""`` if none).
-    ``"Based on the video, C"`` → ``"B"``.
-    """
-    s = s.strip()
-    for prefix in _VIDEOMME_PREFIXES:
-        s = s.replace(prefix, "")
-    if len(s.split()) > 10 and not re.search("[ABCD]", s):
-        return ""
-    m = re.search(r"[ABCD]", s)
-    return "" if m is None else m[0]
-
-
-_LVB_PREFIXES = ("The best answer is", "The correct answer is", "The answer is", "The answer", "The best option is",
-                 "The correct option is", "Best answer:", "Best option:")
-
-
-def _lvb_parse(response: str) -> str | None:
-    s = response.strip()
-    for prefix in _LVB_PREFIXES:
-        s = s.replace(prefix, "")
-    if len(s.split()) > 10 and not re.search("[ABCDE]", s):
-        return None
-    m = re.search(r"[ABCDE]", s)
-    return None if m is None else m[0]
-
-
-def parse_multi_choice_response(response: str, all_choices: list[str], rng: random.Random | None = None) -> str:
-    """LongVideoBench's answer letter (lmms-eval ``lmms_eval/tasks/longvideobench/utils.py``), same behaviour.
-
-    Removes the answer prefixes; more than 10 words without any of A–E, or no A–E at all → a random
-    element of ``all_choices`` (drawn from ``rng``; the module ``random`` when None); else the first
-    capital A–E.
-    """
-    letter = _lvb_parse(response)
-    if letter is None:
-        return (rng or random).choice(all_choices)
-    return letter
-
-
-_SPAN_CLOCK = re.compile(r"\b(\d{1,2}:\d{2}(?::\d{2})?)\s*[–-]\s*(\d{1,2}:\d{2}(?::\d{2})?)\b")
-_SPAN_NUMBER = re.compile(r"(\d+(?:\.\d+)?)\s*[–-]\s*(\d+(?:\.\d+)?)")
-_NUMBER = re.compile(r"\b(\d+(?:\.\d+)?)\b")
-_CLOCK = re.compile(r"\b(\d{1,2}:\d{2}(?::\d{2})?)\b")
-_SPAN_FALLBACK = re.compile(r"(\d+(?:\.\d+)?)\s*s?\s*[–-]\s*(\d+(?:\.\d+)?)\s*s?")
-_TIME_KEYWORDS = ("starts", "ends", "happens in", "start time", "end time", "start", "end", "happen")
-
-
-def _clock_seconds(stamp: str) -> float:
-    parts = [float(p) for p in stamp.split(":")]
-    return parts[0] * 3600 + parts[1] * 60 + parts[2] if len(parts) == 3 else parts[0] * 60 + parts[1]
-
-
-def _pairs(times: list[float]) -> list[list[float]]:
-    times = times[: len(times) // 2 * 2]
-    return [[times[i], times[i + 1]] for i in range(0, len(times), 2)]
-
-
-def extract_time(paragraph: str) -> list[list[float]]:
-    """Charades-STA's span reader (lmms-eval ``lmms_eval/tasks/charades_sta/utils.py:extract_time``), same
-    behaviour: ``[[start_s, end_s]]`` (ordered) or ``[]``.
-
-    The text is lower-cased, the prompt's example removed and every ``"to"`` replaced by ``"-"`` (so
-    "towel" becomes "-wel"); sentences split at ``! ? \\n``; those with a time keyword are the candidates
-    (all sentences if none). Tried in order, first hit wins: a clock range ``m:ss - m:ss``, a number range
-    ``a - b``, the clock times of all candidates paired, the first number of each candidate paired, a
-    range with ``s`` units. Only the first span is kept.
-    """
-    text = paragraph.lower().replace("a specific example is : 20.8 - 30.0 seconds", "").replace("to", "-")
-    sentences = re.split(r"[!?\n]", text)
-    candidates = [s for s in sentences if any(k in s for k in _TIME_KEYWORDS)] or sentences
-    spans: list[list[float]] = []
-    for sentence in candidates:
-        found = _SPAN_CLOCK.findall(sentence)
-        if found:
-            spans = [[_clock_seconds(a), _clock_seconds(b)] for a, b in found]
-            break
-    if not spans:
-        for sentence in candidates:
-            found = _SPAN_NUMBER.findall(sentence)
-            if found:
-                spans = [[float(a), float(b)] for a, b in found]
-                break
-    if not spans:
-        spans = _pairs([_clock_seconds(t) for sentence in candidates for t in _CLOCK.findall(sentence)])
-    if not spans:
-        firsts = [_NUMBER.findall(sentence) for sentence in candidates]
-        spans = _pairs([float(f[0]) for f in firsts if f])
-    if not spans:
-        for sentence in candidates:
-            found = _SPAN_FALLBACK.findall(sentence)
-            if found:
-                spans = [[float(a), float(b)] for a, b in found]
-                break
-    return [[a, b] if b > a else [b, a] for a, b in spans[:1]]
 
 
 # ---------------------------------------------------------------------------------------------- grading
@@ -459,7 +334,7 @@ def score(questions: list[JobQuestion], records: Iterable[dict] | dict[str, dict
     """
     bench = benchmark or (questions[0].meta.get("benchmark") if questions else None) or "unknown"
     if bench == "jsonl":
-        from avi.eval.jsonl import score_jsonl
+        from avi.eval.jsonl_report import score_jsonl
 
         return score_jsonl(questions, records)
     by_qid = _records_by_qid(records)
@@ -519,7 +394,7 @@ def format_report(report: EvalReport) -> str:
     """``report`` as plain-text tables: counts, overall scores in both modes, per-category tables, the conventions
     (a :class:`avi.eval.jsonl.JsonlReport` is written by :func:`avi.eval.jsonl.format_jsonl_report`)."""
     if not isinstance(report, EvalReport):
-        from avi.eval.jsonl import format_jsonl_report
+        from avi.eval.jsonl_report import format_jsonl_report
 
         return format_jsonl_report(report)
     c = report.counts

@@ -1,0 +1,267 @@
+"""The report of an ``avi eval jsonl`` run: accuracy per type, source and tag with CIs clustered by video,
+answered vs true letters, interval mIoU and R@0.3/0.5, seconds p50/p90, steps and frames; and its text form."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from avi.eval.jsonl import grade_jsonl
+from avi.eval.stats import CI_NOTE, Score, _grid, _records_by_qid, _score
+from avi.jobs.spec import JobQuestion
+
+BENCHMARK = "jsonl"
+TYPES = ("choice", "text", "number", "yesno", "interval", "cannot_tell")
+"""The question types, in the order the report lists them."""
+
+LETTERS = "ABCDEFGHIJ"
+
+NUMBER_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())}
+"""Number words the ``number`` rule reads (zero–twenty)."""
+
+CANNOT_TELL_PHRASES = (
+    "cannot tell", "cannot be told", "cannot determine", "cannot be determined", "cannot be measured",
+    "not possible to determine", "not possible to tell", "impossible to determine", "impossible to tell",
+    "unable to determine", "unable to tell", "unsupported on this profile", "no tool can measure",
+)
+"""Phrases that make an answer a "cannot tell" (matched as whole words after :func:`_cannot_norm`, which
+turns "can't" / "can not" into "cannot")."""
+
+SCORING_NOTE = ("rules: choice = delivered letter; text = an accepted string as whole words (case, punctuation "
+                "ignored); number = first number (digits or zero-twenty); yesno = first yes/no word; interval = "
+                "IoU >= 0.5; cannot_tell = avi's cannot_tell flag, a 'cannot tell' phrase, or right by the true "
+                "answer's rule; failed or missing = wrong (IoU 0)")
+TIMING_NOTE = ("per answered question: seconds = the agent's time (record seconds.agent; the video's index build "
+               "is not in it), p50/p90 linearly interpolated; steps = agent iterations; frames = frames looked at")
+
+
+# ------------------------------------------------------------------------------------------------ report
+
+
+def percentile(values: list[float], p: float) -> float | None:
+    """The ``p``-th percentile (0–100) of ``values``, linearly interpolated between order statistics
+    (numpy's default: position ``(n − 1)·p/100``); None when empty."""
+    if not values:
+        return None
+    xs = sorted(values)
+    pos = (len(xs) - 1) * p / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+@dataclass
+class JsonlReport:
+    """Scores of one ``avi eval jsonl`` run (values in percent).
+
+    Attributes:
+        benchmark: ``"jsonl"``; ``title`` the display name (with the annotation file or folder name).
+        annotations: the annotation file or folder, or None.
+        subset: ``{"n": picked, "of": questions in the annotations}`` for a ``--subset`` run, else None.
+        counts: ``total`` (questions of the run), ``scored``, ``not_scored`` (no type or answer), ``videos``,
+            ``answered`` (status ok), ``failed``, ``missing`` (no record), ``extra_records`` (qids not in
+            the run).
+        overall: accuracy over the scored questions (:class:`~avi.eval.scoring.Score`, CI clustered by video).
+        by_type: type → accuracy, in :data:`TYPES` order (types present only).
+        by_source: source (``real`` / ``synthetic`` / …) → accuracy (questions with a source).
+        by_tag: tag → accuracy (a question counts under each of its tags), tags sorted.
+        choice_letters: over the scored choice questions: ``n``, ``letters`` (A… and ``none``),
+            ``answered`` and ``truth`` (letter → percent of n; ``none`` = no letter delivered, failed or
+            missing), ``answered_count`` and ``truth_count`` (letter → questions).
+        interval: ``mIoU``, ``R@0.3``, ``R@0.5`` over the scored interval questions (Scores; mIoU in percent).
+        per_question: over the answered questions: ``answered``; ``seconds`` (``p50``, ``p90``, ``mean``,
+            ``n``; agent seconds); ``steps`` and ``frames`` (``median``, ``mean``, ``n``); None values when
+            no record has the field.
+        notes: the conventions, one line each.
+    """
+
+    benchmark: str
+    title: str
+    annotations: str | None
+    subset: dict | None
+    counts: dict[str, int]
+    overall: Score
+    by_type: dict[str, Score] = field(default_factory=dict)
+    by_source: dict[str, Score] = field(default_factory=dict)
+    by_tag: dict[str, Score] = field(default_factory=dict)
+    choice_letters: dict = field(default_factory=dict)
+    interval: dict[str, Score] = field(default_factory=dict)
+    per_question: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """The report as plain JSON-able data (same field names)."""
+        return asdict(self)
+
+
+def _cluster(q: JobQuestion) -> str:
+    return str(q.meta.get("video_id") or q.video)
+
+
+def _acc(graded: list[tuple[JobQuestion, dict]]) -> Score:
+    return _score([1.0 if f["correct"] else 0.0 for _, f in graded], [_cluster(q) for q, _ in graded])
+
+
+def _seconds(rec: dict) -> float | None:
+    s = rec.get("seconds")
+    if isinstance(s, dict):
+        s = s.get("agent")
+    return float(s) if isinstance(s, (int, float)) and not isinstance(s, bool) else None
+
+
+def _numbers(recs: list[dict], key: str) -> list[float]:
+    return [float(r[key]) for r in recs if isinstance(r.get(key), (int, float)) and not isinstance(r.get(key), bool)]
+
+
+def _center(values: list[float]) -> dict:
+    return {"median": statistics.median(values) if values else None,
+            "mean": sum(values) / len(values) if values else None, "n": len(values)}
+
+
+def score_jsonl(questions: list[JobQuestion], records: Iterable[dict] | dict[str, dict], *,
+                subset: dict | None = None, annotations: str | Path | None = None) -> JsonlReport:
+    """Score a JSONL benchmark run.
+
+    Args:
+        questions: the run's questions (from :func:`load_jsonl`, or the job file).
+        records: results records (a list, the last per ``qid`` counting, or ``{qid: record}``).
+        subset: ``{"n": picked, "of": all}`` when the run was a ``--subset`` (stated in the report).
+        annotations: the annotation file or folder (for the title).
+
+    Returns:
+        A :class:`JsonlReport` (``to_dict()`` for JSON, :func:`format_jsonl_report` for text).
+    """
+    by_qid = _records_by_qid(records)
+    graded = [(q, grade_jsonl(q, by_qid.get(q.qid))) for q in questions]
+    scored = [(q, f) for q, f in graded if f["scored"]]
+
+    by_type = {t: _acc(rows) for t in TYPES if (rows := [(q, f) for q, f in scored if f["type"] == t])}
+    sources: dict[str, list] = {}
+    tags: dict[str, list] = {}
+    for q, f in scored:
+        if q.meta.get("source"):
+            sources.setdefault(str(q.meta["source"]), []).append((q, f))
+        for tag in dict.fromkeys(q.meta.get("tags") or []):
+            tags.setdefault(str(tag), []).append((q, f))
+
+    choice = [(q, f) for q, f in scored if f["type"] == "choice"]
+    answered_count: dict[str, int] = {}
+    truth_count: dict[str, int] = {}
+    width = 0
+    for q, f in choice:
+        truth_count[f["gt"]] = truth_count.get(f["gt"], 0) + 1
+        got = f["pred"] if f["pred"] else "none"
+        answered_count[got] = answered_count.get(got, 0) + 1
+        width = max(width, len(q.options or []))
+    letters = sorted({*truth_count, *answered_count, *LETTERS[:width]} - {"none"})
+    letters.append("none")
+    n_choice = len(choice)
+    choice_letters = {
+        "n": n_choice, "letters": letters if n_choice else [],
+        "answered": {k: 100.0 * answered_count.get(k, 0) / n_choice for k in letters} if n_choice else {},
+        "truth": {k: 100.0 * truth_count.get(k, 0) / n_choice for k in letters} if n_choice else {},
+        "answered_count": {k: answered_count.get(k, 0) for k in letters} if n_choice else {},
+        "truth_count": {k: truth_count.get(k, 0) for k in letters} if n_choice else {},
+    }
+
+    spans = [(q, f) for q, f in scored if f["type"] == "interval"]
+    clusters = [_cluster(q) for q, _ in spans]
+    ious = [f["iou"] or 0.0 for _, f in spans]
+    interval = {"mIoU": _score(ious, clusters)} if spans else {}
+    if spans:
+        for t in (0.3, 0.5):
+            interval[f"R@{t}"] = _score([1.0 if v >= t else 0.0 for v in ious], clusters)
+
+    ok = [by_qid[q.qid] for q, f in graded if f["status"] == "ok"]
+    secs = [s for s in (_seconds(r) for r in ok) if s is not None]
+    per_question = {
+        "answered": len(ok),
+        "seconds": {"p50": percentile(secs, 50), "p90": percentile(secs, 90),
+                    "mean": sum(secs) / len(secs) if secs else None, "n": len(secs)},
+        "steps": _center(_numbers(ok, "iterations")),
+        "frames": _center(_numbers(ok, "frames")),
+    }
+
+    qids = {q.qid for q in questions}
+    counts = {
+        "total": len(graded), "scored": len(scored), "not_scored": len(graded) - len(scored),
+        "videos": len({_cluster(q) for q in questions}),
+        "answered": sum(f["status"] == "ok" for _, f in graded),
+        "failed": sum(f["status"] == "failed" for _, f in graded),
+        "missing": sum(f["status"] == "missing" for _, f in graded),
+        "extra_records": sum(k not in qids for k in by_qid),
+    }
+    name = Path(str(annotations)).name if annotations else ""
+    notes = [SCORING_NOTE, CI_NOTE, TIMING_NOTE]
+    if subset:
+        notes.insert(0, f"SUBSET: {subset['n']} of {subset['of']} questions, round-robin over the types in file "
+                        f"order (--subset): a quick look, not the benchmark's score")
+    return JsonlReport(benchmark=BENCHMARK, title=f"JSONL benchmark ({name})" if name else "JSONL benchmark",
+                       annotations=str(annotations) if annotations else None, subset=subset, counts=counts,
+                       overall=_acc(scored), by_type=by_type,
+                       by_source={k: _acc(v) for k, v in sorted(sources.items())},
+                       by_tag={k: _acc(v) for k, v in sorted(tags.items())}, choice_letters=choice_letters,
+                       interval=interval, per_question=per_question, notes=notes)
+
+
+# ------------------------------------------------------------------------------------------------ text
+
+
+def _v(x: float | None, digits: int = 1) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def _acc_rows(first: str, rows: list[tuple[str, Score]]) -> list[str]:
+    table = [[first, "acc", "95% CI", "right", "n", "videos"]]
+    for label, s in rows:
+        table.append([label, _v(s.value), "" if s.ci is None else f"[{s.ci[0]:.1f}, {s.ci[1]:.1f}]",
+                      f"{s.total:g}", str(s.n), str(s.videos)])
+    return _grid(table, {1, 3, 4, 5})
+
+
+def format_jsonl_report(report: JsonlReport) -> str:
+    """``report`` as plain text: counts, accuracy overall / by type / by source / by tag, the choice-letter
+    histogram, the interval metrics, per-question cost, the conventions."""
+    c = report.counts
+    head = f"{report.title}: {c.get('total', 0)} questions on {c.get('videos', 0)} videos ({c.get('scored', 0)} scored)"
+    if report.subset:
+        head += f"  [SUBSET: {report.subset['n']} of {report.subset['of']} questions]"
+    lines = [head, f"answered {c.get('answered', 0)}, failed {c.get('failed', 0)}, missing {c.get('missing', 0)}; "
+                   f"not scored (no type or answer) {c.get('not_scored', 0)}"]
+    if c.get("extra_records"):
+        lines.append(f"ignored: {c['extra_records']} record(s) of questions not in this run")
+    lines.append("")
+    lines += _acc_rows("accuracy (%)", [("overall", report.overall)] + list(report.by_type.items()))
+    for name, rows in (("source", report.by_source), ("tag", report.by_tag)):
+        if rows:
+            lines.append("")
+            lines += _acc_rows(f"by {name}", list(rows.items()))
+    cl = report.choice_letters
+    if cl.get("n"):
+        lines.append("")
+        lines.append(f"choice letters (% of {cl['n']} choice questions; none = no letter, failed or missing)")
+        table = [["letter", "answered", "truth"]]
+        table += [[k, _v(cl["answered"][k]), _v(cl["truth"][k])] for k in cl["letters"]]
+        lines += _grid(table, {1, 2})
+    if report.interval:
+        m = report.interval
+        ci = m["mIoU"].ci
+        lines.append("")
+        lines.append(f"interval ({m['mIoU'].n} questions): mIoU {_v(m['mIoU'].value)}"
+                     + (f" [{ci[0]:.1f}, {ci[1]:.1f}]" if ci else "")
+                     + f", R@0.3 {_v(m['R@0.3'].value)}, R@0.5 {_v(m['R@0.5'].value)}")
+    pq = report.per_question
+    if pq.get("answered"):
+        s, st, fr = pq["seconds"], pq["steps"], pq["frames"]
+        lines.append("")
+        lines.append(f"per answered question ({pq['answered']}): seconds p50 {_v(s['p50'])}, p90 {_v(s['p90'])}; "
+                     f"steps median {_v(st['median'])}, mean {_v(st['mean'])}; "
+                     f"frames median {_v(fr['median'])}, mean {_v(fr['mean'])}")
+    lines.append("")
+    lines += [f"- {n}" for n in report.notes]
+    return "\n".join(lines)
