@@ -3,11 +3,11 @@
 import json
 
 import pytest
+from conftest import sample_video
+from synth import make_video, many_cuts_spec
 
 from avi.video import shots as shots_mod
 from avi.video.shots import ShotList, video_shots
-from tests.conftest import sample_video
-from tests.synth import make_video, many_cuts_spec
 
 
 @pytest.fixture(scope="module")
