@@ -1198,3 +1198,12 @@ def test_text_the_question_is_not_about_does_not_widen_an_interval(make_agent):
                           grounded_answers=True)
     widened = agent.run("When is the EXIT sign on screen?").interval
     assert widened[0] <= 4.0 and widened[1] >= 8.5  # a text the question names: its whole time on screen
+
+
+def test_a_shot_interval_is_not_widened_by_objects_seen_in_other_shots(make_agent):
+    # the sign video: a cut at 10 s; EXIT 42 (4-9 s) lies in the first shot. The model answers with the second
+    # shot; text evidence in the first shot must not stretch a shot answer across the cut.
+    agent, _ = make_agent([call("text_extract", time_ranges=[[8, 12]]), TO_REVIEW, "**Answer:** [10.0s, 20.0s]"],
+                          grounded_answers=True)
+    result = agent.run("During which time span is the shot with the dark green background and the EXIT sign shown?")
+    assert result.interval == pytest.approx([10.0, 20.0], abs=0.1)

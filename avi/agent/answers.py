@@ -183,6 +183,13 @@ class GroundedAnswers:
                          + f"; answer {got[0]!r} (the model wrote {(st.answer or '')[:60]!r})"])
         return got
 
+    def _shot_question(self, st: "_State") -> bool:
+        """Whether an interval question asks when a shot is on screen (:func:`about_shot`) in a video that has cuts."""
+        if not about_shot(st.question):
+            return False
+        shots = self.ctx.shot_list() if hasattr(self.ctx, "shot_list") else None
+        return bool(shots is not None and shots.cuts_s)
+
     def _shot_edges(self, st: "_State", trace: Trace, interval: list[float]) -> list[float]:
         """An interval answer moved onto the video's shot edges (:func:`snap_to_shots`): whole shots when the
         question asks when a shot is on screen, else ends within a second of a cut move onto it."""

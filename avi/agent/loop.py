@@ -256,7 +256,9 @@ class Agent(GroundedAnswers, TypedAnswers, Gates, CallExtraction):
             if st.kind == "text" and st.answer is not None:
                 st.answer = self._colour_answer(st, trace, st.answer)
             if st.kind == "interval" and interval:
-                widened = self._event_interval(st, trace, interval)
+                # a shot's time on screen is the shot itself: objects seen in it also appear in other shots,
+                # so their evidence runs would widen the answer past its cuts
+                widened = interval if self._shot_question(st) else self._event_interval(st, trace, interval)
                 if widened != interval:
                     st.answer = f"[{widened[0]:.1f}s, {widened[1]:.1f}s]"  # the text says what the field says
                 interval = widened
