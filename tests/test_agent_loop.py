@@ -353,7 +353,7 @@ def test_trap_overlapping_time_ranges(make_agent):
 
 
 def test_near_identical_rules():
-    from avi.agent.loop import near_identical
+    from avi.agent.traps import near_identical
 
     assert near_identical(("clip_retrieve", {"query": "A red car"}), ("clip_retrieve", {"query": "a red car!"}))
     assert not near_identical(("clip_retrieve", {"query": "red car"}), ("global_explore", {"query": "red car"}))

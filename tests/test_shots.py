@@ -55,7 +55,5 @@ def test_an_unreadable_video_gives_none_and_writes_nothing(tmp_path):
 def test_shot_list_geometry():
     sl = ShotList((2.0, 5.0), 8.0)
     assert sl.shots() == [(0.0, 2.0), (2.0, 5.0), (5.0, 8.0)]
-    assert sl.shot_at(4.9) == (2.0, 5.0)
-    assert sl.shot_at(8.0) == (5.0, 8.0)
     assert sl.cuts_in(0.0, 5.0) == [2.0]
     assert ShotList((), 3.0).shots() == [(0.0, 3.0)]

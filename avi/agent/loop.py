@@ -60,7 +60,7 @@ from avi.agent.parse import (
 from avi.agent.prompts import PromptLibrary
 from avi.agent.state import _evidence_note, _State
 from avi.agent.trace import Trace
-from avi.agent.traps import TRAP_REPEATS, _call_key, _trap_run, near_identical  # noqa: F401 - near_identical: public here too
+from avi.agent.traps import TRAP_REPEATS, _call_key, _trap_run
 from avi.backends.llm import ChatClient, ContextOverflowError
 from avi.config import Settings
 from avi.tools import ALL_TOOLS, PHASES, Tool, ToolContext, tools_for

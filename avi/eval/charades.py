@@ -10,16 +10,6 @@ from typing import Any
 
 from avi.errors import InputError
 from avi.eval.readers import _Bad, _json_items, _jsonl_items, _number, _read_text, _req, _unique, _Videos, _wrap
-from avi.eval.stats import (  # noqa: F401 - CI_NOTE, Score and clustered_stderr are public here too
-    CI_NOTE,
-    Z95,
-    Score,
-    _grid,
-    _records_by_qid,
-    _score,
-    _status,
-    clustered_stderr,
-)
 from avi.jobs.spec import JobQuestion
 
 CHARADES_QUESTION = "When does this happen in the video: '{sentence}'? Answer with the start and end time in seconds."

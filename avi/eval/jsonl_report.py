@@ -9,36 +9,9 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from avi.eval.jsonl import grade_jsonl
+from avi.eval.jsonl import BENCHMARK, LETTERS, SCORING_NOTE, TIMING_NOTE, TYPES, grade_jsonl
 from avi.eval.stats import CI_NOTE, Score, _grid, _records_by_qid, _score
 from avi.jobs.spec import JobQuestion
-
-BENCHMARK = "jsonl"
-TYPES = ("choice", "text", "number", "yesno", "interval", "cannot_tell")
-"""The question types, in the order the report lists them."""
-
-LETTERS = "ABCDEFGHIJ"
-
-NUMBER_WORDS = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty".split())}
-"""Number words the ``number`` rule reads (zero–twenty)."""
-
-CANNOT_TELL_PHRASES = (
-    "cannot tell", "cannot be told", "cannot determine", "cannot be determined", "cannot be measured",
-    "not possible to determine", "not possible to tell", "impossible to determine", "impossible to tell",
-    "unable to determine", "unable to tell", "unsupported on this profile", "no tool can measure",
-)
-"""Phrases that make an answer a "cannot tell" (matched as whole words after :func:`_cannot_norm`, which
-turns "can't" / "can not" into "cannot")."""
-
-SCORING_NOTE = ("rules: choice = delivered letter; text = an accepted string as whole words (case, punctuation "
-                "ignored); number = first number (digits or zero-twenty); yesno = first yes/no word; interval = "
-                "IoU >= 0.5; cannot_tell = avi's cannot_tell flag, a 'cannot tell' phrase, or right by the true "
-                "answer's rule; failed or missing = wrong (IoU 0)")
-TIMING_NOTE = ("per answered question: seconds = the agent's time (record seconds.agent; the video's index build "
-               "is not in it), p50/p90 linearly interpolated; steps = agent iterations; frames = frames looked at")
-
 
 # ------------------------------------------------------------------------------------------------ report
 

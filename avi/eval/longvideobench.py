@@ -9,16 +9,6 @@ from typing import Any
 
 from avi.errors import InputError
 from avi.eval.readers import _Bad, _number, _records, _req, _selection, _unique, _wrap
-from avi.eval.stats import (  # noqa: F401 - CI_NOTE, Score and clustered_stderr are public here too
-    CI_NOTE,
-    Z95,
-    Score,
-    _grid,
-    _records_by_qid,
-    _score,
-    _status,
-    clustered_stderr,
-)
 from avi.jobs.spec import JobQuestion, format_choice_question
 
 LONGVIDEOBENCH_GROUPS = (15, 60, 600, 3600)

@@ -7,16 +7,6 @@ from pathlib import Path
 
 from avi.errors import InputError
 from avi.eval.readers import _Bad, _jsonl_items, _letter, _number, _read_text, _req, _unique, _Videos, _wrap
-from avi.eval.stats import (  # noqa: F401 - CI_NOTE, Score and clustered_stderr are public here too
-    CI_NOTE,
-    Z95,
-    Score,
-    _grid,
-    _records_by_qid,
-    _score,
-    _status,
-    clustered_stderr,
-)
 from avi.jobs.spec import JobQuestion, format_choice_question
 
 LVBENCH_CATEGORIES = {

@@ -10,16 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from avi.errors import InputError
-from avi.eval.stats import (  # noqa: F401 - CI_NOTE, Score and clustered_stderr are public here too
-    CI_NOTE,
-    Z95,
-    Score,
-    _grid,
-    _records_by_qid,
-    _score,
-    _status,
-    clustered_stderr,
-)
 from avi.jobs.spec import JobQuestion
 
 VIDEO_EXTS = (".mp4", ".mkv", ".webm", ".avi", ".mov", ".m4v", ".mpg", ".mpeg", ".wmv", ".flv", ".ts", ".3gp")

@@ -56,15 +56,13 @@ from typing import Any
 from avi.eval.charades import extract_time
 from avi.eval.longvideobench import _lvb_parse
 from avi.eval.lvbench import LVBENCH_ORDER, polish_answer
-from avi.eval.stats import (  # noqa: F401 - CI_NOTE, Score and clustered_stderr are public here too
+from avi.eval.stats import (
     CI_NOTE,
-    Z95,
     Score,
     _grid,
     _records_by_qid,
     _score,
     _status,
-    clustered_stderr,
 )
 from avi.eval.videomme import VIDEOMME_DOMAINS, VIDEOMME_TASKS, extract_characters_regex
 from avi.jobs.spec import JobQuestion

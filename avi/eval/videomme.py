@@ -8,16 +8,6 @@ from pathlib import Path
 
 from avi.errors import InputError
 from avi.eval.readers import _Bad, _letter, _records, _req, _selection, _strip_letter, _unique, _Videos, _wrap
-from avi.eval.stats import (  # noqa: F401 - CI_NOTE, Score and clustered_stderr are public here too
-    CI_NOTE,
-    Z95,
-    Score,
-    _grid,
-    _records_by_qid,
-    _score,
-    _status,
-    clustered_stderr,
-)
 from avi.jobs.spec import JobQuestion, format_choice_question
 
 VIDEOMME_DURATIONS = ("short", "medium", "long")

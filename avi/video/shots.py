@@ -51,13 +51,6 @@ class ShotList:
         edges = [0.0, *self.cuts_s, self.duration_s]
         return [(a, b) for a, b in zip(edges, edges[1:]) if b > a]
 
-    def shot_at(self, t_s: float) -> tuple[float, float]:
-        """The shot that contains time ``t_s`` (the last one for ``t_s >= duration_s``)."""
-        for a, b in self.shots():
-            if a <= t_s < b:
-                return a, b
-        return self.shots()[-1] if self.shots() else (0.0, self.duration_s)
-
 
 def detect_cuts(video: str | Path, threshold: float = THRESHOLD, min_shot_frames: int = MIN_SHOT_FRAMES) -> list[float]:
     """Run the content detector over every frame of ``video``.
