@@ -2,7 +2,7 @@
 """Throughput of ``avi batch`` on the cpu profile: local executor at concurrency 1 vs higher, and Ray.
 
 Makes N synthetic videos with known text (tests/synth.py: a sign, a scene cut, a second
-sign), asks each the same questions (their answers are known), and runs the batch
+sign), asks each the same questions (their truths are the drawn texts), and runs the batch
 once per configuration with a FRESH index root each time, so every run pays for its
 index builds and the overlap of the index and question stages is part of the figure.
 The orchestrator is the real embedded Qwen2.5-Coder-1.5B (one llama.cpp server per run).
@@ -10,9 +10,11 @@ The orchestrator is the real embedded Qwen2.5-Coder-1.5B (one llama.cpp server p
     .venv/bin/python scripts/bench_batch.py [--videos 4] [--questions 3] [--duration 20]
         [--configs local-1,local-2,ray-2] [--keep DIR]
 
-Prints per configuration: questions/hour, index minutes per video minute, seconds,
-questions right, failed; and the ratio of each configuration's throughput to local-1
-(measured in the same run).
+Prints the machine it ran on (CPUs, memory, OS, read from the machine), and per
+configuration: questions/hour, index minutes per video minute, seconds, questions
+right, failed; and the ratio of each configuration's throughput to local-1
+(measured in the same run). An answer is right when the drawn word or number is
+in it as a whole token (anchored: "3" is not found in "13", "3.5" or "DOCK 35").
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
+from machine import machine_line  # noqa: E402 - scripts/machine.py
 from synth import Spec, Text, make_video  # noqa: E402
 
 from avi.config import Settings  # noqa: E402
@@ -43,7 +46,7 @@ QUESTIONS = [("What number is written on the sign in the first scene?", lambda a
 
 
 def make_job(folder: Path, n_videos: int, n_questions: int, duration: float) -> tuple[list[JobQuestion], dict]:
-    """Synthetic videos and their questions; returns (questions, qid -> expected answer regex)."""
+    """Synthetic videos and their questions; returns (questions, qid -> the drawn word or number)."""
     qs, truth = [], {}
     cut = duration / 2
     for i in range(n_videos):
@@ -54,8 +57,18 @@ def make_job(folder: Path, n_videos: int, n_questions: int, duration: float) -> 
         for k, (question, expect) in enumerate(QUESTIONS[:n_questions]):
             qid = f"v{i + 1}#{k + 1}"
             qs.append(JobQuestion(qid=qid, video=video, question=question))
-            truth[qid] = re.escape(expect(first, second))
+            truth[qid] = expect(first, second)
     return qs, truth
+
+
+def is_right(answer: str | None, truth: str) -> bool:
+    """Whether ``truth`` (a drawn word or number) is in ``answer`` as a whole token, case aside.
+
+    Anchored on both sides: no letter, digit or underscore next to it, and no decimal point joining it to
+    another number ("3" is not in "13", "3.5" or "DOCK 35"; it is in "DOCK 3." and "(3)").
+    """
+    pattern = rf"(?<!\w)(?<!\d\.){re.escape(truth)}(?!\w|\.\d)"
+    return re.search(pattern, answer or "", re.I) is not None
 
 
 def run_config(name: str, questions, truth, work: Path, llm_stages: bool = True) -> dict:
@@ -75,7 +88,7 @@ def run_config(name: str, questions, truth, work: Path, llm_stages: bool = True)
     summary = run_job(questions, out, executor, kind="batch", source={"bench": name}, progress=True)
     wall = time.perf_counter() - t0
     recs = [json.loads(x) for x in out.read_text().splitlines()]
-    right = sum(1 for r in recs if r["status"] == "ok" and re.search(truth[r["qid"]], r.get("answer") or "", re.I))
+    right = sum(1 for r in recs if r["status"] == "ok" and is_right(r.get("answer"), truth[r["qid"]]))
     return {"config": name, "seconds": round(wall, 1), "questions": len(recs), "right": right,
             "failed": summary["failed"], "questions_per_hour": round(len(recs) / wall * 3600, 1),
             "index_minutes_per_video_minute": summary.get("index_minutes_per_video_minute"),
@@ -109,8 +122,9 @@ def main() -> int:
             print(json.dumps(row), flush=True)
         base = rows[0]["questions_per_hour"]
         print(f"\n{len(questions)} questions over {args.videos} videos of {args.duration:.0f} s "
-              f"({args.videos * args.duration / 60:.1f} video minutes), cpu profile, 2-core machine figures"
+              f"({args.videos * args.duration / 60:.1f} video minutes), cpu profile"
               + (", index without the LLM stages" if args.no_llm_stages else ""))
+        print(f"machine: {machine_line()}")
         print(f"{'config':10s} {'q/hour':>8s} {'x ' + rows[0]['config']:>12s} {'index min/video min':>20s} "
               f"{'seconds':>8s} {'right':>6s} {'failed':>6s}")
         for r in rows:

@@ -136,4 +136,4 @@ fi
 #    converted to ONNX once, in a throwaway environment with a pinned tensorflow-cpu + tf2onnx (~1-2 min).
 say "assembling weights into models/ (sha256 checked against weights.lock; the COCO detector is converted once)"
 .venv/bin/avi weights fetch --profile cpu  # the gpu profile's weights come from `avi weights fetch --profile gpu` on a connected machine
-say "done. Try: .venv/bin/avi-run --video /usr/share/doc/opencv-doc/examples/data/vtest.avi --question 'About how many people are visible at 0:40?'"
+say "done. Try: .venv/bin/avi-run --video /usr/share/doc/opencv-doc/examples/data/vtest.avi --question 'Around 0:44, how many people can be seen in the picture?'"
