@@ -8,6 +8,7 @@ at most ``max_side`` pixels (AVI §4.1 samples at 2 fps and keeps ~720p).
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -19,6 +20,8 @@ import numpy as np
 
 from avi.errors import InputError
 from avi.hashing import sha256_file as file_sha256  # noqa: F401 - re-exported
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -138,17 +141,45 @@ def _target_size(width: int, height: int, max_side: int) -> tuple[int, int]:
     return w, h
 
 
-def _timed_frames(container, stream, start_s: float) -> Iterator[tuple[float, av.VideoFrame]]:
+@dataclass
+class DecodeStats:
+    """Packets that failed to decode and were skipped (counted, the first one logged per file).
+
+    Attributes:
+        bad_packets: how many packets were skipped.
+        first_error: the decoder's message for the first one (None when there was none).
+    """
+
+    bad_packets: int = 0
+    first_error: str | None = None
+
+    def skipped(self, path: Path, exc: Exception) -> None:
+        """Count one skipped packet of ``path``; the first is logged as a warning."""
+        self.bad_packets += 1
+        if self.first_error is None:
+            self.first_error = f"{type(exc).__name__}: {exc}"
+            log.warning("%s: a packet could not be decoded (%s); undecodable packets are skipped and counted",
+                        path, self.first_error)
+
+    def to_dict(self) -> dict:
+        """``{"undecodable_packets": n, "first_decode_error": message or None}``."""
+        return {"undecodable_packets": self.bad_packets, "first_decode_error": self.first_error}
+
+
+def _timed_frames(container, stream, start_s: float,
+                  stats: DecodeStats | None = None) -> Iterator[tuple[float, av.VideoFrame]]:
     """Decode ``stream`` from the container's position, yielding (seconds from start, frame).
 
-    Packets that fail to decode (corrupt data mid-stream) are skipped; a frame
-    without pts gets the previous time plus 1 ms.
+    Packets that fail to decode (corrupt data mid-stream) are skipped and counted in
+    ``stats``; a frame without pts gets the previous time plus 1 ms.
     """
     t = start_s
     for packet in container.demux(stream):
         try:
             frames = packet.decode()
-        except av.error.FFmpegError:
+        except av.error.FFmpegError as exc:
+            if stats is not None:
+                stats.skipped(Path(container.name), exc)
             continue
         for frame in frames:
             t = _frame_time(frame, stream, t + 1e-3)
@@ -168,18 +199,20 @@ def sample_frames(
     max_side: int = 1280,
     start_s: float = 0.0,
     end_s: float | None = None,
+    stats: DecodeStats | None = None,
 ) -> Iterator[Frame]:
     """Yield frames at ``fps`` over ``[start_s, end_s)`` in one sequential decode.
 
     For each sampling time k/fps the first frame at or after it is taken, so a
     variable frame rate video is sampled by its real timestamps. Decode errors
-    in the middle of a stream (corrupt packets) are skipped.
+    in the middle of a stream (corrupt packets) are skipped and counted in ``stats``.
 
     Args:
         info: result of :func:`probe`.
         fps: sampling rate in frames per second (> 0).
         max_side: long side of the returned images in pixels.
         start_s, end_s: time window in seconds; ``end_s=None`` means the end.
+        stats: where skipped packets are counted (see :class:`DecodeStats`).
     """
     if fps <= 0:
         raise ValueError("fps must be > 0")
@@ -192,7 +225,7 @@ def sample_frames(
         stream.thread_type = "AUTO"
         if start_s > 1.0:
             container.seek(int((start_s + info.start_s - 1.0) / stream.time_base), stream=stream, backward=True)
-        for t, frame in _timed_frames(container, stream, info.start_s):
+        for t, frame in _timed_frames(container, stream, info.start_s, stats):
             if t >= end:
                 return
             if t + 1e-6 < next_t:
@@ -208,11 +241,13 @@ class VideoReader:
     """Frame access by timestamp for the agent's perceive tools.
 
     Keeps a small LRU cache of decoded frames, because the agent often looks at
-    the same moments with several tools.
+    the same moments with several tools. Packets skipped as undecodable are counted
+    in ``stats`` (:class:`DecodeStats`).
     """
 
     def __init__(self, info: VideoInfo, max_side: int = 1280, cache_size: int = 256):
         self.info = info
+        self.stats = DecodeStats()
         self.max_side = max_side
         self._cache: OrderedDict[float, Frame] = OrderedDict()
         self._cache_size = cache_size
@@ -276,7 +311,7 @@ class VideoReader:
             else:
                 pos = max(0.0, target - back) + self.info.start_s
                 container.seek(int(pos / stream.time_base), stream=stream, backward=True)
-            it = _timed_frames(container, stream, self.info.start_s)
+            it = _timed_frames(container, stream, self.info.start_s, self.stats)
             first = next(it, None)
             if first is None:
                 continue
