@@ -7,7 +7,7 @@ benchmark measures exactly what a user runs.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from avi.agent.loop import Agent, AgentResult
@@ -20,6 +20,25 @@ from avi.index.build import ensure_index
 from avi.index.store import VideoIndex
 from avi.tools import ToolContext
 from avi.video.decode import VideoInfo, VideoReader, probe
+
+
+@dataclass
+class QuestionTrace(Trace):
+    """The trace of one question, with the fallbacks avi took while answering it.
+
+    Attributes:
+        fallbacks: ``index_problems`` (part of the index that could not be used -> cause; the
+            agent went on without it, e.g. graph_retrieve not offered when graph.json is unreadable),
+            ``undecodable_packets`` (packets skipped while decoding frames for the perceive tools) and
+            ``first_decode_error``.
+    """
+
+    fallbacks: dict = field(default_factory=dict)
+
+
+def question_fallbacks(index: VideoIndex, video: VideoReader) -> dict:
+    """What :attr:`QuestionTrace.fallbacks` holds for a question on ``index`` whose frames came from ``video``."""
+    return {"index_problems": dict(getattr(index, "problems", {}) or {}), **video.stats.to_dict()}
 
 
 @dataclass
@@ -70,7 +89,7 @@ def answer(prepared: PreparedVideo, question: str, settings: Settings, backends:
     llm = backends.llm
     prompts = PromptLibrary(settings.prompts_dir)
     ctx = ToolContext(settings=settings, index=index, video=VideoReader(info, settings.max_side), backends=backends)
-    trace = Trace(
+    trace = QuestionTrace(
         question=question, video=str(info.path), video_sha256=index.manifest["video"]["sha256"],
         index_dir=str(index.path), profile=settings.resolved_profile(),
         llm={"base_url": llm.base_url if settings.llm_base_url else "embedded llama.cpp (127.0.0.1)",
@@ -81,6 +100,7 @@ def answer(prepared: PreparedVideo, question: str, settings: Settings, backends:
                   "temperature": settings.llm_temperature, "llm_ctx": settings.llm_ctx},
         prompts_sha256=prompts.fingerprint())
     result = Agent(llm, ctx, prompts, settings).run(question, trace)
+    trace.fallbacks = question_fallbacks(index, ctx.video)
     trace.seconds["index"] = round(prepared.seconds, 3)
     trace.seconds["total"] = round(prepared.seconds + time.perf_counter() - t0, 3)
     return result

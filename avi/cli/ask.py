@@ -49,7 +49,8 @@ def cmd_ask(args) -> int:
                           "choice_method": result.choice_method, "evidence": result.evidence, "trace": str(trace_path),
                           "question": trace.question,
                           "video": trace.video, "iterations": trace.iterations, "forced": trace.forced,
-                          "seconds": trace.seconds, "frames": _frames_line(trace), "telemetry": trace.totals()},
+                          "seconds": trace.seconds, "frames": _frames_line(trace), "telemetry": trace.totals(),
+                          "fallbacks": getattr(trace, "fallbacks", {})},
                          ensure_ascii=False))
     else:
         print(f"Answer: {result.answer if result.answer is not None else '(no answer)'}")

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import logging
 import os
 import shutil
 import sys
@@ -59,7 +60,9 @@ from avi.index.subjects import merge_subjects
 from avi.index.summary import build_summary
 from avi.index.transcript import attach_speech, build_transcript, transcript_fingerprint
 from avi.video.clips import Clip, segment
-from avi.video.decode import Frame, VideoInfo, file_sha256, probe, sample_frames
+from avi.video.decode import DecodeStats, Frame, VideoInfo, file_sha256, probe, sample_frames
+
+log = logging.getLogger(__name__)
 
 VIDEO_SUFFIXES = {".mp4", ".avi", ".mkv", ".mov", ".webm", ".m4v", ".mpg", ".mpeg", ".wmv", ".flv", ".ts", ".3gp"}
 # Prompt files whose text shapes what an index contains (their hashes are part of the key).
@@ -123,12 +126,22 @@ def ensure_index(video: Path, settings: Settings, backends: Backends, *, rebuild
         AviError: a model backend fails, or another process is building this index.
     """
     final, info, sha, components = find_index(video, settings, backends)
+    broken = None
     if not rebuild and (final / "manifest.json").exists():
         try:
             return VideoIndex(final)
-        except Exception:
-            pass  # incomplete or damaged: rebuild below
-    return build_index(info, sha, final, settings, backends, components, progress=progress, rebuild=rebuild)
+        except (AviError, OSError, ValueError, TypeError, KeyError) as exc:  # incomplete or damaged
+            broken = _report_broken(final, exc)
+    return build_index(info, sha, final, settings, backends, components, progress=progress, rebuild=rebuild,
+                       broken=broken)
+
+
+def _report_broken(final: Path, exc: Exception) -> str:
+    """Log why the index at ``final`` cannot be opened (it is rebuilt next); returns the cause as text."""
+    cause = f"{type(exc).__name__}: {exc}"
+    log.warning("the index %s cannot be opened (%s); rebuilding it (the cause is kept in the new manifest as "
+                "'rebuilt_from_broken')", final, cause)
+    return cause
 
 
 # ---------------------------------------------------------------- work directory
@@ -206,10 +219,11 @@ def _stage_transcript(work: Path, info: VideoInfo, settings: Settings, backends:
     return segments, tinfo
 
 
-def _clip_frames(info: VideoInfo, clips: list[Clip], settings: Settings, first: int):
-    """Yield ``(clip, frames, previous_frame)`` for clips ``first..`` in one sequential decode."""
+def _clip_frames(info: VideoInfo, clips: list[Clip], settings: Settings, first: int, stats: DecodeStats | None = None):
+    """Yield ``(clip, frames, previous_frame)`` for clips ``first..`` in one sequential decode (skipped
+    undecodable packets counted in ``stats``)."""
     start = max(0.0, clips[first].start_s - 1.0 / settings.fps) if first else 0.0
-    frames_iter = sample_frames(info, fps=settings.fps, max_side=settings.max_side, start_s=start)
+    frames_iter = sample_frames(info, fps=settings.fps, max_side=settings.max_side, start_s=start, stats=stats)
     pending: Frame | None = next(frames_iter, None)
     previous: Frame | None = None
     last = clips[-1].index
@@ -225,9 +239,11 @@ def _clip_frames(info: VideoInfo, clips: list[Clip], settings: Settings, first: 
             previous = frames[-1]
 
 
-def _stage_captions(work: Path, info: VideoInfo, settings: Settings, backends: Backends,
-                    progress: bool) -> tuple[list[Caption], int]:
-    """All clips' captions (resuming finished ones); returns (captions, clips captioned in this run)."""
+def _stage_captions(work: Path, info: VideoInfo, settings: Settings, backends: Backends, progress: bool,
+                    stats: DecodeStats | None = None) -> tuple[list[Caption], int]:
+    """All clips' captions (resuming finished ones); returns (captions, clips captioned in this run).
+
+    Packets skipped as undecodable while decoding the clips of this run are counted in ``stats``."""
     clips = segment(info.duration_s, settings.clip_seconds)
     path = work / "captions.partial.jsonl"
     done = _read_partial_captions(path)
@@ -249,7 +265,7 @@ def _stage_captions(work: Path, info: VideoInfo, settings: Settings, backends: B
 
         try:
             with open(path, "a") as out, bar:
-                for clip, frames, previous in _clip_frames(info, clips, settings, todo[0].index):
+                for clip, frames, previous in _clip_frames(info, clips, settings, todo[0].index, stats):
                     if clip.index in done:
                         continue
                     if pool is None:
@@ -353,8 +369,13 @@ def _stage_summary(work: Path, captions: list[Caption], settings: Settings, back
 
 
 def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, backends: Backends,
-                components: dict | None = None, *, progress: bool = True, rebuild: bool = False) -> VideoIndex:
+                components: dict | None = None, *, progress: bool = True, rebuild: bool = False,
+                broken: str | None = None) -> VideoIndex:
     """Build (or resume building) the database of one video into ``final`` (see module docstring).
+
+    ``broken``: why the complete index already at ``final`` could not be opened (kept in the manifest as
+    ``rebuilt_from_broken``); an index that cannot be opened here, under the lock, is reported the same way.
+    The manifest's ``decode`` says how many undecodable packets the caption stage of this run skipped.
 
     Raises:
         InputError: no frame decodes; a required subtitle file is missing.
@@ -368,8 +389,10 @@ def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, back
     work = root / f".{key}.partial"
     with _build_lock(root, key):
         if not rebuild and (final / "manifest.json").exists():
-            with contextlib.suppress(AviError):
+            try:
                 return VideoIndex(final)  # another process finished it while we waited to start
+            except (AviError, OSError, ValueError, TypeError, KeyError) as exc:
+                broken = _report_broken(final, exc)
         if rebuild and work.exists():
             release_chroma(work / "chroma")
             shutil.rmtree(work)
@@ -380,7 +403,8 @@ def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, back
         segments, transcript_info = _stage_transcript(work, info, settings, backends, progress)
         times["transcript"] = time.perf_counter() - t0
         t = time.perf_counter()
-        captions, captioned_now = _stage_captions(work, info, settings, backends, progress)
+        decode = DecodeStats()
+        captions, captioned_now = _stage_captions(work, info, settings, backends, progress, decode)
         times["captions"] = time.perf_counter() - t
         attach_speech(captions, segments)
         t = time.perf_counter()
@@ -414,6 +438,8 @@ def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, back
                        "failed_clips": len(failed), "subjects": len(subjects), "entities": graph_info["nodes"],
                        "relations": graph_info["edges"], "summary_segments": len(summary.get("segments", []))},
             "failed_clips": failed,
+            "decode": decode.to_dict(),
+            "rebuilt_from_broken": broken,
             "graph": graph_info,
             "build_seconds": {k: round(v, 2) for k, v in times.items()} | {
                 "total": round(time.perf_counter() - t0, 2)},

@@ -17,6 +17,7 @@ builder writes that manifest last and moves the directory into place atomically.
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -28,6 +29,8 @@ from avi.backends.asr import TranscriptSegment
 from avi.backends.embedder import Embedder
 from avi.backends.types import Caption
 from avi.errors import AviError
+
+log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 2
 COLLECTION = "clips"
@@ -157,6 +160,20 @@ class VideoIndex:
         ]
         self._graph: nx.DiGraph | None = None
         self._collections: dict[str, object] = {}
+        # What of this index could not be used, and why (part -> cause): see note_problem.
+        self.problems: dict[str, str] = {}
+
+    def note_problem(self, part: str, cause: str, consequence: str) -> None:
+        """Record that ``part`` of this index could not be used (``problems[part] = cause``), logged once per part.
+
+        Args:
+            part: e.g. ``"entity graph (graph.json)"``.
+            cause: the error, as text.
+            consequence: what avi does instead, for the log line.
+        """
+        if part not in self.problems:
+            log.warning("index %s: the %s cannot be used (%s); %s", self.path, part, cause, consequence)
+        self.problems[part] = cause
 
     @property
     def duration_s(self) -> float:
@@ -164,10 +181,20 @@ class VideoIndex:
 
     @property
     def graph(self) -> nx.DiGraph:
+        """The entity graph (``graph.json``), loaded on first use.
+
+        Raises:
+            AviError: it cannot be read (recorded in :attr:`problems` first).
+        """
         if self._graph is None:
             from avi.index.graph import load_graph
 
-            self._graph = load_graph(self.path / "graph.json")
+            try:
+                self._graph = load_graph(self.path / "graph.json")
+            except (OSError, ValueError, TypeError, KeyError, nx.NetworkXError) as exc:
+                cause = f"{type(exc).__name__}: {exc}"
+                self.note_problem("entity graph (graph.json)", cause, "graph_retrieve is not offered")
+                raise AviError(f"the entity graph of {self.path} cannot be read: {cause}") from exc
         return self._graph
 
     def collection(self, embedder: Embedder, name: str = COLLECTION):

@@ -90,7 +90,8 @@ def _captions(ctx: ToolContext) -> list:
 
 def _caption_vectors(ctx: ToolContext, caps: list) -> np.ndarray:
     """Unit caption embeddings, rows in the order of ``caps``: the ones stored in Chroma at build
-    time when they can be read, else embedded now (same text as the build: empty -> "(no caption)")."""
+    time when they can be read, else embedded now (same text as the build: empty -> "(no caption)");
+    an unreadable or incomplete collection is recorded in the index's ``problems`` and logged."""
     texts = [c.text or "(no caption)" for c in caps]
     embedder = ctx.backends.embedder
 
@@ -101,8 +102,12 @@ def _caption_vectors(ctx: ToolContext, caps: list) -> np.ndarray:
             by_clip = {int(m["clip_index"]): e for m, e in zip(got["metadatas"], got["embeddings"])}
             if all(c.clip_index in by_clip for c in caps):
                 return np.asarray([by_clip[c.clip_index] for c in caps], dtype=np.float64)
-        except Exception:  # no collection (hand-made or damaged index): embed the texts instead
-            pass
+            cause = f"{sum(c.clip_index not in by_clip for c in caps)} of {len(caps)} clips have no stored vector"
+        except Exception as exc:  # noqa: BLE001 - no collection (hand-made or damaged index): embed the texts
+            cause = f"{type(exc).__name__}: {exc}"
+        note = getattr(ctx.index, "note_problem", None)
+        if note is not None:
+            note("clip collection (chroma/)", cause, "the captions are embedded again for this question")
         return embedder.embed(texts)
 
     return cached_vectors(ctx.index, embedder, "captions", texts, compute)
