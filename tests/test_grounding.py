@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from avi.agent import measured
@@ -330,3 +331,35 @@ def test_measured_colour_is_the_best_box_of_the_named_label():
     assert measured.measured_colour(steps, "What colour is it?") is None  # two labels, none named
     assert measured.measured_colour(steps[:1], "What colour is the coat?") == ("person", "black", 44.0)
     assert measured.measured_colour([], "What colour is the van?") is None
+
+
+def test_colour_options_and_the_option_the_measured_colours_support():
+    q = "What colour is the box? A. yellow-orange B. blue C. dark red D. green"
+    opts = {"A": "yellow-orange", "B": "blue", "C": "dark red", "D": "green"}
+    named = measured.colour_options(q, opts)
+    assert named == {"A": {"yellow", "orange"}, "B": {"blue"}, "C": {"red"}, "D": {"green"}}
+    assert measured.colour_options("How is the cup held? A) upright B) red", {"A": "upright", "B": "red"}) is None
+    assert measured.colour_options(q, {"A": "upright", "B": "blue"}) is None  # an option names no colour
+    assert measured.colours_named("dark grey or navy") == {"gray", "blue"}
+    # the box.mp4 frames: gray, black and orange; only option A names a colour that is there
+    shares = {"gray": 0.53, "orange": 0.18, "black": 0.17}
+    letter, why = measured.colour_choice(named, shares)
+    assert letter == "A" and "orange 18%" in why
+    # two options about as well supported: no measured answer (the option scores decide)
+    assert measured.colour_choice(named, {"orange": 0.2, "blue": 0.18}) is None
+    assert measured.colour_choice(named, {"gray": 0.9, "blue": 0.01}) is None  # below the least share
+    # the thing's own box decides when exactly one option names its colour
+    assert measured.colour_choice(named, {"orange": 0.5}, box_colour="green")[0] == "D"
+    assert measured.colour_choice(named, {"orange": 0.5}, box_colour="pink")[0] == "A"
+
+
+def test_frame_colour_shares_are_mean_shares_over_frames():
+    blue = np.zeros((40, 40, 3), np.uint8)
+    blue[:, :, 2] = 200
+    half = blue.copy()
+    half[:, :20] = (220, 30, 30)
+    shares = measured.frame_colour_shares([blue, half])
+    assert shares["blue"] == pytest.approx(0.75, abs=0.02) and shares["red"] == pytest.approx(0.25, abs=0.02)
+    assert list(shares)[0] == "blue" and measured.frame_colour_shares([]) == {}
+    assert measured.about_background("What is the background colour of the slide?")
+    assert not measured.about_background("What colour is the van?")

@@ -21,12 +21,18 @@ from avi.agent.grounding import (
     unmeasurable,
 )
 from avi.agent.measured import (
+    COLOUR_SYNONYMS,
+    about_background,
     about_shot,
     asks_colour,
     asks_count,
+    colour_choice,
+    colour_options,
+    colours_named,
     count_at,
     cut_answer,
     cut_question,
+    frame_colour_shares,
     measured_colour,
     names_colour,
     snap_to_shots,
@@ -120,7 +126,19 @@ class GroundedAnswers:
         """For "what colour is the <thing>", an answer that names no colour becomes the dominant colour
         object_detect measured on the thing's best box (:func:`measured_colour`); an answer that names a
         colour, or a thing never measured, is kept."""
-        if not asks_colour(st.question) or names_colour(answer):
+        if not asks_colour(st.question):
+            return answer
+        if about_background(st.question):  # the frame's dominant colour is the background's
+            shares, ranges = self._range_colours(st)
+            top = next(iter(shares.items()), None)
+            if top is not None and top[1] >= 0.35 and top[0] not in colours_named(answer):
+                trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                          observation_data={"colour_shares": shares, "ranges": ranges},
+                          notes=[f"background colour measured in {', '.join(fmt_range(a, b) for a, b in ranges)}: "
+                                 f"{top[0]} covers {round(100 * top[1])}% of the frames (the model wrote "
+                                 f"{answer[:60]!r})"])
+                return top[0]
+        if names_colour(answer):
             return answer
         found = measured_colour(st.perceive_data(), st.question)
         if found is None:
@@ -130,6 +148,50 @@ class GroundedAnswers:
                   notes=[f"answer {answer[:60]!r} names no colour; the measured colour of the {label} at {t_s:.1f}s "
                          f"is {colour}"])
         return colour
+
+    def _range_colours(self, st: "_State", max_frames: int = 8) -> tuple[dict[str, float], list[list[float]]]:
+        """Mean colour shares (:func:`frame_colour_shares`) of up to ``max_frames`` frames spread over the range
+        the question is about: its time words, else the evidence, else what was looked at, else the whole video.
+        Returns ``(shares, ranges)``; the frames are host measurements, not counted against the frame budget."""
+        ranges = (merge_spans([list(r) for r in self.ctx.focus_ranges]) or merge_spans([list(e) for e in st.evidence])
+                  or merge_spans(st.looked) or [[0.0, self.ctx.duration_s]])
+        total = sum(b - a for a, b in ranges)
+        if total <= 0:
+            times = [a for a, _ in ranges][:max_frames]
+        else:
+            times, step = [], total / max_frames
+            for i in range(max_frames):
+                off = (i + 0.5) * step
+                for a, b in ranges:
+                    if off <= b - a:
+                        times.append(a + off)
+                        break
+                    off -= b - a
+        try:
+            frames = self.ctx.video.frames_at(times)
+        except Exception:  # noqa: BLE001 - an undecodable range measures nothing; the model's answer stands
+            return {}, ranges
+        return frame_colour_shares([f.image for f in frames]), ranges
+
+    def _measured_colour_choice(self, st: "_State", trace: Trace) -> tuple[str, str] | None:
+        """For a multiple-choice colour question (:func:`colour_options`), the option the measured colours
+        support (:func:`colour_choice`): the colour of the thing's detector box when one was measured, else the
+        colours of the frames in the range asked about. Returns ``(answer, letter)`` or None (option scores
+        decide)."""
+        named = colour_options(st.question, st.options) if st.kind == "choice" and st.options else None
+        if named is None:
+            return None
+        box = measured_colour(st.perceive_data(), st.question)
+        box_colour = COLOUR_SYNONYMS.get(box[1], box[1]) if box else None
+        shares, ranges = self._range_colours(st)
+        got = colour_choice(named, shares, box_colour)
+        if got is None:
+            return None
+        letter, why = got
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                  observation_data={"colour_shares": shares, "ranges": ranges, "box_colour": box_colour},
+                  notes=[f"colour option {letter} measured: {why} (in {', '.join(fmt_range(a, b) for a, b in ranges)})"])
+        return f"{letter}. {st.options[letter]}", letter
 
     def _count_at_moment(self, st: "_State", trace: Trace, answer: str) -> str:
         """For "how many ... at 0:44", the count object_detect measured at that moment (:func:`count_at`), not

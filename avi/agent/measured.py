@@ -262,3 +262,71 @@ def measured_colour(steps: list[tuple[str, dict]], question: str) -> tuple[str, 
         return None
     score, t_s, colour = max(per_label[label])
     return label, colour, t_s
+
+
+COLOUR_SYNONYMS = {"grey": "gray", "silver": "gray", "navy": "blue", "maroon": "red", "crimson": "red",
+                    "scarlet": "red", "violet": "purple", "magenta": "pink", "turquoise": "cyan", "teal": "cyan",
+                    "gold": "yellow", "amber": "orange"}
+"""Colour words mapped onto the names :func:`avi.video.analysis.colour_names` measures (brown and beige have no
+measured name and stay unsupported)."""
+
+
+def colours_named(text: str) -> set[str]:
+    """The measured colour names (:func:`avi.video.analysis.colour_names`' vocabulary) a text names, e.g.
+    "yellow-orange" -> {"yellow", "orange"}, "dark grey" -> {"gray"}."""
+    words = re.findall(r"[a-z]+", (text or "").lower())
+    return {COLOUR_SYNONYMS.get(w, w) for w in words if w in COLOUR_WORDS or w in COLOUR_SYNONYMS}
+
+
+def colour_options(question: str, options: dict[str, str]) -> dict[str, set[str]] | None:
+    """For a multiple-choice colour question ("what colour is ..." with every option naming a colour), the
+    measured colour names of each option; None for any other question."""
+    if not asks_colour(question) or len(options) < 2:
+        return None
+    named = {k: colours_named(v) for k, v in options.items()}
+    return named if all(named.values()) else None
+
+
+def about_background(question: str) -> bool:
+    """Whether a colour question asks about the background (the frame's dominant colour answers it)."""
+    return bool(re.search(r"\bbackground\b|\bthe\s+(?:whole\s+)?screen\b", question or "", re.I))
+
+
+def frame_colour_shares(images: list, top: int = 4, min_share: float = 0.03) -> dict[str, float]:
+    """The mean share (0-1) of each measured colour name over frames (:func:`avi.video.analysis.colour_names`
+    on each RGB uint8 ``(H, W, 3)`` image, its ``top`` names of at least ``min_share`` of the pixels)."""
+    from avi.video.analysis import colour_names
+
+    totals: dict[str, float] = {}
+    for image in images:
+        for name, share in colour_names(image, top=top, min_share=min_share):
+            totals[name] = totals.get(name, 0.0) + share
+    return {k: v / len(images) for k, v in sorted(totals.items(), key=lambda kv: -kv[1])} if images else {}
+
+
+def colour_choice(named: dict[str, set[str]], shares: dict[str, float], box_colour: str | None = None,
+                  min_share: float = 0.03, margin: float = 1.5) -> tuple[str, str] | None:
+    """The option a colour measurement supports, as ``(letter, why)``.
+
+    Args:
+        named: each option's measured colour names (:func:`colour_options`).
+        shares: mean share of each colour over the frames of the range asked about (:func:`frame_colour_shares`).
+        box_colour: the dominant colour measured on the thing's own detector box, which decides alone when
+            exactly one option names it.
+        min_share: an option is supported only when one of its colours covers at least this share.
+        margin: the best option's share must be this many times the runner-up's.
+
+    Returns:
+        None when no option, or more than one, is supported (the option scores decide then).
+    """
+    if box_colour:
+        hits = [k for k, cs in named.items() if box_colour in cs]
+        if len(hits) == 1:
+            return hits[0], f"the measured colour of its box is {box_colour}"
+    support = {k: max(shares.get(c, 0.0) for c in cs) for k, cs in named.items()}
+    ranked = sorted(support.items(), key=lambda kv: -kv[1])
+    (best, s1), (_, s2) = ranked[0], ranked[1]
+    if s1 < min_share or s1 < margin * s2:
+        return None
+    top = ", ".join(f"{c} {round(100 * s)}%" for c, s in list(shares.items())[:4])
+    return best, f"colours measured in the frames asked about: {top}"
