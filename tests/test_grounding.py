@@ -363,3 +363,17 @@ def test_frame_colour_shares_are_mean_shares_over_frames():
     assert list(shares)[0] == "blue" and measured.frame_colour_shares([]) == {}
     assert measured.about_background("What is the background colour of the slide?")
     assert not measured.about_background("What colour is the van?")
+
+
+def test_scale_options_and_the_option_the_measured_shot_kinds_support():
+    opts = {"A": "the woman in the purple dress", "B": "a wide view of the whole restaurant", "C": "a black screen",
+            "D": "a close-up of the man with glasses"}
+    kinds = measured.scale_options(opts)
+    assert kinds == {"B": "wide", "C": "black", "D": "close-up"}
+    assert measured.scale_options({"A": "a cat", "B": "a dog"}) is None
+    assert measured.scale_kind("close-up (a face fills most of the frame)", 0.1) == "close-up"
+    assert measured.scale_kind("", 0.95) == "black" and measured.scale_kind("", 0.2) == ""
+    assert measured.scale_choice(kinds, ["close-up", "close-up", "medium"]) == ("D", "close-up")
+    assert measured.scale_choice(kinds, ["medium", "medium"]) is None  # no option names a medium shot
+    assert measured.scale_choice(kinds, ["close-up", "", "", "wide"]) is None  # no kind in half the frames
+    assert measured.scale_choice(kinds, []) is None

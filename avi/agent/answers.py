@@ -35,6 +35,9 @@ from avi.agent.measured import (
     frame_colour_shares,
     measured_colour,
     names_colour,
+    scale_choice,
+    scale_kind,
+    scale_options,
     snap_to_shots,
     usual_count,
 )
@@ -191,6 +194,48 @@ class GroundedAnswers:
         trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
                   observation_data={"colour_shares": shares, "ranges": ranges, "box_colour": box_colour},
                   notes=[f"colour option {letter} measured: {why} (in {', '.join(fmt_range(a, b) for a, b in ranges)})"])
+        return f"{letter}. {st.options[letter]}", letter
+
+    def _measured_scale_choice(self, st: "_State", trace: Trace, max_frames: int = 6) -> tuple[str, str] | None:
+        """For a multiple-choice question with options naming a shot scale or a black screen
+        (:func:`scale_options`, e.g. "what fills the screen in the last seconds"), the option the frames of the
+        range asked about support (:func:`scale_choice`): each shot's middle frame inside the range is measured
+        with the detector's person and face boxes (:func:`avi.backends.box_words.shot_scale`) and its share of
+        black pixels. Returns ``(answer, letter)`` or None (option scores decide)."""
+        kinds = scale_options(st.options) if st.kind == "choice" and st.options else None
+        det = getattr(self.ctx.backends, "detector", None)
+        if kinds is None or det is None:
+            return None
+        from avi.backends.box_words import shot_scale
+        from avi.backends.detector import all_detections
+        from avi.video.analysis import colour_names
+
+        ranges = (merge_spans([list(r) for r in self.ctx.focus_ranges]) or merge_spans([list(e) for e in st.evidence])
+                  or [[0.0, self.ctx.duration_s]])
+        shots = self.ctx.shot_list() if hasattr(self.ctx, "shot_list") else None
+        spans = shots.shots() if shots is not None else [(0.0, self.ctx.duration_s)]
+        times = []
+        for a, b in ranges:
+            for s, e in spans:
+                lo, hi = max(a, s), min(b, e)
+                if hi > lo:
+                    times.append((lo + hi) / 2)
+        times = sorted(times)[:max_frames]
+        try:
+            frames = self.ctx.video.frames_at(times)
+        except Exception:  # noqa: BLE001 - an undecodable range measures nothing; the option scores decide
+            return None
+        measured = [scale_kind(shot_scale(all_detections(det, f), f.image.shape[0]),
+                               dict(colour_names(f.image, top=1, min_share=0.0)).get("black", 0.0)) for f in frames]
+        got = scale_choice(kinds, measured)
+        if got is None:
+            return None
+        letter, kind = got
+        where = ", ".join(fmt_range(a, b) for a, b in ranges)
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                  observation_data={"frames_s": [round(f.t_s, 2) for f in frames], "kinds": measured},
+                  notes=[f"shot option {letter} measured: {kind} in {measured.count(kind)} of {len(measured)} shot "
+                         f"frames in {where}"])
         return f"{letter}. {st.options[letter]}", letter
 
     def _count_at_moment(self, st: "_State", trace: Trace, answer: str) -> str:

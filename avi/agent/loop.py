@@ -228,10 +228,11 @@ class Agent(GroundedAnswers, TypedAnswers, Gates, CallExtraction):
         choice, choices, interval, order, note = self._typed(st, raw)
         method = "letter" if choice else None
         grounded = getattr(self.settings, "grounded_answers", True)
-        measured = (self._measured_cuts(st, trace) or self._measured_colour_choice(st, trace)) if grounded else None
+        measured = (self._measured_cuts(st, trace) or self._measured_colour_choice(st, trace)
+                    or self._measured_scale_choice(st, trace)) if grounded else None
         picked = self._debiased_choice(st, trace) if st.kind == "choice" and st.options and \
             not (measured and measured[1]) else None
-        if measured is not None:  # the cut list or the measured colours answer it: that letter (or text) is delivered
+        if measured is not None:  # the cut list, colours or shot scale answer it: that letter (or text) is delivered
             st.answer, note = measured[0], None
             if measured[1]:
                 choice, method = measured[1], "measured"

@@ -330,3 +330,46 @@ def colour_choice(named: dict[str, set[str]], shares: dict[str, float], box_colo
         return None
     top = ", ".join(f"{c} {round(100 * s)}%" for c, s in list(shares.items())[:4])
     return best, f"colours measured in the frames asked about: {top}"
+
+
+# ----------------------------------------------------------------------------- shot scale, measured
+
+_SCALE_WORDS = (("close-up", re.compile(r"\bclose[-\s]?ups?\b|\bextreme\s+close\b", re.I)),
+                ("wide", re.compile(r"\bwide(?:[-\s]angle)?\s+(?:view|shot)\b|\bestablishing\s+shot\b|\blong\s+shot\b",
+                                    re.I)),
+                ("medium", re.compile(r"\bmedium(?:[-\s]close)?\s+shot\b", re.I)),
+                ("black", re.compile(r"\b(?:black|blank|empty|dark)\s+screen\b|\bfade\s+to\s+black\b", re.I)))
+"""Option words naming a shot scale (film terms) or a black screen, and the measured kind they name."""
+
+
+def scale_options(options: dict[str, str]) -> dict[str, str] | None:
+    """For multiple-choice options of which at least one names a shot scale (close-up, wide view or shot,
+    medium shot) or a black screen, each such option's kind (``close-up``, ``wide``, ``medium``, ``black``);
+    None when no option names one. An option naming two kinds is left out."""
+    kinds = {}
+    for k, text in options.items():
+        hit = [kind for kind, rx in _SCALE_WORDS if rx.search(text or "")]
+        if len(hit) == 1:
+            kinds[k] = hit[0]
+    return kinds or None
+
+
+def scale_kind(scale: str, black_share: float) -> str:
+    """The kind of one frame: ``black`` when at least 90 % of its pixels are black, else the first word of its
+    :func:`avi.backends.box_words.shot_scale` (``close-up``, ``medium``, ``wide``; empty without people)."""
+    if black_share >= 0.9:
+        return "black"
+    return scale.split(" ")[0] if scale else ""
+
+
+def scale_choice(kinds: dict[str, str], measured: list[str]) -> tuple[str, str] | None:
+    """The option the measured shot kinds support, as ``(letter, kind)``: the kind seen in most of the measured
+    frames (:func:`scale_kind`; at least half of them) when exactly one option names it; None otherwise."""
+    seen = [m for m in measured if m]
+    if not seen:
+        return None
+    top = max(set(seen), key=seen.count)
+    if seen.count(top) * 2 < len(measured):
+        return None
+    hits = [k for k, kind in kinds.items() if kind == top]
+    return (hits[0], top) if len(hits) == 1 else None
