@@ -363,6 +363,8 @@ def test_frame_colour_shares_are_mean_shares_over_frames():
     assert list(shares)[0] == "blue" and measured.frame_colour_shares([]) == {}
     assert measured.about_background("What is the background colour of the slide?")
     assert not measured.about_background("What colour is the van?")
+    assert measured.about_background("What colour is the whole screen at 2:00?")
+    assert not measured.about_background("What colour is the triangle in the middle of the screen?")
 
 
 def test_scale_options_and_the_option_the_measured_shot_kinds_support():

@@ -289,7 +289,8 @@ def colour_options(question: str, options: dict[str, str]) -> dict[str, set[str]
 
 def about_background(question: str) -> bool:
     """Whether a colour question asks about the background (the frame's dominant colour answers it)."""
-    return bool(re.search(r"\bbackground\b|\bthe\s+(?:whole\s+)?screen\b", question or "", re.I))
+    return bool(re.search(r"\bbackground\b|\bcolou?rs?\s+(?:is|was|does)\s+the\s+(?:whole\s+)?screen\b",
+                          question or "", re.I))
 
 
 def frame_colour_shares(images: list, top: int = 4, min_share: float = 0.03) -> dict[str, float]:
