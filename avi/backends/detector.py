@@ -62,6 +62,20 @@ _PERSON = re.compile(r"^(person|people|persons|pedestrians?|humans?|man|men|woma
 _FACE = re.compile(r"^(faces?|human faces?|heads?)$")
 
 
+def bounded_upscale(height: int, width: int, min_short: int, max_long: int) -> float:
+    """Factor (>= 1.0) that upscales a ``height`` x ``width`` image (pixels) towards a short side of ``min_short``
+    pixels without taking its long side past ``max_long`` pixels (1.0 when the image is already that large).
+
+    Raises:
+        ValueError: a side is not positive.
+    """
+    if height <= 0 or width <= 0:
+        raise ValueError(f"image has no size: {height}x{width}")
+    want = min_short / min(height, width)
+    room = max_long / max(height, width)
+    return max(1.0, min(want, room))
+
+
 def _squash(margin: float, scale: float) -> float:
     """Map a detector margin (unbounded) to [0, 1] with a logistic curve."""
     return 1.0 / (1.0 + math.exp(-margin / scale))
@@ -79,16 +93,21 @@ class OpenCvDetector:
         iou_threshold: NMS IoU.
         min_person_margin: HOG detections with a smaller SVM margin are dropped.
         min_height: frames are upscaled so their short side is at least this
-            (HOG needs people of about 128 px).
+            (HOG needs people of about 128 px) ...
+        max_side: ... unless that would take the long side past this many pixels: the upscale factor is
+            bounded by both sides (:func:`bounded_upscale`), so a thin strip of a frame costs no more than a
+            normal one.
     """
 
     name = "opencv-hog-haar"
     vocabulary = "people and faces"
 
-    def __init__(self, iou_threshold: float = 0.5, min_person_margin: float = 0.3, min_height: int = 480):
+    def __init__(self, iou_threshold: float = 0.5, min_person_margin: float = 0.3, min_height: int = 480,
+                 max_side: int = 1920):
         self.iou_threshold = iou_threshold
         self.min_person_margin = min_person_margin
         self.min_height = min_height
+        self.max_side = max_side
         self._hog = cv2.HOGDescriptor()
         self._hog.setSVMDetector(cv2.HOGDescriptor_getDefaultPeopleDetector())
         self._face = cv2.CascadeClassifier(cv2.data.haarcascades + "haarcascade_frontalface_default.xml")
@@ -120,14 +139,15 @@ class OpenCvDetector:
             else:
                 wanted.setdefault(kind, label.strip().lower())
         h, w = frame.image.shape[:2]
-        scale = max(1.0, self.min_height / min(h, w))
+        scale = bounded_upscale(h, w, self.min_height, self.max_side)
         gray = cv2.cvtColor(frame.image, cv2.COLOR_RGB2GRAY)
         if scale > 1.0:
             gray = cv2.resize(gray, (int(w * scale), int(h * scale)), interpolation=cv2.INTER_LINEAR)
+        gh, gw = gray.shape[:2]
         dets: list[Detection] = []
-        if "person" in wanted:
+        if "person" in wanted and gw >= 64 and gh >= 128:  # HOG's window is 64x128
             dets += self._people(gray, scale, frame, wanted["person"])
-        if "face" in wanted:
+        if "face" in wanted and min(gh, gw) >= 24:  # the cascade's smallest face
             dets += self._faces(gray, scale, frame, wanted["face"])
         dets.sort(key=lambda d: -d.score)
         return DetectionResult(frame.t_s, dets, unsupported)

@@ -4,6 +4,12 @@ Times are seconds from the start of the video stream (the first frame is 0.0 s);
 nothing assumes a constant frame rate: every frame's time comes from its pts.
 Frames are RGB ``uint8`` arrays of shape (H, W, 3), resized so the long side is
 at most ``max_side`` pixels (AVI §4.1 samples at 2 fps and keeps ~720p).
+
+Frame shapes no model can use are refused by :func:`probe` before any model
+sees a frame (:func:`frame_shape_problem`): a short side under
+:data:`MIN_FRAME_SIDE` pixels, or a long side more than :data:`MAX_ASPECT`
+times the short side (a 16x2000 video once took minutes to index: the face
+detector upsampled its 10 px short side to 480 px and its long side with it).
 """
 
 from __future__ import annotations
@@ -22,6 +28,33 @@ from avi.errors import InputError
 from avi.hashing import sha256_file as file_sha256  # noqa: F401 - re-exported
 
 log = logging.getLogger(__name__)
+
+#: Smallest short side (pixels) of a video frame avi analyses.
+MIN_FRAME_SIDE = 16
+#: Largest ratio of long side to short side of a video frame avi analyses (32:9 is 3.6, a 10:1 strip still works).
+MAX_ASPECT = 10.0
+
+
+def frame_shape_problem(width: int, height: int) -> str | None:
+    """Why frames of ``width`` x ``height`` pixels cannot be analysed, or None when they can.
+
+    Refused: a side of 0 or less, a short side under :data:`MIN_FRAME_SIDE` pixels, a long side over
+    :data:`MAX_ASPECT` times the short side. Every model input is bounded on both sides for the shapes that
+    pass (the detector, OCR and VLM resize within fixed limits).
+
+    Returns:
+        a phrase for the user ("frames are 16x2000 pixels, 125:1; ..."), or None.
+    """
+    if width <= 0 or height <= 0:
+        return f"frames have no size ({width}x{height} pixels)"
+    short, long = min(width, height), max(width, height)
+    if short < MIN_FRAME_SIDE:
+        return (f"frames are {width}x{height} pixels, too small to analyse (the short side must be at least "
+                f"{MIN_FRAME_SIDE} px)")
+    if long > MAX_ASPECT * short:
+        return (f"frames are {width}x{height} pixels, an aspect ratio of {long / short:.0f}:1 (at most "
+                f"{MAX_ASPECT:g}:1 can be analysed)")
+    return None
 
 
 @dataclass(frozen=True)
@@ -90,8 +123,9 @@ def probe(path: Path) -> VideoInfo:
     one, the video is decoded once to find the last frame's time.
 
     Raises:
-        InputError: the file is missing, empty, unreadable, has no video stream
-            or has no decodable frames (zero length).
+        InputError: the file is missing, empty, unreadable, has no video stream,
+            has no decodable frames (zero length), or its frame shape cannot be
+            analysed (:func:`frame_shape_problem`).
     """
     path = Path(path).resolve()
     container = _open(path)
@@ -129,6 +163,9 @@ def probe(path: Path) -> VideoInfo:
             raise InputError(f"video has no frames (zero length): {path}")
         if duration is None or duration <= 0 or not math.isfinite(duration):
             raise InputError(f"video has zero length: {path}")
+        problem = frame_shape_problem(int(width), int(height))
+        if problem:
+            raise InputError(f"video {problem}: {path}")
         return VideoInfo(path, float(duration), fps, int(width), int(height), float(first_t), codec)
     finally:
         container.close()
