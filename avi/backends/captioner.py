@@ -26,6 +26,9 @@ from avi.video.analysis import frame_stats, motion_level
 from avi.video.clips import Clip
 from avi.video.decode import Frame
 
+#: ``data["failed"]`` of a clip none of whose frames could be decoded (every captioner).
+NO_FRAMES = "no frames could be decoded in this clip"
+
 
 @runtime_checkable
 class Captioner(Protocol):
@@ -34,7 +37,11 @@ class Captioner(Protocol):
     name: str
 
     def caption(self, clip: Clip, frames: list[Frame], previous: Frame | None = None) -> Caption:
-        """Caption of ``clip``; ``previous`` is the last frame of the clip before it."""
+        """Caption of ``clip``; ``previous`` is the last frame of the clip before it.
+
+        A clip that cannot be described (no frames, an invalid model reply) is still returned, with
+        ``data["failed"]`` saying why (:data:`NO_FRAMES` when ``frames`` is empty).
+        """
         ...
 
 
@@ -86,10 +93,10 @@ class PerceptionCaptioner:
         return sum(n > 0 for n in seq) >= 2 or (best is not None and best.score >= self.single_frame_score)
 
     def caption(self, clip: Clip, frames: list[Frame], previous: Frame | None = None) -> Caption:
-        if not frames:
+        if not frames:  # a failed clip (damaged timestamps, corrupt packets): the index manifest lists it
             return Caption(clip.index, clip.start_s, clip.end_s,
                            "No frames could be decoded in this clip.",
-                           self.name, {"frames": []})
+                           self.name, {"frames": [], "frames_s": [], "failed": NO_FRAMES})
         per_frame = [all_detections(self.detector, f) for f in frames]
         counts: dict[str, list[int]] = {"person": [0] * len(frames), "face": [0] * len(frames)}
         best: dict[str, Detection] = {}

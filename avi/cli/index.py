@@ -43,6 +43,11 @@ def cmd_index(args) -> int:
                 failures.append({"video": str(video), "error": " ".join(str(exc).split())})
                 continue
             m = index.manifest
+            failed = [c for c in index.captions if c.data.get("failed")]
+            if failed:  # recorded in the manifest ("failed_clips"); said here so an exit 0 does not hide them
+                reasons = sorted({str(c.data["failed"]) for c in failed})
+                print(f"avi: warning: {video.name}: {len(failed)} of {len(index.captions)} clips failed "
+                      f"({'; '.join(reasons)[:200]}): {_clip_list(failed)}", file=sys.stderr)
             results.append({"video": str(video), "index_dir": str(index.path),
                             "seconds": round(time.perf_counter() - t0, 2), **m["counts"],
                             "captioner": m["captioner"], "embedder": m["embedder"]["name"],
@@ -64,3 +69,10 @@ def cmd_index(args) -> int:
     if failures:
         raise AviError(f"{len(failures)} of {len(videos)} videos failed to index")
     return 0
+
+
+def _clip_list(captions, most: int = 8) -> str:
+    """``clips 1 (5.0-10.0 s), 2 (10.0-15.0 s)``, at most ``most`` named."""
+    named = ", ".join(f"{c.clip_index} ({c.start_s:.1f}-{c.end_s:.1f} s)" for c in captions[:most])
+    more = f" and {len(captions) - most} more" if len(captions) > most else ""
+    return f"clip{'s' if len(captions) > 1 else ''} {named}{more}"

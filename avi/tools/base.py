@@ -15,6 +15,7 @@ and whose other parameters are typed and documented in a Google-style
 from __future__ import annotations
 
 import inspect
+import math
 import os
 import re
 import time
@@ -169,11 +170,15 @@ def clip_ranges(ctx: ToolContext, ranges: list[list[float]]) -> tuple[list[list[
         (ranges, notes): usable ranges and one note per repair, for the model.
 
     Raises:
-        ValueError: no range overlaps the video.
+        ValueError: a bound is NaN or infinite (clipping would widen it to the whole video), or no range
+            overlaps the video.
     """
     dur = ctx.duration_s
     out, notes = [], []
     for s, e in ranges:
+        if not (math.isfinite(s) and math.isfinite(e)):
+            raise ValueError(f"range [{s:g}, {e:g}] is not a finite time range; pass seconds inside the video "
+                             f"(0–{dur:.1f}s), e.g. [[0, {min(dur, 5.0):g}]]")
         if e < s:
             notes.append(f"range [{s:g}, {e:g}] had start after end; swapped")
             s, e = e, s

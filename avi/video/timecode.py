@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 _CLOCK = re.compile(r"^\s*(?:(\d+):)?(\d{1,2}):(\d{1,2}(?:\.\d+)?)\s*$")
@@ -15,11 +16,15 @@ def parse_time(value: object) -> float:
     (h:mm:ss).
 
     Raises:
-        ValueError: the value is not a time.
+        ValueError: the value is not a time, or not a finite one (NaN and
+            ±Infinity, which JSON parsers accept, would otherwise widen a
+            range to the whole video when it is clipped).
     """
     if isinstance(value, bool):
         raise ValueError(f"not a time: {value!r}")
     if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise ValueError(f"not a finite time: {value!r} (times are seconds, e.g. 40 or \"0:40\")")
         return float(value)
     if isinstance(value, str):
         m = _SECONDS.match(value)
