@@ -130,6 +130,10 @@ class Settings(BaseSettings):
     home: Path = Field(default_factory=_default_home, description="cache root: indexes, traces")
     index_root: Path | None = Field(default=None, description="index directories; default <home>/indexes")
     trace_dir: Path | None = Field(default=None, description="trace files; default <home>/traces")
+    private_files: bool = Field(default=True, description="files and folders avi writes (indexes, traces, saved "
+                                                          "LLM state, logs, results) are the user's only: umask "
+                                                          "077, files 0600, folders 0700; false keeps the process "
+                                                          "umask (e.g. an index root shared by a group)")
     models_dir: Path = Field(default_factory=_default_models_dir, description="local weights home")
     weights_lock: Path = Field(default=REPO_ROOT / "weights.lock")
     prompts_dir: Path = Field(default=PROMPTS_DIR_DEFAULT)

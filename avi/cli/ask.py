@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 from avi.cli.common import add_common, settings_from_args
-from avi.errors import InputError
+from avi.errors import AviError, InputError
+from avi.places import check_places, permission_message, question_places
 
 
 def add_ask_args(p: argparse.ArgumentParser) -> None:
@@ -34,6 +35,7 @@ def cmd_ask(args) -> int:
     if not (args.question or "").strip():
         raise InputError("the question is empty")
     settings = settings_from_args(args)
+    check_places(question_places(settings, args.trace))  # before any work: the answer must not be lost
     backends = Backends(settings)
     try:
         result = ask(args.video, args.question, settings, backends, rebuild_index=args.rebuild_index,
@@ -41,12 +43,17 @@ def cmd_ask(args) -> int:
     finally:
         backends.close()
     trace = result.trace
-    trace_path = trace.write(args.trace or default_trace_path(settings, trace))
+    try:
+        trace_path = trace.write(args.trace or default_trace_path(settings, trace))
+        unwritten = None
+    except OSError as exc:  # the folder was checked before the run; it can still fill up or vanish
+        trace_path, unwritten = None, permission_message(exc) or f"cannot write the trace: {exc}"
     if args.json:
         print(json.dumps({"answer": result.answer, "choice": result.choice, "interval": result.interval,
                           "choices": result.choices, "order": result.order, "answer_type": result.answer_type,
                           "note": result.note, "cannot_tell": result.cannot_tell,
-                          "choice_method": result.choice_method, "evidence": result.evidence, "trace": str(trace_path),
+                          "choice_method": result.choice_method, "evidence": result.evidence,
+                          "trace": str(trace_path) if trace_path else None,
                           "question": trace.question,
                           "video": trace.video, "iterations": trace.iterations, "forced": trace.forced,
                           "seconds": trace.seconds, "frames": _frames_line(trace), "telemetry": trace.totals(),
@@ -69,7 +76,9 @@ def cmd_ask(args) -> int:
         f = _frames_line(trace)
         print(f"Frames: {f['spent']} looked at ({f['distinct']} distinct)"
               + (f" of a budget of {f['budget']}" if f["budget"] else ""))
-        print(f"Trace: {trace_path}")
+        print(f"Trace: {trace_path}" if trace_path else "Trace: not written")
+    if unwritten:  # the answer is printed above; the failure still ends the run non-zero
+        raise AviError(unwritten)
     return 0
 
 

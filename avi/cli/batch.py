@@ -101,7 +101,8 @@ def cmd_batch(args) -> int:
     """``avi batch``: exit 0 when every question has a record with status ok, 1 when some failed."""
     from avi.cli.common import settings_from_args
     from avi.jobs.manifest import folder_job, load_manifest
-    from avi.jobs.runner import run_job
+    from avi.jobs.runner import run_job, traces_dir_for
+    from avi.places import check_places, job_places
 
     if args.input.is_dir():
         if args.questions is None:
@@ -116,6 +117,7 @@ def cmd_batch(args) -> int:
     if args.out.suffix.lower() not in {".jsonl", ".json"}:
         raise InputError(f"--out should be a .jsonl file, got {args.out}")
     settings = settings_from_args(args)
+    check_places(job_places(settings, args.out, traces_dir_for(args.out)))  # before any work
     executor = make_executor(args, settings)
     summary = run_job(questions, args.out, executor, kind="batch", source=source, retry_failed=args.retry_failed,
                       progress=not args.quiet)

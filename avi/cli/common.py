@@ -39,9 +39,11 @@ def _on_sigterm(signum, frame):  # pragma: no cover - exercised by signal tests
 def guard(fn, args) -> int:
     """Run a command; turn every failure into one stderr line and an exit status."""
     from avi.offline import enforce_offline_env
+    from avi.places import apply_private_umask, permission_message
 
     enforce_offline_env()
     quiet_libraries()
+    apply_private_umask(True)  # until the settings say otherwise (private_files; settings_from_args)
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         return fn(args) or 0
@@ -51,12 +53,24 @@ def guard(fn, args) -> int:
     except KeyboardInterrupt:
         print("avi: interrupted", file=sys.stderr)
         return 130
-    except Exception as exc:  # noqa: BLE001 - last line of defence for the user
+    except OSError as exc:  # a place that became unwritable after the checks before work (full disk, ...)
+        msg = permission_message(exc)
+        if msg is None:
+            return _internal_error(exc, args)
         if getattr(args, "debug", False):
             traceback.print_exc()
-        msg = " ".join(f"{type(exc).__name__}: {exc}".split())[:400]
-        print(f"avi: internal error: {msg} (rerun with --debug for a traceback)", file=sys.stderr)
+        print(f"avi: error: {' '.join(msg.split())}", file=sys.stderr)
         return 1
+    except Exception as exc:  # noqa: BLE001 - last line of defence for the user
+        return _internal_error(exc, args)
+
+
+def _internal_error(exc: BaseException, args) -> int:
+    if getattr(args, "debug", False):
+        traceback.print_exc()
+    msg = " ".join(f"{type(exc).__name__}: {exc}".split())[:400]
+    print(f"avi: internal error: {msg} (rerun with --debug for a traceback)", file=sys.stderr)
+    return 1
 
 
 def add_common(p: argparse.ArgumentParser) -> None:
@@ -93,4 +107,8 @@ def settings_from_args(args):
         value = getattr(args, arg, None)
         if value is not None:
             overrides[key] = value
-    return Settings.load(getattr(args, "config", None), **overrides)
+    settings = Settings.load(getattr(args, "config", None), **overrides)
+    from avi.places import apply_private_umask
+
+    apply_private_umask(settings.private_files)
+    return settings

@@ -158,6 +158,10 @@ def cmd_eval(args) -> int:
     if args.bench == "jsonl":
         source["subset"] = subset
     settings = settings_from_args(args)
+    from avi.jobs.runner import traces_dir_for
+    from avi.places import check_places, job_places
+
+    check_places(job_places(settings, args.out, traces_dir_for(args.out)))  # before any work
     executor = make_executor(args, settings)
     summary = run_job(questions, args.out, executor, kind=f"eval:{args.bench}", source=source,
                       grade=lambda q, rec: {"score": grade(q, rec, seed=args.seed)},

@@ -59,6 +59,7 @@ from avi.index.store import (
 from avi.index.subjects import merge_subjects
 from avi.index.summary import build_summary
 from avi.index.transcript import attach_speech, build_transcript, transcript_fingerprint
+from avi.places import check_writable
 from avi.video.clips import Clip, segment
 from avi.video.decode import DecodeStats, Frame, VideoInfo, file_sha256, probe, sample_frames
 
@@ -378,11 +379,13 @@ def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, back
     The manifest's ``decode`` says how many undecodable packets the caption stage of this run skipped.
 
     Raises:
-        InputError: no frame decodes; a required subtitle file is missing.
+        InputError: the index root cannot be written (checked first); no frame decodes; a required subtitle
+            file is missing.
         AviError: another process holds this index's build lock; a backend fails
             (the work directory is kept, and the next build resumes from it).
     """
     root = final.parent
+    check_writable(root, "the index", "set AVI_INDEX_ROOT or --index-root to a writable folder")
     root.mkdir(parents=True, exist_ok=True)
     key = final.name
     components = components or index_components(info.path, settings, backends)

@@ -18,6 +18,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import shutil
+import tempfile
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -114,6 +118,48 @@ def release_chroma(path: Path) -> None:
             pass
 
 
+def _tree_writable(folder: Path) -> bool:
+    """Whether this process may write every folder and file under ``folder`` (True when it does not exist:
+    Chroma then fails on its own with its message)."""
+    if not folder.exists():
+        return True
+    for dirpath, _dirs, files in os.walk(folder):
+        if not os.access(dirpath, os.W_OK | os.X_OK):
+            return False
+        if any(not os.access(os.path.join(dirpath, f), os.W_OK) for f in files):
+            return False
+    return True
+
+
+def _private_copy(folder: Path) -> Path:
+    """A copy of ``folder`` in a new private temporary folder (0700 folders, 0600 files), for opening a read-only
+    Chroma database.
+
+    Raises:
+        AviError: ``folder`` cannot be read or the copy cannot be written (names the folder).
+    """
+    tmp = Path(tempfile.mkdtemp(prefix="avi-chroma-ro-"))
+    dst = tmp / folder.name
+    try:
+        for dirpath, _dirs, files in os.walk(folder):
+            rel = Path(dirpath).relative_to(folder)
+            (dst / rel).mkdir(mode=0o700, parents=True, exist_ok=True)
+            for f in files:
+                target = dst / rel / f
+                shutil.copyfile(os.path.join(dirpath, f), target)
+                os.chmod(target, 0o600)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise AviError(f"the index's Chroma database {folder} is read-only and could not be copied to "
+                       f"{tmp} to be opened: {exc.strerror or exc}") from None
+    return dst
+
+
+def _drop_copy(tmp: Path) -> None:
+    release_chroma(tmp / "chroma")
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 @dataclass
 class RetrievedClip:
     """A clip returned by :meth:`VideoIndex.search`.
@@ -129,6 +175,9 @@ class RetrievedClip:
 
 class VideoIndex:
     """Read access to a complete index directory.
+
+    Nothing in the directory is written, so a read-only index (folder or file system) can be queried: its Chroma
+    database, which Chroma writes to when it opens it, is then opened from a private temporary copy.
 
     Args:
         path: the index directory.
@@ -160,6 +209,7 @@ class VideoIndex:
         ]
         self._graph: nx.DiGraph | None = None
         self._collections: dict[str, object] = {}
+        self._chroma: Path | None = None
         # What of this index could not be used, and why (part -> cause): see note_problem.
         self.problems: dict[str, str] = {}
 
@@ -174,6 +224,17 @@ class VideoIndex:
         if part not in self.problems:
             log.warning("index %s: the %s cannot be used (%s); %s", self.path, part, cause, consequence)
         self.problems[part] = cause
+
+    def _chroma_dir(self) -> Path:
+        """The Chroma folder to open: the index's own, or, when any of it cannot be written (a read-only index
+        root or file system), a private temporary copy, since Chroma writes to its database when it opens it.
+        The copy is removed when this object is collected or the process ends."""
+        if self._chroma is None:
+            src = self.path / "chroma"
+            self._chroma = src if _tree_writable(src) else _private_copy(src)
+            if self._chroma != src:
+                weakref.finalize(self, _drop_copy, self._chroma.parent)
+        return self._chroma
 
     @property
     def duration_s(self) -> float:
@@ -211,7 +272,7 @@ class VideoIndex:
             raise AviError(f"index {self.path.name} was embedded with {want['name']} (dim {want['dim']}), "
                            f"not {embedder.name} (dim {embedder.dim}); rebuild it with `avi index`")
         if name not in self._collections:
-            client = chroma_client(self.path / "chroma")
+            client = chroma_client(self._chroma_dir())
             self._collections[name] = client.get_collection(name, embedding_function=ChromaEmbeddingFunction(embedder))
         return self._collections[name]
 
