@@ -122,7 +122,7 @@ class Settings(BaseSettings):
     for frame_analysis and at most 10 agent iterations.
     """
 
-    model_config = SettingsConfigDict(env_prefix="AVI_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="AVI_", extra="ignore", allow_inf_nan=False)
 
     profile: Literal["auto", "cpu", "gpu"] = "auto"
 
@@ -142,14 +142,22 @@ class Settings(BaseSettings):
     llm_base_url: str | None = Field(default=None, description="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
     llm_model: str | None = Field(default=None, description="model name on that endpoint; default: the first it lists")
     llm_api_key: str = "EMPTY"
-    llm_timeout_s: float = 600.0
-    llm_max_tokens: int = 512
-    llm_temperature: float = 0.0
+    llm_timeout_s: float = Field(default=600.0, gt=0, le=86400, description="seconds one LLM request may take "
+                                 "(no reply by then: 'timed out after N s waiting for the LLM server'; never "
+                                 "retried, so a request ends within this time)")
+    llm_connect_timeout_s: float = Field(default=10.0, gt=0, le=600, description="seconds to open a connection "
+                                         "to the LLM server and to list its models at start")
+    llm_progress_s: float = Field(default=60.0, ge=0, le=3600, description="while waiting this long or longer "
+                                  "for one LLM reply, say so on stderr every llm_progress_s seconds (not with "
+                                  "--quiet; 0 = never)")
+    llm_max_tokens: int = Field(default=512, ge=1, le=131072)
+    llm_temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     llm_seed: int = 0
     llm_enable_thinking: bool = Field(default=True, description="sent as chat_template_kwargs.enable_thinking to a "
                                                                 "configured endpoint (Qwen3 thinks by default); the "
                                                                 "embedded 1.5B model has no thinking mode")
-    llm_thinking_max_tokens: int = Field(default=4096, description="completion budget of an agent step when "
+    llm_thinking_max_tokens: int = Field(default=4096, ge=1, le=262144,
+                                         description="completion budget of an agent step when "
                                                                    "thinking is on at a configured endpoint "
                                                                    "(the reasoning counts against it)")
     llm_constrain: Literal["auto", "tool_choice", "json_schema", "none"] = Field(
@@ -157,9 +165,9 @@ class Settings(BaseSettings):
                                     "embedded llama.cpp server, tool_choice (required) for other endpoints")
     # embedded llama.cpp server (cpu profile)
     llm_gguf: str = Field(default="qwen2.5-coder-1.5b-instruct", description="weights.lock entry of the GGUF to serve")
-    llm_ctx: int = 16384
-    llm_threads: int = Field(default_factory=lambda: max(1, os.cpu_count() or 1))
-    llm_start_timeout_s: float = 180.0
+    llm_ctx: int = Field(default=16384, ge=512, le=1048576)
+    llm_threads: int = Field(default_factory=lambda: max(1, os.cpu_count() or 1), ge=1, le=1024)
+    llm_start_timeout_s: float = Field(default=180.0, gt=0, le=86400)
     llm_prefix_cache: bool = Field(default=True, description="persist the embedded server's prompt-prefix KV "
                                                              "state in <home>/llm-state between runs")
     llm_embedded_url: str | None = Field(default=None, description="base URL of an embedded llama.cpp server "
@@ -168,12 +176,13 @@ class Settings(BaseSettings):
                                                                   "server, not like a configured endpoint")
 
     # --- video sampling and clips (AVI §4.1)
-    fps: float = 2.0
-    max_side: int = 1280
-    clip_seconds: float = 5.0
+    fps: float = Field(default=2.0, gt=0, le=60, description="frames sampled per second of video")
+    max_side: int = Field(default=1280, ge=32, le=8192, description="long side of a decoded frame in pixels")
+    clip_seconds: float = Field(default=5.0, ge=0.5, le=600, description="seconds per clip (one caption each)")
 
     # --- index build
-    caption_ocr_frames: int = Field(default=3, description="frames per clip sent to OCR for the perception caption")
+    caption_ocr_frames: int = Field(default=3, ge=1, le=64,
+                                    description="frames per clip sent to OCR for the perception caption")
     embedder: str = Field(default="all-minilm-l6-v2", description="weights.lock entry of the sentence-transformers model")
     embedder_model_dir: Path | None = Field(default=None, description="local sentence-transformers directory "
                                                                       "(e.g. Qwen3-Embedding-4B, gpu profile); "
@@ -190,11 +199,12 @@ class Settings(BaseSettings):
                                        "in this directory (file:// URLs, deleted after each request) instead of "
                                        "base64 in the request; the server must run on this machine with "
                                        "--allowed-local-media-path at or above it (the [serve] layout's VLM does)")
-    vlm_frames_per_clip: int = Field(default=10, description="frames per 5 s clip sent to the VLM (2 fps)")
-    vlm_max_tokens: int = 1024
-    caption_concurrency: int = Field(default=8, description="clips captioned at once against a VLM server")
+    vlm_frames_per_clip: int = Field(default=10, ge=1, le=256, description="frames per 5 s clip sent to the VLM (2 fps)")
+    vlm_max_tokens: int = Field(default=1024, ge=1, le=131072)
+    caption_concurrency: int = Field(default=8, ge=1, le=1024, description="clips captioned at once against a VLM server")
     graph_llm: bool = Field(default=True, description="extract subjects and interactions with the LLM (AVI Fig. 8)")
-    graph_chunk_chars: int = Field(default=6000, description="caption characters per graph-extraction LLM call")
+    graph_chunk_chars: int = Field(default=6000, ge=200, le=1000000,
+                                   description="caption characters per graph-extraction LLM call")
     summary_llm: bool = Field(default=True, description="write the hierarchical summary used by global_explore")
 
     # --- transcript (speech; beyond AVI, after DVD and AgentCVR)
@@ -208,7 +218,7 @@ class Settings(BaseSettings):
     asr_language: str | None = Field(default=None, description="ISO code; None = detect from the first 30 s")
 
     # --- tools
-    iou_threshold: float = 0.5
+    iou_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
     # cpu profile's detector: NanoDet-m (80 COCO classes) + Haar faces (avi.backends.detector.CpuDetector)
     coco_detector: str = Field(default="nanodet-m-coco", description="weights.lock entry of the cpu COCO detector")
     coco_score_threshold: float = Field(default=0.45, ge=0.0, le=1.0, description="NanoDet-m minimum box score of "
@@ -234,12 +244,14 @@ class Settings(BaseSettings):
                                                                       "directory (e.g. PP-OCRv5_server_rec)")
     ocr_paddle_cls_dir: Path | None = Field(default=None, description="optional PaddleOCR text-line orientation "
                                                                       "directory (e.g. PP-LCNet_x1_0_textline_ori)")
-    frame_analysis_max_frames: int = 64
-    frame_budget: int = Field(default=256, ge=0, description="frames the perceive tools may look at per question "
+    frame_analysis_max_frames: int = Field(default=64, ge=1, le=1024)
+    frame_budget: int = Field(default=256, ge=0, le=1000000,
+                              description="frames the perceive tools may look at per question "
                                                              "(0 = no budget); a call past it gets an error "
                                                              "observation telling the agent to answer")
-    perceive_max_frames: int = Field(default=16, description="frames per text_extract / object_detect call")
-    boundary_max_frames: int = Field(default=120, description="frames per boundary_detect call (1 minute at 2 fps)")
+    perceive_max_frames: int = Field(default=16, ge=1, le=1024, description="frames per text_extract / object_detect call")
+    boundary_max_frames: int = Field(default=120, ge=2, le=100000,
+                                     description="frames per boundary_detect call (1 minute at 2 fps)")
     # boundary_detect's CLIP (gpu profile; AVI §3.3.2). open_clip wins when both are set; neither = cpu fallback
     # (colour-histogram shots scored by caption similarity).
     open_clip_model: str | None = Field(default=None, description="open_clip architecture (e.g. ViT-L-14, with "
@@ -247,7 +259,8 @@ class Settings(BaseSettings):
     open_clip_checkpoint: Path | None = Field(default=None, description="local open_clip weights file")
     clip_model_dir: Path | None = Field(default=None, description="local transformers CLIP directory "
                                                                   "(e.g. clip-vit-large-patch14)")
-    observation_max_chars: int = Field(default=2400, description="observation text kept in the LLM context")
+    observation_max_chars: int = Field(default=2400, ge=200, le=1000000,
+                                       description="observation text kept in the LLM context")
 
     # --- gpu profile: the vLLM servers `avi serve` starts and where they run (the [serve] table of the config)
     serve: ServeLayout = Field(default_factory=ServeLayout, description="GPU layout of the gpu profile's servers "
@@ -255,8 +268,8 @@ class Settings(BaseSettings):
                                                                         "gpu, unset endpoints come from it")
 
     # --- agent
-    max_iterations: int = 10
-    max_retries: int = Field(default=2, description="malformed tool calls re-asked per iteration")
+    max_iterations: int = Field(default=10, ge=1, le=1000, description="agent iterations before a forced answer")
+    max_retries: int = Field(default=2, ge=0, le=20, description="malformed tool calls re-asked per iteration")
     structured_answer: bool = Field(default=True, description="deliver choice / multi-select / interval / order "
                                                               "answers through one schema-constrained final call "
                                                               "(the regex read of the answer is the fallback)")
@@ -272,7 +285,9 @@ class Settings(BaseSettings):
     extract_pass: bool = Field(default=True, description="a reply that names a tool in words but holds no usable "
                                                          "call goes through a short constrained extraction request "
                                                          "before any retry (think, then extract)")
-    retry_temperature: float = Field(default=0.7, description="sampling temperature of re-asked replies")
+    retry_temperature: float = Field(default=0.7, ge=0.0, le=2.0, description="sampling temperature of re-asked replies")
+    question_max_chars: int = Field(default=4000, ge=1, le=1000000, description="longest question accepted, in "
+                                    "characters (options included); a longer one is refused before any work")
     answer_type: Literal["auto", "choice", "multi", "interval", "order", "text"] = Field(
         default="auto", description="answer type; auto = inferred from the question (options, 'select all', "
                                     "'in which order', 'when')")
@@ -343,6 +358,9 @@ class Settings(BaseSettings):
                 where = f"config file {path}" if path else "settings"
             what = "unknown key" if err.get("type") == "extra_forbidden" else "bad value for"
             detail = "" if err.get("type") == "extra_forbidden" else f": {err.get('msg')}"
+            valid = valid_range(cls, loc)
+            if valid and err.get("type") != "extra_forbidden":
+                detail += f" (got {err.get('input')!r}; valid: {valid})"
             raise InputError(f"{where}: {what} '{_dotted(loc)}'{detail}") from None
         finally:
             _CONFIG_CHOICE.reset(token)
@@ -422,6 +440,20 @@ class Settings(BaseSettings):
             "graph_chunk_chars": self.graph_chunk_chars,
             "summary_llm": self.summary_llm,
         }
+
+
+def valid_range(model: type, loc: tuple) -> str:
+    """The valid range of the setting at ``loc`` (``('fps',)``) as text, e.g. ``"> 0 and <= 60"``; "" when the
+    setting has no numeric bounds (or ``loc`` names a nested value)."""
+    if len(loc) != 1 or str(loc[0]) not in getattr(model, "model_fields", {}):
+        return ""
+    parts = []
+    for meta in model.model_fields[str(loc[0])].metadata:
+        for attr, sign in (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<=")):
+            bound = getattr(meta, attr, None)
+            if bound is not None:
+                parts.append(f"{sign} {bound:g}" if isinstance(bound, (int, float)) else f"{sign} {bound}")
+    return " and ".join(parts)
 
 
 def _toml_value(value: Any) -> str:
