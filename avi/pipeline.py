@@ -15,9 +15,9 @@ from avi.agent.prompts import PromptLibrary
 from avi.agent.trace import Trace
 from avi.backends import Backends
 from avi.config import Settings
-from avi.errors import InputError
 from avi.index.build import ensure_index
 from avi.index.store import VideoIndex
+from avi.questions import clean_question
 from avi.tools import ToolContext
 from avi.video.decode import VideoInfo, VideoReader, probe
 
@@ -78,12 +78,11 @@ def answer(prepared: PreparedVideo, question: str, settings: Settings, backends:
     ``result.trace.seconds`` gets ``index`` (= ``prepared.seconds``), ``agent`` and ``total``.
 
     Raises:
-        InputError: empty question.
+        InputError: empty question, not valid UTF-8, or longer than ``question_max_chars``
+            (:func:`avi.questions.clean_question`; control characters are removed, not refused).
         LLMUnavailableError: the orchestrator cannot be reached or started.
     """
-    question = (question or "").strip()
-    if not question:
-        raise InputError("the question is empty")
+    question = clean_question(question or "", settings.question_max_chars)
     t0 = time.perf_counter()
     info, index = prepared.info, prepared.index
     llm = backends.llm
@@ -116,11 +115,10 @@ def ask(video: Path, question: str, settings: Settings, backends: Backends, *, r
     ``index`` (probe + index build or reuse), ``agent`` and ``total``.
 
     Raises:
-        InputError: empty question, unreadable or zero-length video.
+        InputError: a bad question (:func:`avi.questions.clean_question`), unreadable or zero-length video.
         LLMUnavailableError: the orchestrator cannot be reached or started.
     """
-    if not (question or "").strip():
-        raise InputError("the question is empty")
+    question = clean_question(question or "", settings.question_max_chars)
     prepared = prepare(video, settings, backends, rebuild_index=rebuild_index, progress=progress)
     return answer(prepared, question, settings, backends)
 

@@ -25,6 +25,7 @@ Question list for a folder (``--questions FILE``): a text file with one question
 from __future__ import annotations
 
 import csv
+import io
 import json
 from pathlib import Path
 
@@ -32,6 +33,7 @@ from pydantic import ValidationError
 
 from avi.errors import InputError
 from avi.jobs.spec import JobQuestion, format_choice_question
+from avi.questions import clean_question
 
 _FIELDS = {"qid", "video", "question", "answer_type", "options", "subtitles", "meta"}
 
@@ -44,6 +46,7 @@ def _question(base: Path, video: str, item: dict, n: int, where: str) -> JobQues
     text = item.get("question")
     if not isinstance(text, str) or not text.strip():
         raise InputError(f"{where}: no question text")
+    text = clean_question(text, what=f"{where}: the question")
     options = item.get("options")
     if isinstance(options, str):
         options = [o.strip() for o in options.split("|") if o.strip()]
@@ -82,6 +85,24 @@ def _expand(base: Path, obj: dict, counts: dict[str, int], where: str) -> list[J
     return out
 
 
+def read_text(path: Path) -> str:
+    """The UTF-8 text of a manifest or questions file.
+
+    Raises:
+        InputError: unreadable, or not valid UTF-8 (the message names the line and the byte).
+    """
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise InputError(f"{path} line {line} is not valid UTF-8 (byte 0x{data[exc.start]:02x}); "
+                         f"save the file as UTF-8") from None
+
+
 def load_manifest(path: Path) -> list[JobQuestion]:
     """Questions of a JSONL (``.jsonl``/``.json``) or CSV (``.csv``) manifest.
 
@@ -95,7 +116,7 @@ def load_manifest(path: Path) -> list[JobQuestion]:
     counts: dict[str, int] = {}
     questions: list[JobQuestion] = []
     if path.suffix.lower() == ".csv":
-        with open(path, newline="", encoding="utf-8") as f:
+        with io.StringIO(read_text(path), newline="") as f:
             reader = csv.DictReader(f)
             missing = {"video", "question"} - set(reader.fieldnames or [])
             if missing:
@@ -105,7 +126,7 @@ def load_manifest(path: Path) -> list[JobQuestion]:
                 video = row.pop("video", "")
                 questions += _expand(base, {"video": video, **row}, counts, f"{path} line {n}")
     else:
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        for n, line in enumerate(read_text(path).splitlines(), 1):
             if not line.strip():
                 continue
             try:
@@ -126,7 +147,7 @@ def load_question_list(path: Path) -> list[dict]:
     if not path.is_file():
         raise InputError(f"no questions file {path}")
     items = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(read_text(path).splitlines(), 1):
         s = line.strip()
         if not s or s.startswith("#"):
             continue
