@@ -66,7 +66,9 @@ class Backends:
             from avi.backends.vlm import OpenAIVlmBackend
 
             return OpenAIVlmBackend(ChatClient.connect(s.vlm_base_url, model=s.vlm_model, api_key=s.llm_api_key,
-                                                       timeout_s=s.llm_timeout_s), media_dir=s.vlm_media_dir)
+                                                       timeout_s=s.llm_timeout_s,
+                                                       connect_timeout_s=s.llm_connect_timeout_s),
+                                    media_dir=s.vlm_media_dir)
         if s.vlm_model_dir:
             from avi.backends.vlm import TransformersVlmBackend
             from avi.weights import check_model_dir
@@ -157,13 +159,16 @@ class Backends:
         from avi.backends.llm import ChatClient
 
         s = self.settings
+        waits = dict(connect_timeout_s=s.llm_connect_timeout_s, progress_s=s.llm_progress_s)
         if s.llm_base_url:
             return ChatClient.connect(s.llm_base_url, model=s.llm_model, api_key=s.llm_api_key,
                                       timeout_s=s.llm_timeout_s, enable_thinking=s.llm_enable_thinking,
-                                      constrain=s.llm_constrain if s.llm_constrain != "auto" else "tool_choice")
+                                      constrain=s.llm_constrain if s.llm_constrain != "auto" else "tool_choice",
+                                      **waits)
         if s.llm_embedded_url:  # a parent avi process's embedded server (avi batch workers)
             return ChatClient.connect(s.llm_embedded_url, model=None, api_key="EMPTY", timeout_s=s.llm_timeout_s,
-                                      constrain=s.llm_constrain if s.llm_constrain != "auto" else "json_schema")
+                                      constrain=s.llm_constrain if s.llm_constrain != "auto" else "json_schema",
+                                      **waits)
         from avi.backends.llm_server import LlamaCppServer
         from avi.weights import load_lock, resolve
 
@@ -174,7 +179,7 @@ class Backends:
                                       model_key=load_lock(s.weights_lock)[s.llm_gguf].sha256)
         self._server.start()
         return ChatClient.connect(self._server.base_url, model=self._server.model_alias, api_key="EMPTY",
-                                  timeout_s=s.llm_timeout_s,
+                                  timeout_s=s.llm_timeout_s, **waits,
                                   constrain=s.llm_constrain if s.llm_constrain != "auto" else "json_schema")
 
     @cached_property

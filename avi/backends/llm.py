@@ -81,7 +81,12 @@ class ChatClient:
         base_url: e.g. ``http://127.0.0.1:8000/v1``.
         model: model name on the server.
         api_key: sent as a bearer token (``EMPTY`` for local servers).
-        timeout_s: per-request timeout in seconds.
+        timeout_s: per-request timeout in seconds: a request with no complete reply by then ends with
+            :class:`LLMUnavailableError` "timed out after N s waiting for the LLM server at URL" (timeouts are
+            not retried, so no request waits longer).
+        connect_timeout_s: seconds to open a connection (and to list the models in :meth:`connect`).
+        progress_s: while one request waits, write "still waiting" to stderr every ``progress_s`` seconds
+            (0 = never).
         chat_template_kwargs: sent with every request when not None (vLLM/Qwen3).
         constrain: how :meth:`chat` forces a tool call when asked to:
             ``"tool_choice"`` sends ``tool_choice="required"`` (vLLM; tools must be
@@ -91,7 +96,8 @@ class ChatClient:
     """
 
     def __init__(self, base_url: str, model: str, api_key: str = "EMPTY", timeout_s: float = 600.0,
-                 chat_template_kwargs: dict | None = None, constrain: str = "tool_choice"):
+                 chat_template_kwargs: dict | None = None, constrain: str = "tool_choice",
+                 connect_timeout_s: float = 10.0, progress_s: float = 0.0):
         try:
             import openai
         except ImportError as exc:  # pragma: no cover
@@ -100,28 +106,38 @@ class ChatClient:
         self.model = model
         self.chat_template_kwargs = chat_template_kwargs
         self.constrain = constrain
+        self.timeout_s = float(timeout_s)
+        self.connect_timeout_s = float(min(connect_timeout_s, timeout_s))
+        self.progress_s = float(progress_s or 0.0)
+        timeout = httpx.Timeout(self.timeout_s, connect=self.connect_timeout_s)
         # Loopback endpoints must not be routed through an HTTP proxy from the environment.
-        http_client = httpx.Client(trust_env=not _is_loopback(self.base_url), timeout=timeout_s)
+        http_client = httpx.Client(trust_env=not _is_loopback(self.base_url), timeout=timeout)
         self._openai = openai
-        self._client = openai.OpenAI(base_url=self.base_url, api_key=api_key, timeout=timeout_s,
-                                     max_retries=1, http_client=http_client)
+        # No retries inside the client: a timed-out request is not sent again (the wait stays bounded by
+        # timeout_s); a dropped connection is retried once by _create.
+        self._client = openai.OpenAI(base_url=self.base_url, api_key=api_key, timeout=timeout,
+                                     max_retries=0, http_client=http_client)
 
     @classmethod
     def connect(cls, base_url: str, model: str | None = None, api_key: str = "EMPTY", timeout_s: float = 600.0,
-                enable_thinking: bool | None = None, constrain: str = "tool_choice") -> "ChatClient":
+                enable_thinking: bool | None = None, constrain: str = "tool_choice",
+                connect_timeout_s: float = 10.0, progress_s: float = 0.0) -> "ChatClient":
         """Reach the endpoint, pick the model (the first listed if none given).
 
         Args:
+            timeout_s, connect_timeout_s, progress_s: see the class.
             enable_thinking: when not None, sent as
                 ``chat_template_kwargs={"enable_thinking": ...}`` on every request.
 
         Raises:
-            LLMUnavailableError: nothing answers at ``base_url``, or it serves no model.
+            LLMUnavailableError: nothing answers at ``base_url`` (connection refused, or no reply to
+                ``GET /models`` within ``connect_timeout_s``), or it serves no model.
         """
         client = cls(base_url, model or "", api_key, timeout_s,
-                     None if enable_thinking is None else {"enable_thinking": enable_thinking}, constrain)
+                     None if enable_thinking is None else {"enable_thinking": enable_thinking}, constrain,
+                     connect_timeout_s, progress_s)
         client.model = served_model(client._client, client._openai, base_url, model, "LLM server",
-                                    LLMUnavailableError)
+                                    LLMUnavailableError, timeout_s=client.connect_timeout_s)
         return client
 
     def chat(self, messages: list[dict], tools: list[dict] | None = None, *, max_tokens: int = 512,
@@ -193,13 +209,42 @@ class ChatClient:
         )
 
     def _create(self, kwargs: dict):
-        """``chat.completions.create`` with the server's failures mapped to avi's errors (see :meth:`chat`)."""
+        """``chat.completions.create`` with the server's failures mapped to avi's errors (see :meth:`chat`).
+
+        A dropped connection is tried once more; a timeout is not (the wait stays within ``timeout_s``).
+        """
+        waiting = _Waiting(self) if self.progress_s > 0 else None
         try:
-            return self._client.chat.completions.create(**kwargs)
+            for attempt in (0, 1):
+                try:
+                    return self._create_once(kwargs)
+                except _Dropped:
+                    if attempt:
+                        raise LLMUnavailableError(f"lost the LLM server at {self.base_url} (connection closed or "
+                                                  f"refused)") from None
+                    time.sleep(0.5)
+        finally:
+            if waiting is not None:
+                waiting.stop()
+
+    def _create_once(self, kwargs: dict):
+        try:
+            resp = self._client.chat.completions.create(**kwargs)
+            if not isinstance(getattr(resp, "choices", None), list) or not resp.choices \
+                    or getattr(resp.choices[0], "message", None) is None:
+                raise ValueError(f"no choices with a message in {str(resp)[:120]!r}")
+            return resp
+        except (ValueError, TypeError, AttributeError) as exc:  # JSONDecodeError is a ValueError
+            raise AviError(f"the LLM server at {self.base_url} sent a reply that is not a chat completion: "
+                           f"{' '.join(str(exc).split())[:200]}") from None
+        except self._openai.APITimeoutError:  # before APIConnectionError: it is a subclass
+            raise LLMUnavailableError(f"timed out after {self.timeout_s:g} s waiting for the LLM server at "
+                                      f"{self.base_url} (setting llm_timeout_s)") from None
         except self._openai.APIConnectionError:
-            raise LLMUnavailableError(f"lost the LLM server at {self.base_url}") from None
-        except self._openai.APITimeoutError:
-            raise LLMUnavailableError(f"the LLM server at {self.base_url} timed out") from None
+            raise _Dropped() from None
+        except self._openai.APIResponseValidationError as exc:
+            raise AviError(f"the LLM server at {self.base_url} sent a reply that is not a chat completion: "
+                           f"{str(exc)[:200]}") from None
         except self._openai.BadRequestError as exc:
             msg = str(exc)
             if "context" in msg.lower() and ("length" in msg.lower() or "window" in msg.lower()
@@ -259,10 +304,38 @@ class ChatClient:
                                completion_tokens=getattr(usage, "completion_tokens", 0) or 0, seconds=seconds)
 
 
+class _Dropped(Exception):
+    """The connection to the LLM server failed or was closed before a reply (not a timeout)."""
+
+
+class _Waiting:
+    """While a request runs: "still waiting" on stderr every ``client.progress_s`` seconds (a daemon thread)."""
+
+    def __init__(self, client: ChatClient):
+        import threading
+
+        self._done = threading.Event()
+        self._client = client
+        self._t0 = time.monotonic()
+        threading.Thread(target=self._run, name="avi-llm-wait", daemon=True).start()
+
+    def _run(self) -> None:
+        import sys
+
+        c = self._client
+        while not self._done.wait(c.progress_s):
+            waited = time.monotonic() - self._t0
+            print(f"avi: still waiting for the LLM server at {c.base_url}: {waited:.0f} s so far (gives up "
+                  f"after {c.timeout_s:g} s, setting llm_timeout_s)", file=sys.stderr, flush=True)
+
+    def stop(self) -> None:
+        self._done.set()
+
+
 def served_model(client, openai_module, base_url: str, model: str | None, server: str,
-                 error: type[AviError]) -> str:
+                 error: type[AviError], timeout_s: float = 10.0) -> str:
     """The model to use at an OpenAI-compatible endpoint: ``model`` if the server lists it, else the first
-    it lists (``GET /models``, 10 s, no retries).
+    it lists (``GET /models``, ``timeout_s`` seconds, no retries).
 
     Args:
         client: an ``openai.OpenAI`` client for ``base_url``.
@@ -271,15 +344,22 @@ def served_model(client, openai_module, base_url: str, model: str | None, server
         error: raised when the server answers but lists no (such) model or an error status.
 
     Raises:
-        LLMUnavailableError: nothing answers at ``base_url``.
+        LLMUnavailableError: nothing answers at ``base_url``: the connection failed, or no reply within
+            ``timeout_s`` ("timed out after N s waiting for the ...").
         error: see above.
     """
     try:
-        models = [m.id for m in client.with_options(timeout=10.0, max_retries=0).models.list()]
-    except openai_module.APIConnectionError:  # APITimeoutError included
+        models = [m.id for m in client.with_options(timeout=timeout_s, max_retries=0).models.list()]
+    except openai_module.APITimeoutError:
+        raise LLMUnavailableError(f"timed out after {timeout_s:g} s waiting for the {server} at {base_url} to "
+                                  f"list its models (setting llm_connect_timeout_s)") from None
+    except openai_module.APIConnectionError:
         raise LLMUnavailableError(f"cannot reach the {server} at {base_url} (connection failed)") from None
     except openai_module.APIStatusError as exc:
         raise error(f"the {server} at {base_url} answered HTTP {exc.status_code} to GET /models") from None
+    except (openai_module.APIResponseValidationError, ValueError, TypeError, AttributeError):
+        raise error(f"the {server} at {base_url} answered GET /models with something that is not a model "
+                    f"list") from None
     if not models:
         raise error(f"the {server} at {base_url} serves no model")
     if model and model not in models:

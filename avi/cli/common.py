@@ -99,7 +99,7 @@ def settings_from_args(args):
     """Settings from the parsed flags (flags > AVI_* > config file > defaults; :meth:`avi.config.Settings.load`)."""
     from avi.config import Settings
 
-    overrides = {}
+    overrides = {"llm_progress_s": 0.0} if getattr(args, "quiet", False) else {}  # --quiet: no "still waiting"
     for arg, key in (("profile", "profile"), ("index_root", "index_root"), ("models_dir", "models_dir"),
                      ("llm_url", "llm_base_url"),
                      ("llm_model", "llm_model"), ("llm_gguf", "llm_gguf"), ("max_iterations", "max_iterations"),
