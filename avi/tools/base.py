@@ -26,7 +26,7 @@ from typing import Annotated, Any, Callable, get_type_hints
 import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model
 
-from avi.errors import AviError
+from avi.errors import AviError, WeightsError
 from avi.video.timecode import fmt_range, parse_time
 
 
@@ -306,7 +306,11 @@ class Tool:
         return f"{self.name}({', '.join(args)})"
 
     def run(self, ctx: ToolContext, arguments: dict | None) -> Observation:
-        """Validate ``arguments`` and run the tool; every failure becomes an error observation."""
+        """Validate ``arguments`` and run the tool; every failure becomes an error observation, except one.
+
+        Raises:
+            WeightsError: a model's weights are missing or fail their sha256 check (the run must end, exit 4).
+        """
         t0 = time.perf_counter()
         arguments = dict(arguments or {})
         # Small models copy JSON-schema keywords from the tool list into their arguments.
@@ -332,6 +336,10 @@ class Tool:
                                f"Expected {self.signature_line()}.", {"arguments": arguments}, error=True)
         try:
             obs = self.fn(ctx, **args.model_dump())
+        except WeightsError:
+            # missing or tampered weights are no tool failure the model can work around: the run ends with
+            # exit 4 (README), never with an answer forced from what the other tools saw
+            raise
         except (AviError, ValueError) as exc:
             obs = Observation(f"Error in {self.name}: {exc}", error=True)
         except Exception as exc:  # a tool bug must not end the episode
