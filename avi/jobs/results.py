@@ -36,19 +36,24 @@ def job_path(results: Path) -> Path:
 def write_job(results: Path, kind: str, source: dict, questions: list[JobQuestion]) -> None:
     """Write (or check) the job file of ``results``.
 
+    A job file with the same qids but edited questions is rewritten (atomically) with the questions as they
+    are now; their stale answers are found by their answer keys (:mod:`avi.jobs.keys`).
+
     Raises:
         InputError: a job file exists for a different set of questions (another job's results).
     """
     path = job_path(results)
     qids = [q.qid for q in questions]
+    payload = {"kind": kind, "source": source, "questions": [q.model_dump(mode="json") for q in questions]}
     if path.exists():
         old = read_job(results)
         old_qids = [q["qid"] for q in old.get("questions", [])]
         if set(old_qids) != set(qids) or old.get("kind") != kind:
             raise InputError(f"{results} holds the results of another job ({old.get('kind')}, {len(old_qids)} "
                              f"questions; this one: {kind}, {len(qids)}): choose another --out")
-        return
-    payload = {"kind": kind, "source": source, "questions": [q.model_dump(mode="json") for q in questions]}
+        if old.get("questions") == payload["questions"]:
+            return
+        # the same qids with edited questions: the job file describes the questions as they are now
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp.write_text(json.dumps(payload, ensure_ascii=False))
@@ -116,9 +121,29 @@ class ResultsFile:
                 f.truncate(cut)
             self.dropped_partial = 1
 
-    def finished(self, *, retry_failed: bool = False) -> set[str]:
-        """qids that need no more work: every recorded one, or only the ``ok`` ones with ``retry_failed``."""
-        return {q for q, r in self.records.items() if not retry_failed or r.get("status") == "ok"}
+    def finished(self, *, retry_failed: bool = False, keys: dict[str, str] | None = None,
+                 questions: dict[str, str] | None = None) -> set[str]:
+        """qids that need no more work: every recorded one, or only the ``ok`` ones with ``retry_failed``.
+
+        Args:
+            keys: ``{qid: answer key}`` of the job (:mod:`avi.jobs.keys`): a record whose ``key`` differs
+                answered another question (edited text, options, answer type, video or settings) and does not
+                count. None: records are not checked.
+            questions: ``{qid: question text}``: a record written before answer keys (no ``key``) counts only
+                when its ``question`` is the same text.
+        """
+        out = set()
+        for q, r in self.records.items():
+            if retry_failed and r.get("status") != "ok":
+                continue
+            if keys is not None and q in keys:
+                if r.get("key") is not None:
+                    if r["key"] != keys[q]:
+                        continue
+                elif questions is not None and r.get("question") != questions.get(q):
+                    continue
+            out.add(q)
+        return out
 
     def append(self, record: dict) -> None:
         """Write ``record`` as one line and fsync it. Thread-safe."""

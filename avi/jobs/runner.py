@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from avi.errors import InputError
+from avi.jobs.keys import answer_keys
 from avi.jobs.results import ResultsFile, write_job
 from avi.jobs.spec import JobQuestion
 from avi.jobs.work import group_by_video
@@ -66,7 +67,7 @@ def summarize(records: dict[str, dict], questions: list[JobQuestion], *, seconds
 
 def run_job(questions: list[JobQuestion], out: Path, executor, *, kind: str, source: dict,
             grade: Callable[[JobQuestion, dict], dict] | None = None, retry_failed: bool = False,
-            progress: bool = True) -> dict:
+            progress: bool = True, settings=None) -> dict:
     """Answer every question of the job not yet in ``out``; append one line per question.
 
     Args:
@@ -77,6 +78,9 @@ def run_job(questions: list[JobQuestion], out: Path, executor, *, kind: str, sou
         source: where the job came from (manifest path, options), stored in the job file.
         grade: adds fields (e.g. ``correct``) to each record before it is written.
         retry_failed: also redo questions whose last record failed.
+        settings: the settings the questions are answered with (default: ``executor.settings``); part of each
+            record's answer key, so a question answered under other settings that change answers, or whose
+            text, options, answer type or video changed, is asked again (:mod:`avi.jobs.keys`).
 
     Returns:
         :func:`summarize` of the whole results file, plus ``skipped`` (already finished before
@@ -96,8 +100,14 @@ def run_job(questions: list[JobQuestion], out: Path, executor, *, kind: str, sou
     if results.dropped_partial:
         print(f"avi: note: {out} ended in a line torn by a kill; it was moved to {out.name}.partial",
               file=sys.stderr)
-    finished = results.finished(retry_failed=retry_failed)
+    keys = answer_keys(questions, settings if settings is not None else getattr(executor, "settings", None))
+    finished = results.finished(retry_failed=retry_failed, keys=keys,
+                                questions={q.qid: q.question for q in questions})
     todo = [q for q in questions if q.qid not in finished]
+    stale = len(results.finished(retry_failed=retry_failed) - finished)
+    if stale and progress:
+        print(f"avi: note: {stale} question(s) in {out.name} were answered before with another question text, "
+              f"video or settings; asking them again", file=sys.stderr)
     jobs = group_by_video(todo)
     by_qid = {q.qid: q for q in questions}
     index_events: list[dict] = []
@@ -117,6 +127,7 @@ def run_job(questions: list[JobQuestion], out: Path, executor, *, kind: str, sou
     def emit(record: dict) -> None:
         nonlocal answered
         q = by_qid[str(record["qid"])]
+        record["key"] = keys[q.qid]
         if grade is not None:
             record.update(grade(q, record))
         results.append(record)
