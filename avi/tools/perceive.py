@@ -14,7 +14,17 @@ from avi.backends.box_words import box_words
 from avi.backends.captioner import normalise_text
 from avi.backends.coco_detector import text_regions
 from avi.backends.ocr import read_lines
-from avi.tools.base import Observation, Question, StrList, TimeRanges, ToolContext, clip_ranges, sample_times, tool
+from avi.tools.base import (
+    VIDEO_TEXT_NOTE,
+    Observation,
+    Question,
+    StrList,
+    TimeRanges,
+    ToolContext,
+    clip_ranges,
+    sample_times,
+    tool,
+)
 from avi.video.analysis import box_colours
 from avi.video.timecode import fmt_range
 
@@ -150,7 +160,7 @@ def text_extract(ctx: ToolContext, time_ranges: TimeRanges) -> Observation:
             + (f"; {r['frames']} reads, also read as " + ", ".join(f'"{v}"' for v in r["variants"][:4])
                if r.get("variants") else "") + ")" for r in runs]
     evidence = [[r["first_s"], r["last_s"]] for r in runs]
-    return Observation(_with_notes(head + ". Text found:\n" + "\n".join(body), notes),
+    return Observation(_with_notes(head + f". Text found ({VIDEO_TEXT_NOTE}):\n" + "\n".join(body), notes),
                        {"texts": [{**r, "score": round(r["score"], 3)} for r in runs], "lines": lines_all},
                        [f.t_s for f in frames], evidence, notes=notes)
 

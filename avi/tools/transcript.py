@@ -11,7 +11,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from avi.tools.base import Observation, Query, TimeRanges, ToolContext, clip_ranges, tool
+from avi.tools.base import VIDEO_TEXT_NOTE, Observation, Query, TimeRanges, ToolContext, clip_ranges, tool
 from avi.video.timecode import fmt_range
 
 _NO_SPEECH = "this video has no speech transcript (no audio track, no speech found, or transcripts are off)"
@@ -33,7 +33,7 @@ def transcript_search(ctx: ToolContext, query: Query, top_k: Annotated[int, Fiel
     hits = ctx.index.search_transcript(query, ctx.backends.embedder, top_k=top_k)
     best = hits[:3]  # ranked by similarity, before the time-order sort
     hits.sort(key=lambda h: h[0].start_s)
-    lines = [f'{len(hits)} transcript lines most similar to "{query}" (time order):']
+    lines = [f'{len(hits)} transcript lines most similar to "{query}" (time order; {VIDEO_TEXT_NOTE}):']
     lines += [f'{fmt_range(seg.start_s, seg.end_s)} sim {sim:.2f}: "{seg.text}"' for seg, sim in hits]
     if len(hits) > 1:
         lines.append("Most similar first: " + ", ".join(fmt_range(seg.start_s, seg.end_s) for seg, _ in best))
@@ -59,7 +59,7 @@ def transcript_read(ctx: ToolContext, time_ranges: TimeRanges) -> Observation:
         text = f"transcript_read ({source}) in {where}: nothing was said there."
         return Observation(text + ("\nNote: " + "; ".join(notes) if notes else ""), {"segments": []}, notes=notes)
     body = "\n".join(f'{fmt_range(seg.start_s, seg.end_s)}: "{seg.text}"' for seg in said)
-    text = f"transcript_read ({source}) in {where}. Said:\n{body}"
+    text = f"transcript_read ({source}) in {where}. Said ({VIDEO_TEXT_NOTE}):\n{body}"
     return Observation(text + ("\nNote: " + "; ".join(notes) if notes else ""),
                        {"segments": [seg.to_dict() for seg in said]},
                        evidence=[[seg.start_s, seg.end_s] for seg in said], notes=notes)
