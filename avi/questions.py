@@ -17,10 +17,13 @@ from avi.errors import InputError
 # differently from what it is, "Trojan Source"); the byte-order mark.
 _DROP = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ufeff]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# terminal escape sequences, removed whole (removing only ESC would leave "[31m" in the question)
+_ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 
 
 def clean_question(text: str, max_chars: int | None = None, *, what: str = "the question") -> str:
-    """The question with control characters removed, line ends made ``\\n`` and tabs made spaces, stripped.
+    """The question with terminal escape sequences and control characters removed, line ends made ``\\n`` and
+    tabs made spaces, stripped.
 
     Args:
         text: the question as received (``str``; argv bytes that were not UTF-8 arrive as lone surrogates).
@@ -45,7 +48,7 @@ def clean_question(text: str, max_chars: int | None = None, *, what: str = "the 
         raise InputError(f"{what} is not valid UTF-8 ({byte} at character {bad.start() + 1}); "
                          f"give it as UTF-8 text")
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\u2028", "\n").replace("\u2029", "\n")
-    text = _DROP.sub("", text.replace("\t", " ")).strip()
+    text = _DROP.sub("", _ESCAPES.sub("", text).replace("\t", " ")).strip()
     if not text:
         raise InputError(f"{what} is empty")
     if max_chars is not None and len(text) > max_chars:
