@@ -19,11 +19,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tomllib
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-import tomllib
 from pydantic import Field, PrivateAttr, ValidationError
 from pydantic_settings import (
     BaseSettings,

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
-import tomllib
 
 from avi.config import Settings
 from avi.errors import InputError

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import re
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-
-import tomllib
 
 from avi.errors import WeightsError
 
