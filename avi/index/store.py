@@ -8,7 +8,8 @@ raw frames are read from the video itself by timestamp)::
         captions.jsonl   one Caption per clip, in time order (with the speech said during it)
         transcript.jsonl transcript segments (subtitles and/or ASR), in time order
         chroma/          Chroma PersistentClient; collections "clips" and "transcript" (cosine space)
-        graph.json       entity graph, networkx node-link JSON
+        subjects.json    the subject registry merged across clips (global ids S1, S2, ...)
+        graph.json       entity graph, networkx node-link JSON (subjects keyed by the registry on load)
 
 A directory is trusted only when its manifest says ``"complete": true``; the
 builder writes that manifest last and moves the directory into place atomically.
@@ -208,6 +209,7 @@ class VideoIndex:
             for line in (tpath.read_text().splitlines() if tpath.exists() else []) if line.strip()
         ]
         self._graph: nx.DiGraph | None = None
+        self._subjects: list[dict] | None = None
         self._collections: dict[str, object] = {}
         self._chroma: Path | None = None
         # What of this index could not be used, and why (part -> cause): see note_problem.
@@ -242,21 +244,54 @@ class VideoIndex:
 
     @property
     def graph(self) -> nx.DiGraph:
-        """The entity graph (``graph.json``), loaded on first use.
+        """The entity graph (``graph.json``), loaded on first use, its subjects keyed by the subject registry.
+
+        Subject nodes the registry accounts for become ``subject:<global id>`` with the registry's
+        name and the per-clip mentions linked (:func:`avi.index.graph.registry.key_by_registry`);
+        this happens in memory at load, so indexes built before it are used without a rebuild.
 
         Raises:
             AviError: it cannot be read (recorded in :attr:`problems` first).
         """
         if self._graph is None:
             from avi.index.graph import load_graph
+            from avi.index.graph.registry import key_by_registry
 
             try:
-                self._graph = load_graph(self.path / "graph.json")
+                g = load_graph(self.path / "graph.json")
             except (OSError, ValueError, TypeError, KeyError, nx.NetworkXError) as exc:
                 cause = f"{type(exc).__name__}: {exc}"
                 self.note_problem("entity graph (graph.json)", cause, "graph_retrieve is not offered")
                 raise AviError(f"the entity graph of {self.path} cannot be read: {cause}") from exc
+            try:
+                g = key_by_registry(g, self.subjects, self.captions)
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                self.note_problem("subject registry in the graph", f"{type(exc).__name__}: {exc}",
+                                  "the graph keeps its per-clip subject names")
+            self._graph = g
         return self._graph
+
+    @property
+    def subjects(self) -> list[dict]:
+        """The subject registry (``subjects.json``, :func:`avi.index.subjects.merge_subjects`), loaded on first use.
+
+        ``[{id, name, appearance, identity, first_seen, spans, clips}]`` in order of first
+        appearance (times in seconds). [] when the index has none (an unreadable file is
+        recorded in :attr:`problems`).
+        """
+        if self._subjects is None:
+            path = self.path / "subjects.json"
+            self._subjects = []
+            if path.exists():
+                try:
+                    got = json.loads(path.read_text())
+                    if not isinstance(got, list):
+                        raise ValueError(f"expected a list, got {type(got).__name__}")
+                    self._subjects = [s for s in got if isinstance(s, dict) and s.get("id")]
+                except (OSError, ValueError) as exc:
+                    self.note_problem("subject registry (subjects.json)", f"{type(exc).__name__}: {exc}",
+                                      "the graph keeps its per-clip subject names")
+        return self._subjects
 
     def collection(self, embedder: Embedder, name: str = COLLECTION):
         """A Chroma collection of this index, after checking the embedder matches the one that built it.
