@@ -159,7 +159,7 @@ def _check_call(name: str, arguments: str) -> dict:
 
 
 def test_production_command_and_model(vllm_server):
-    """The server runs with the orchestrator flags of DESIGN.md ("Production serving facts") and lists the model."""
+    """The server runs with the orchestrator flags of avi/serve/layout.py and lists the model."""
     argv = " ".join(vllm_server["argv"])
     for flags in ("--enable-auto-tool-choice", "--tool-call-parser hermes", "--reasoning-parser qwen3",
                   "--host 127.0.0.1"):

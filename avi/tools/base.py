@@ -6,7 +6,7 @@ and whose other parameters are typed and documented in a Google-style
 ``Args:`` section. :func:`tool` turns it into a :class:`Tool` that
 
 * generates the OpenAI function schema (marked ``"strict": true`` so vLLM
-  constrains the arguments, not only the call envelope; see DESIGN.md),
+  constrains the arguments, not only the call envelope),
 * validates and coerces arguments with pydantic (``"0:40"`` becomes 40.0),
 * returns every failure as an error :class:`Observation` the model can act on,
   never as an exception that ends the run (AVI §3.4; smolagents' tool design).
