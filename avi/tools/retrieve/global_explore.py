@@ -1,13 +1,22 @@
-"""``global_explore`` (AVI §3.3.1): the hierarchical summary ranked by relevance to a query, with candidate
-segments (windows of captions when the index has no summary)."""
+"""``global_explore`` (AVI §3.3.1): a query-focused overview of the whole video with candidate segments. On the
+gpu profile it is generated at question time from the segment summaries (one LLM call, cached per query), as the
+paper does; on the cpu profile the hierarchical summary is ranked by relevance to the query (windows of captions
+when the index has no summary)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
+import re
+import threading
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
 
+from avi.agent.prompts import PromptLibrary
+from avi.errors import AviError
 from avi.tools.base import Observation, Query, ToolContext, tool
 from avi.tools.retrieve.common import (
     FALLBACK_SEGMENT_S,
@@ -21,6 +30,21 @@ from avi.tools.retrieve.common import (
     cached_vectors,
 )
 from avi.video.timecode import fmt_range
+
+log = logging.getLogger(__name__)
+
+OVERVIEW_MAX_TOKENS = 700
+"""global_explore (gpu profile): completion budget of the generated overview, in tokens."""
+
+OVERVIEW_SEGMENT_CHARS = 600
+"""global_explore (gpu profile): most characters of one segment summary sent to the LLM."""
+
+OVERVIEW_PROMPT_CHARS = 24000
+"""global_explore (gpu profile): most characters of segment lines sent (lowest-ranked segments left out first)."""
+
+_OVERVIEWS: OrderedDict[tuple, str] = OrderedDict()
+_OVERVIEWS_MAX = 64
+_OVERVIEWS_LOCK = threading.Lock()
 
 
 def load_summary(index: Any) -> dict | None:
@@ -45,8 +69,8 @@ def load_summary(index: Any) -> dict | None:
 def global_explore(ctx: ToolContext, query: Query) -> Observation:
     """Overview of the whole video: its summary and its parts most related to a query, with candidate time ranges.
 
-    AVI §3.3.1 ``global_explore``. The query focus comes from ranking, not from
-    the LLM (nothing is generated at question time, which keeps it cheap): each
+    AVI §3.3.1 ``global_explore``. Ranked (cpu profile, and the gpu profile's
+    candidates): each
     segment of the index's hierarchical summary (:mod:`avi.index.summary`; video
     summary + segment summaries with their time ranges) is scored by
     ``SUMMARY_WEIGHT * cos(query, segment summary) + (1 - SUMMARY_WEIGHT) * caption score``,
@@ -57,6 +81,22 @@ def global_explore(ctx: ToolContext, query: Query) -> Observation:
     :data:`FALLBACK_SEGMENT_S` (60 s) windows scored by their captions alone and
     shown by their caption lines most similar to the query; the text says so.
 
+    On the gpu profile (``settings.resolved_profile() == "gpu"``) and with segment
+    summaries, the overview is *generated* at question time, as AVI §3.3.1 describes
+    (``global_explore(q) -> G_summary``, "a query-focused traversal of the entire video
+    timeline, generating a comprehensive summary"): one chat call to the orchestrator
+    (``ctx.backends.llm``) with the ``global_explore`` prompt, the video summary and
+    every segment summary with its time range (each cut to :data:`OVERVIEW_SEGMENT_CHARS`,
+    all within :data:`OVERVIEW_PROMPT_CHARS`, lowest-ranked segments left out first),
+    temperature 0, at most :data:`OVERVIEW_MAX_TOKENS` tokens. The reply is cached in
+    this process per (index, LLM model, query), so asking again costs nothing. The
+    candidates are the segments whose time ranges the reply names after "Relevant
+    parts:" (else the 3 best ranked); the ranking follows the generated text. When the
+    call fails (server error, context overflow) the ranked overview is returned with a
+    note. The cpu profile keeps the ranking: the generated overview was not measured
+    better with the cpu profile's 1.5B orchestrator, and it costs one more LLM call per
+    question on 2 cores.
+
     Args:
         query: the question or topic to focus the overview on.
 
@@ -65,9 +105,12 @@ def global_explore(ctx: ToolContext, query: Query) -> Observation:
         with its best-matching clip) and the 3 best segments as candidates;
         ``data["segments"]`` holds ``{start_s, end_s, score, summary_sim,
         caption_score, best_clip, text}`` best first; evidence is the candidates.
+        Generated (gpu): the overview text first; ``data["generated"]`` holds it
+        (None when ranked), ``data["cached"]`` whether it came from the cache.
 
     Raises:
         ValueError: empty query, or an index without captions.
+        LLMUnavailableError: the LLM server is gone (gpu, generated overview).
     """
     query = query.strip()
     if not query:
@@ -132,12 +175,76 @@ def global_explore(ctx: ToolContext, query: Query) -> Observation:
         best = f", best clip {fmt_range(*r['best_clip'])}" if r["best_clip"] and has_summary else ""
         lines.append(f"{rank}. {fmt_range(r['start_s'], r['end_s'])} score {r['score']:.2f}{best}: "
                      f"{_short(r['text'], per_seg)}")
+    generated, cached, note = None, False, None
+    if has_summary and ctx.settings.resolved_profile() == "gpu":
+        try:
+            generated, cached = _overview(ctx, query, video, rows)
+        except AviError as exc:
+            if type(exc).__name__ == "LLMUnavailableError":
+                raise
+            note = f"the generated overview failed ({_short(str(exc), 160)}); ranked summaries instead"
+            log.warning("global_explore: %s", note)
+    if generated is not None:
+        named = _named_segments(generated, rows)
+        cands = named[:3] or cands
+        head = (f'global_explore "{_short(query, 80)}": overview of the whole video generated for this query from '
+                f"its {len(rows)} segment summaries:")
+        lines = [head, _short(generated, max(400, _max_chars(ctx) // 2))]
+        lines += [f"{fmt_range(r['start_s'], r['end_s'])}: {_short(r['text'], 200)}" for r in cands]
+    elif note:
+        lines.insert(1, f"Note: {note}.")
     tail = ["Candidate segments (best first): " + ", ".join(fmt_range(r["start_s"], r["end_s"]) for r in cands)
             + ". Confirm by looking at them (perceive tools)."]
     return Observation(_fit(lines, _max_chars(ctx), tail),
                        {"query": query, "has_summary": has_summary, "video_summary": video or None,
-                        "segments": rows},
+                        "segments": rows, "generated": generated, "cached": cached},
                        evidence=[[r["start_s"], r["end_s"]] for r in cands])
+
+
+def _overview(ctx: ToolContext, query: str, video: str, rows: list[dict]) -> tuple[str, bool]:
+    """The generated overview for ``query`` and whether it came from the cache (see :func:`global_explore`)."""
+    llm = ctx.backends.llm
+    chosen, size = [], 0
+    for r in rows:  # best ranked first, so the least relevant are the ones left out
+        line = f"{fmt_range(r['start_s'], r['end_s'])} {_short(r['text'], OVERVIEW_SEGMENT_CHARS)}"
+        if chosen and size + len(line) + 1 > OVERVIEW_PROMPT_CHARS:
+            break
+        chosen.append((r["start_s"], line))
+        size += len(line) + 1
+    segments = "\n".join(line for _, line in sorted(chosen))
+    prompts = PromptLibrary(ctx.settings.prompts_dir)
+    text = prompts.render("global_explore", duration=f"{ctx.duration_s:.0f}", video=_short(video or "(none)", 1500),
+                          segments=segments, query=query)
+    key = (str(getattr(ctx.index, "path", id(ctx.index))), str(getattr(llm, "model", "")), query,
+           hashlib.sha1(text.encode("utf-8", "replace")).hexdigest())
+    with _OVERVIEWS_LOCK:
+        if key in _OVERVIEWS:
+            _OVERVIEWS.move_to_end(key)
+            return _OVERVIEWS[key], True
+    res = llm.chat([{"role": "user", "content": text}], max_tokens=OVERVIEW_MAX_TOKENS, temperature=0.0, seed=0)
+    out = (res.content or "").strip()
+    if not out:
+        raise AviError("the LLM replied with an empty overview")
+    with _OVERVIEWS_LOCK:
+        _OVERVIEWS[key] = out
+        while len(_OVERVIEWS) > _OVERVIEWS_MAX:
+            _OVERVIEWS.popitem(last=False)
+    return out, False
+
+
+def _named_segments(text: str, rows: list[dict]) -> list[dict]:
+    """The rows whose time range (as :func:`fmt_range` writes it) the text names after "Relevant parts:", in the
+    order named; [] when it names none."""
+    m = re.search(r"relevant parts:(.*)", text, re.I | re.S)
+    if not m:
+        return []
+    part = m.group(1)
+    found = []
+    for r in rows:
+        pos = part.find(fmt_range(r["start_s"], r["end_s"]))
+        if pos >= 0:
+            found.append((pos, r))
+    return [r for _, r in sorted(found, key=lambda x: x[0])]
 
 
 # ===================================================================== graph_retrieve
