@@ -164,3 +164,23 @@ class OpenAIEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         parts = [self._request(texts[i:i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
         return _normalise(np.concatenate(parts, axis=0))
+
+
+def embed_query(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """Embed *queries* (a question, a search text), with the embedder's query instruction when it has one.
+
+    Qwen3-Embedding is trained with an instruction before the query and none before the documents
+    (its model card: ``"Instruct: {task}\nQuery:{query}"``); captions, transcript lines and entity names
+    stored in an index are documents and keep :meth:`Embedder.embed`. For an embedder without an
+    instruction (all-MiniLM-L6-v2) this is ``embedder.embed(texts)``. See
+    :data:`avi.config.EMBEDDER_SETTINGS`.
+
+    Returns:
+        float32 array of shape (len(texts), dim), rows L2-normalised (as :meth:`Embedder.embed`).
+    """
+    from avi.config import QWEN3_EMBEDDING_QUERY_FORMAT, embedder_settings
+
+    task = embedder_settings(getattr(embedder, "name", "")).query_instruction
+    if task:
+        texts = [QWEN3_EMBEDDING_QUERY_FORMAT.format(task=task, query=t) for t in texts]
+    return embedder.embed(list(texts))

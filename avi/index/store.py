@@ -31,7 +31,7 @@ import networkx as nx
 import numpy as np
 
 from avi.backends.asr import TranscriptSegment
-from avi.backends.embedder import Embedder
+from avi.backends.embedder import Embedder, embed_query
 from avi.backends.types import Caption
 from avi.errors import AviError
 
@@ -319,7 +319,7 @@ class VideoIndex:
         """
         col = self.collection(embedder)
         n = min(max(1, top_k), len(self.captions))
-        res = col.query(query_embeddings=embedder.embed([query]), n_results=n, include=["distances", "metadatas"])
+        res = col.query(query_embeddings=embed_query(embedder, [query]), n_results=n, include=["distances", "metadatas"])
         out = []
         for meta, dist in zip(res["metadatas"][0], res["distances"][0]):
             cap = self.captions[int(meta["clip_index"])]
@@ -336,7 +336,7 @@ class VideoIndex:
             return []
         col = self.collection(embedder, TRANSCRIPT_COLLECTION)
         n = min(max(1, top_k), len(self.transcript))
-        res = col.query(query_embeddings=embedder.embed([query]), n_results=n, include=["distances", "metadatas"])
+        res = col.query(query_embeddings=embed_query(embedder, [query]), n_results=n, include=["distances", "metadatas"])
         return [(self.transcript[int(m["segment_index"])], 1.0 - float(d))
                 for m, d in zip(res["metadatas"][0], res["distances"][0])]
 

@@ -5,7 +5,16 @@ from __future__ import annotations
 import numpy as np
 
 from avi.tools.base import Observation, TimeRanges, ToolContext, clip_ranges, tool
-from avi.tools.retrieve.common import MERGE_MIN_COSINE, _caption_vectors, _captions, _clips_in, _f2, _fit, _max_chars, _short
+from avi.tools.retrieve.common import (
+    _caption_vectors,
+    _captions,
+    _clips_in,
+    _f2,
+    _fit,
+    _max_chars,
+    _short,
+    merge_min_cosine,
+)
 from avi.video.timecode import fmt_range
 
 
@@ -18,7 +27,8 @@ def clip_merge(ctx: ToolContext, clips: TimeRanges) -> Observation:
     between them is at most one clip length (``settings.clip_seconds``, 5 s) and
     the cosine similarity between the next range's captions and the group's
     captions (mean of the unit caption embeddings of the clips they overlap) is at
-    least :data:`MERGE_MIN_COSINE` (0.5). A range with no caption only merges by
+    least :func:`merge_min_cosine` (the embedder's, ``avi.config.EMBEDDER_SETTINGS``; 0.5 for MiniLM).
+    A range with no caption only merges by
     overlap. With perception captions (cpu profile), which read alike across
     scenes, a shot change between the group's end and the next range's end (at
     least 0.25 s before it) also keeps them apart. The gist of a group is the caption of its clip nearest the
@@ -51,6 +61,7 @@ def clip_merge(ctx: ToolContext, clips: TimeRanges) -> Observation:
     caps = _captions(ctx)
     vecs = _caption_vectors(ctx, caps) if caps else np.zeros((0, 1))
     gap_max = float(getattr(ctx.settings, "clip_seconds", 5.0) or 5.0)
+    min_cos = merge_min_cosine(ctx)
 
     def mean_vec(idx: list[int]) -> np.ndarray | None:
         idx = [j for j in idx if caps[j].text.strip()]
@@ -77,7 +88,7 @@ def clip_merge(ctx: ToolContext, clips: TimeRanges) -> Observation:
                 why = f"shot change at {cut:.1f}s"
             elif sim is None:
                 why = "no captions to compare"
-            elif sim < MERGE_MIN_COSINE:
+            elif sim < min_cos:
                 why = f"captions differ, similarity {_f2(sim)}"
         overlap = g is not None and s < g["end_s"]
         if overlap or (g is not None and sim is not None and why is None):
@@ -89,7 +100,7 @@ def clip_merge(ctx: ToolContext, clips: TimeRanges) -> Observation:
         else:
             groups.append({"start_s": s, "end_s": e, "inputs": [i + 1], "clips": set(cl), "sims": [], "why": why})
     lines = [f"clip_merge: {len(kept)} range{'s' if len(kept) != 1 else ''} -> {len(groups)} (merged when the gap "
-             f"is <= {gap_max:g}s and the captions agree, similarity >= {MERGE_MIN_COSINE:.2f}; time order):"]
+             f"is <= {gap_max:g}s and the captions agree, similarity >= {min_cos:.2f}; time order):"]
     merged_data = []
     for g in groups:
         cl = sorted(g["clips"])
@@ -116,7 +127,7 @@ def clip_merge(ctx: ToolContext, clips: TimeRanges) -> Observation:
                             "similarity": round(min(g["sims"]), 4) if g["sims"] else None, "gist": gist})
     tail = ["Note: " + "; ".join(notes)] if notes else []
     return Observation(_fit(lines, _max_chars(ctx), tail),
-                       {"merged": merged_data, "threshold": MERGE_MIN_COSINE, "max_gap_s": gap_max},
+                       {"merged": merged_data, "threshold": min_cos, "max_gap_s": gap_max},
                        evidence=[[g["start_s"], g["end_s"]] for g in groups], notes=notes)
 
 

@@ -11,16 +11,17 @@ from typing import Any
 
 import numpy as np
 
+from avi.backends.embedder import embed_query
+from avi.config import EMBEDDER_SETTINGS, embedder_settings
 from avi.tools.base import ToolContext
 from avi.video.timecode import fmt_range
 
 _CAPTION_CHARS = 320  # per clip in the LLM's context; the trace keeps full captions
 
 
-MERGE_MIN_COSINE = 0.5
-"""clip_merge: least cosine similarity between a group's captions (mean vector) and the next range's.
-Calibrated on all-MiniLM-L6-v2: captions of one continuous scene score 0.45-0.8 against each
-other (about 0.55 against the mean of the others), unrelated captions below 0.15."""
+MERGE_MIN_COSINE = EMBEDDER_SETTINGS["all-minilm-l6-v2"].merge_min_cosine
+"""clip_merge: least cosine similarity between a group's captions (mean vector) and the next range's, for
+all-MiniLM-L6-v2; per embedder: :func:`merge_min_cosine` (values and sources in ``avi.config.EMBEDDER_SETTINGS``)."""
 
 FALLBACK_SEGMENT_S = 60.0
 """global_explore: segment length (s) when the index has no LLM summary."""
@@ -28,9 +29,19 @@ FALLBACK_SEGMENT_S = 60.0
 SUMMARY_WEIGHT = 0.5
 """global_explore: weight of the summary similarity in a segment's score (the rest: its captions')."""
 
-ENTITY_MIN_COSINE = 0.4
-"""graph_retrieve: least query-to-entity cosine for a match (calibrated on all-MiniLM-L6-v2, where
-unrelated short texts score about 0.2-0.3 and a paraphrase of an entity 0.45-0.8)."""
+ENTITY_MIN_COSINE = EMBEDDER_SETTINGS["all-minilm-l6-v2"].entity_min_cosine
+"""graph_retrieve: least query-to-entity cosine for a match, for all-MiniLM-L6-v2 (unrelated short texts score
+about 0.2-0.3 and a paraphrase of an entity 0.45-0.8); per embedder: :func:`entity_min_cosine`."""
+
+
+def merge_min_cosine(ctx: ToolContext) -> float:
+    """clip_merge's threshold for the context's embedder (``avi.config.EMBEDDER_SETTINGS``)."""
+    return embedder_settings(getattr(ctx.backends.embedder, "name", "")).merge_min_cosine
+
+
+def entity_min_cosine(ctx: ToolContext) -> float:
+    """graph_retrieve's threshold for the context's embedder (``avi.config.EMBEDDER_SETTINGS``)."""
+    return embedder_settings(getattr(ctx.backends.embedder, "name", "")).entity_min_cosine
 
 SEED_MARGIN = 0.1
 """graph_retrieve: entities within this cosine of the best match are also traversal seeds (at most 3)."""
@@ -79,7 +90,7 @@ def cached_vectors(index: Any, embedder: Any, kind: str, texts: list[str],
 
 
 def _query_vec(ctx: ToolContext, query: str) -> np.ndarray:
-    v = np.asarray(ctx.backends.embedder.embed([query]), dtype=np.float64)[0]
+    v = np.asarray(embed_query(ctx.backends.embedder, [query]), dtype=np.float64)[0]
     n = float(np.linalg.norm(v))
     return v / n if n > 0 else v
 

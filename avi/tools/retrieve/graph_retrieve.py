@@ -14,7 +14,6 @@ from avi.index.graph import importance, node_text
 from avi.index.graph.registry import registry_lines
 from avi.tools.base import Observation, Query, ToolContext, tool
 from avi.tools.retrieve.common import (
-    ENTITY_MIN_COSINE,
     SEED_MARGIN,
     _fit,
     _max_chars,
@@ -22,6 +21,7 @@ from avi.tools.retrieve.common import (
     _short,
     _spans_text,
     cached_vectors,
+    entity_min_cosine,
 )
 from avi.video.spans import merge_spans
 from avi.video.timecode import fmt_range
@@ -67,7 +67,7 @@ def graph_retrieve(ctx: ToolContext, query: Query, target: str = "", hops: Annot
     (:mod:`avi.index.graph`). The query is embedded and compared (cosine) with
     every entity's :func:`~avi.index.graph.node_text` (subjects, on-screen
     texts, super-nodes). The best match and the entities within
-    :data:`SEED_MARGIN` of it (at most 3, each >= :data:`ENTITY_MIN_COSINE`) are
+    :data:`SEED_MARGIN` of it (at most 3, each >= :func:`entity_min_cosine`, the embedder's) are
     the seeds; a super-node seed expands to its members. From the seeds the
     graph is walked ``hops`` steps along entity relations (``co_occurs``,
     ``interacts``; not scene ``contains`` or super-node ``groups``). Every entity
@@ -138,9 +138,9 @@ def graph_retrieve(ctx: ToolContext, query: Query, target: str = "", hops: Annot
     order = np.argsort(-sims, kind="stable")
     best = float(sims[order[0]])
     sim_of = {ents[i]: float(sims[i]) for i in range(len(ents))}
-    if best < ENTITY_MIN_COSINE:
-        return _unknown(g, ents, sims, query, registry, llm_graph, no_llm)
-    seeds = [ents[i] for i in order[:3] if sims[i] >= max(ENTITY_MIN_COSINE, best - SEED_MARGIN)]
+    if best < entity_min_cosine(ctx):
+        return _unknown(g, ents, sims, query, registry, llm_graph, no_llm, entity_min_cosine(ctx))
+    seeds = [ents[i] for i in order[:3] if sims[i] >= max(entity_min_cosine(ctx), best - SEED_MARGIN)]
     start: list[str] = []
     for n in seeds:
         if g.nodes[n].get("kind") == "super":
@@ -252,14 +252,14 @@ def _entity_sims(ctx: ToolContext, g: nx.DiGraph, ents: list[str], vecs: np.ndar
 
 
 def _unknown(g: nx.DiGraph, ents: list[str], sims: np.ndarray, query: str, registry: list[dict], llm_graph: bool,
-             no_llm: str) -> Observation:
+             no_llm: str, min_cos: float) -> Observation:
     order = np.argsort(-sims, kind="stable")
     best = float(sims[order[0]])
     near = [ents[i] for i in order[:5]]
     sim_of = {ents[i]: float(sims[i]) for i in order[:5]}
     listing = ", ".join(f'"{g.nodes[n].get("name", n)}" ({sim_of[n]:.2f})' for n in near)
     text = (f'graph_retrieve: no entity in the graph matches "{_short(query, 80)}" (best similarity {best:.2f} '
-            f"< {ENTITY_MIN_COSINE}). Nearest known entities: {listing}. Query one of these names, or use "
+            f"< {min_cos}). Nearest known entities: {listing}. Query one of these names, or use "
             "clip_retrieve for things that are not entities.")
     if not llm_graph:
         text += f"\nNote: {no_llm}."
@@ -294,8 +294,8 @@ def _relation(ctx: ToolContext, g: nx.DiGraph, ents: list[str], vecs: np.ndarray
     ends = []
     for text, sv in ((query, sims), (target, sims2)):
         i = max(plain, key=lambda k: (sv[k], -k))
-        if sv[i] < ENTITY_MIN_COSINE:
-            return _unknown(g, ents, sv, text, registry, llm_graph, no_llm)
+        if sv[i] < entity_min_cosine(ctx):
+            return _unknown(g, ents, sv, text, registry, llm_graph, no_llm, entity_min_cosine(ctx))
         ends.append((ents[i], float(sv[i])))
     (a, sa), (b, sb) = ends
     name = {n: str(g.nodes[n].get("name", n)) for n in g}
