@@ -562,6 +562,16 @@ def test_answer_that_parrots_the_instructions_is_a_retry(make_agent, echo):
     assert result.answer == "EXIT 42"
 
 
+def test_an_answer_followed_by_a_copy_of_the_format_line_keeps_the_answer(make_agent):
+    # seen on the synthetic lecture: the 1.5B model wrote the answer, then the rest of the yes/no format line, and
+    # every retry again, until the forced answer delivered the copy
+    echo = "**Answer:** no, on a line starting with **Answer:**, then in a few words the evidence that decides it."
+    agent, llm = make_agent([TEXT_AT_5, TO_REVIEW, echo])
+    result = agent.run("Is the EXIT 42 sign on screen at 0:05?")
+    assert result.answer == "no"
+    assert not [s for s in result.trace.steps if s.kind == "retry"]
+
+
 def test_answer_format_follows_the_question(make_agent):
     for question, expected, answer in [("When is the EXIT sign on screen?", "[start, end]", "[4, 9]"),
                                        ("What colour is it? A. red B. blue", "letter of the option", "B"),

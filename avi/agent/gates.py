@@ -121,6 +121,10 @@ class Gates:
                     f"relevant time ranges before leaving the PERCEIVE stage")
         if phase == "retrieve" and not st.retrieved and not st.names_time():
             return f"search first ({' or '.join(self._search_tools())}) to find the time ranges worth inspecting"
+        if phase == "review" and reply.answer:
+            kept = self._without_echo(reply.answer)
+            if kept != reply.answer and kept and not self._echoes_instructions(kept):
+                reply.answer = kept  # "no, on a line starting with **Answer:** ...": the answer before the copy
         if phase == "review" and reply.answer and self._echoes_instructions(reply.answer):
             return ("your answer repeats the format instructions instead of answering; write **Answer:** followed "
                     "by the actual answer taken from the tool results")
@@ -129,6 +133,32 @@ class Gates:
                     f"{st.answer_format}")
         return None
 
+    def _instruction_text(self) -> str:
+        """Our own answer-format and review instructions, lower case, whitespace collapsed."""
+        texts = [self.prompts.text(n) for n in ("stage_review", "format_choice", "format_interval", "format_text",
+                                                 "format_multi", "format_order", "format_yesno")]
+        return " ".join(" ".join(texts).lower().split())
+
+    def _without_echo(self, answer: str, min_chars: int = 24) -> str:
+        """An answer cut where it starts copying our instruction text (a run of at least ``min_chars``
+        characters found in the instructions, starting at a word after the first), when what comes before the
+        copy is an answer of its own: yes or no, a number, an option letter (upper case), or words the instructions do not
+        hold. The answer unchanged otherwise. Small models write the answer and then the rest of the format
+        line ("no, on a line starting with **Answer:**, ...")."""
+        a = " ".join(answer.split())
+        low, instructions = a.lower(), self._instruction_text()
+        for i in range(1, len(low) - min_chars + 1):
+            if low[i] in " ,;.-*" or low[i - 1] not in " ,;.-*":
+                continue  # a copied run starts at a word
+            if low[i:i + min_chars] in instructions:
+                kept = a[:i].rstrip(" ,;.:-*").lstrip(" *")
+                k = kept.lower()
+                if (re.fullmatch(r"yes|no|true|false|.*\d.*", k) or re.fullmatch(r"[A-H](?:\W.*)?", kept)
+                        or (len(k) >= 3 and k not in instructions)):
+                    return kept
+                return answer
+        return answer
+
     def _echoes_instructions(self, answer: str) -> bool:
         """Whether an answer copies our own instruction text (small models parrot examples)."""
         a = " ".join(answer.lower().split()).strip(" .*")
@@ -136,7 +166,4 @@ class Gates:
             return False  # a bare letter or number is never an echo, even if an example uses one
         if "<" in a and ">" in a or a in {"[start, end]", "[start_s, end_s]"}:
             return True
-        texts = [self.prompts.text(n) for n in ("stage_review", "format_choice", "format_interval", "format_text",
-                                                 "format_multi", "format_order", "format_yesno")]
-        instructions = " ".join(" ".join(texts).lower().split())
-        return len(a) >= 6 and a in instructions
+        return len(a) >= 6 and a in self._instruction_text()
