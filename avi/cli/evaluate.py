@@ -32,6 +32,12 @@ def _add_bench(sub, name: str, title: str, file_hint: str, add_common, extra=Non
     p.add_argument("--seed", type=int, default=0, help="seed of LongVideoBench's official random choice on "
                                                        "unparseable answers (default 0)")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    if name != "jsonl":
+        p.add_argument("--preset", choices=["paper"],
+                       help="paper: the AVI paper's setting for this benchmark (AVI §4.1, Table 1): no transcript "
+                            "unless the benchmark's setting has subtitles (LongVideoBench: its subtitle files, no "
+                            "ASR), no frame budget, at most 10 iterations; printed at the start and stored in the "
+                            "job file and every results line (README, 'Reproducing the paper's table')")
     if extra:
         extra(p)
     add_executor_args(p)
@@ -158,13 +164,27 @@ def cmd_eval(args) -> int:
     if args.bench == "jsonl":
         source["subset"] = subset
     settings = settings_from_args(args)
+    preset = None
+    if getattr(args, "preset", None) == "paper":
+        from avi.eval.preset import apply_paper_preset, preset_banner
+
+        explicit = {"transcript": getattr(args, "transcript", None), "max_iterations": getattr(args, "max_iterations",
+                                                                                                 None)}
+        settings, options, preset = apply_paper_preset(args.bench, settings, options, explicit)
+        if options != _loader_options(args):  # the subtitle option changed: load the questions with it
+            questions = load_benchmark(args.bench, args.annotations, args.videos, **options)
+            questions = questions[:args.limit] if args.limit else questions
+            source["options"] = {k: str(v) for k, v in options.items()}
+        source["preset"] = preset
+        print(preset_banner(args.bench, preset), flush=True)
     from avi.jobs.runner import traces_dir_for
     from avi.places import check_places, job_places
 
     check_places(job_places(settings, args.out, traces_dir_for(args.out)))  # before any work
     executor = make_executor(args, settings)
     summary = run_job(questions, args.out, executor, kind=f"eval:{args.bench}", source=source,
-                      grade=lambda q, rec: {"score": grade(q, rec, seed=args.seed)},
+                      grade=lambda q, rec: {"score": grade(q, rec, seed=args.seed),
+                                            **({"preset": preset["name"]} if preset else {})},
                       retry_failed=args.retry_failed, progress=not args.quiet)
     report = _score_run(args.bench, questions, read_records(args.out), source, args.seed)
     _print_report(report, args.json)
