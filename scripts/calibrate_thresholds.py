@@ -10,7 +10,7 @@ For each pair the script embeds both captions with the embedder of the settings 
 all-MiniLM-L6-v2 unless ``AVI_EMBEDDER_*`` says otherwise) and prints, for every candidate threshold (the
 midpoints between consecutive sorted similarities), the accuracy of "same event iff cosine >= threshold"; the
 best one (ties: the midpoint of the best run) and the accuracy of the thresholds in use. The result for
-all-MiniLM-L6-v2 is recorded in ``avi/config.py`` (``EMBEDDER_SETTINGS``).
+all-MiniLM-L6-v2 is recorded in ``avi/config_embedders.py`` (``EMBEDDER_SETTINGS``).
 
     nice -n 19 .venv/bin/python scripts/calibrate_thresholds.py [--pairs F] [--json]
     nice -n 19 .venv/bin/python scripts/calibrate_thresholds.py --make-pairs --index-root ~/.cache/avi/indexes
@@ -108,7 +108,8 @@ def main() -> int:
     if args.make_pairs:
         print(f"wrote {make_pairs(args.index_root, args.pairs)} pairs to {args.pairs}", file=sys.stderr)
     from avi.backends import Backends
-    from avi.config import Settings, embedder_settings
+    from avi.config import Settings
+    from avi.config_embedders import embedder_settings
 
     rows = [json.loads(line) for line in args.pairs.read_text().splitlines() if line.strip()]
     backends = Backends(Settings())

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from avi.backends.embedder import embed_query
-from avi.config import EMBEDDER_SETTINGS, embedder_settings
+from avi.config_embedders import EMBEDDER_SETTINGS, embedder_settings
 from avi.tools.retrieve.common import _query_vec, cached_vectors, entity_min_cosine, merge_min_cosine
 
 ROOT = Path(__file__).resolve().parent.parent

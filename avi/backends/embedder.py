@@ -173,12 +173,12 @@ def embed_query(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     (its model card: ``"Instruct: {task}\nQuery:{query}"``); captions, transcript lines and entity names
     stored in an index are documents and keep :meth:`Embedder.embed`. For an embedder without an
     instruction (all-MiniLM-L6-v2) this is ``embedder.embed(texts)``. See
-    :data:`avi.config.EMBEDDER_SETTINGS`.
+    :data:`avi.config_embedders.EMBEDDER_SETTINGS`.
 
     Returns:
         float32 array of shape (len(texts), dim), rows L2-normalised (as :meth:`Embedder.embed`).
     """
-    from avi.config import QWEN3_EMBEDDING_QUERY_FORMAT, embedder_settings
+    from avi.config_embedders import QWEN3_EMBEDDING_QUERY_FORMAT, embedder_settings
 
     task = embedder_settings(getattr(embedder, "name", "")).query_instruction
     if task:

@@ -27,7 +27,7 @@ def clip_merge(ctx: ToolContext, clips: TimeRanges) -> Observation:
     between them is at most one clip length (``settings.clip_seconds``, 5 s) and
     the cosine similarity between the next range's captions and the group's
     captions (mean of the unit caption embeddings of the clips they overlap) is at
-    least :func:`merge_min_cosine` (the embedder's, ``avi.config.EMBEDDER_SETTINGS``; 0.5 for MiniLM).
+    least :func:`merge_min_cosine` (the embedder's, ``avi.config_embedders.EMBEDDER_SETTINGS``; 0.5 for MiniLM).
     A range with no caption only merges by
     overlap. With perception captions (cpu profile), which read alike across
     scenes, a shot change between the group's end and the next range's end (at

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from avi.backends.embedder import embed_query
-from avi.config import EMBEDDER_SETTINGS, embedder_settings
+from avi.config_embedders import EMBEDDER_SETTINGS, embedder_settings
 from avi.tools.base import ToolContext
 from avi.video.timecode import fmt_range
 
@@ -21,7 +21,8 @@ _CAPTION_CHARS = 320  # per clip in the LLM's context; the trace keeps full capt
 
 MERGE_MIN_COSINE = EMBEDDER_SETTINGS["all-minilm-l6-v2"].merge_min_cosine
 """clip_merge: least cosine similarity between a group's captions (mean vector) and the next range's, for
-all-MiniLM-L6-v2; per embedder: :func:`merge_min_cosine` (values and sources in ``avi.config.EMBEDDER_SETTINGS``)."""
+all-MiniLM-L6-v2; per embedder: :func:`merge_min_cosine`
+(values and sources: ``avi.config_embedders.EMBEDDER_SETTINGS``)."""
 
 FALLBACK_SEGMENT_S = 60.0
 """global_explore: segment length (s) when the index has no LLM summary."""
@@ -35,12 +36,12 @@ about 0.2-0.3 and a paraphrase of an entity 0.45-0.8); per embedder: :func:`enti
 
 
 def merge_min_cosine(ctx: ToolContext) -> float:
-    """clip_merge's threshold for the context's embedder (``avi.config.EMBEDDER_SETTINGS``)."""
+    """clip_merge's threshold for the context's embedder (``avi.config_embedders.EMBEDDER_SETTINGS``)."""
     return embedder_settings(getattr(ctx.backends.embedder, "name", "")).merge_min_cosine
 
 
 def entity_min_cosine(ctx: ToolContext) -> float:
-    """graph_retrieve's threshold for the context's embedder (``avi.config.EMBEDDER_SETTINGS``)."""
+    """graph_retrieve's threshold for the context's embedder (``avi.config_embedders.EMBEDDER_SETTINGS``)."""
     return embedder_settings(getattr(ctx.backends.embedder, "name", "")).entity_min_cosine
 
 SEED_MARGIN = 0.1
