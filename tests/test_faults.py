@@ -488,15 +488,25 @@ def _batch_folder(w: World, questions: str) -> tuple[Path, Path, Path]:
     return folder, qfile, w.tmp / "results.jsonl"
 
 
+def _batch_argv(folder: Path, qfile: Path, out: Path, srv) -> list[str]:
+    """``avi batch`` over ``folder`` with the questions file, results to ``out``, the LLM ``srv``, a JSON summary."""
+    return ["batch", str(folder), "--questions", str(qfile), "--out", str(out), "--quiet", "--llm-url",
+            srv.base_url, "--json"]
+
+
+def _run_ok(argv: list[str], w: World) -> None:
+    """Run ``avi argv`` once before the case (a first batch run) and require it to succeed."""
+    r = subprocess.run(AVI + argv, env=w.env(), capture_output=True, text=True, timeout=300, cwd=w.tmp)
+    assert r.returncode == 0, r.stderr
+
+
 def _batch_edited_question(w):
     folder, qfile, out = _batch_folder(w, "What does the sign say?\nHow many signs are there?\n")
     srv = w.llm()
-    argv = ["batch", str(folder), "--questions", str(qfile), "--out", str(out), "--quiet", "--llm-url",
-            srv.base_url, "--json"]
+    argv = _batch_argv(folder, qfile, out, srv)
 
     def before(w):
-        r = subprocess.run(AVI + argv, env=w.env(), capture_output=True, text=True, timeout=300, cwd=w.tmp)
-        assert r.returncode == 0, r.stderr
+        _run_ok(argv, w)
         qfile.write_text("What does the sign say?\nWhat does the sign say, in capitals?\n")
 
     def check(r, w):
@@ -511,29 +521,22 @@ def _batch_edited_question(w):
 def _batch_changed_settings(w):
     folder, qfile, out = _batch_folder(w, "What does the sign say?\n")
     srv = w.llm()
-    argv = ["batch", str(folder), "--questions", str(qfile), "--out", str(out), "--quiet", "--llm-url",
-            srv.base_url, "--json"]
-
-    def before(w):
-        r = subprocess.run(AVI + argv, env=w.env(), capture_output=True, text=True, timeout=300, cwd=w.tmp)
-        assert r.returncode == 0, r.stderr
+    argv = _batch_argv(folder, qfile, out, srv)
 
     def check(r, w):
         assert len(lines(out)) == 2 and json.loads(r.stdout.strip().splitlines()[-1])["answered"] == 1
-    return Run(argv, env={"AVI_MAX_ITERATIONS": "7"}, keep=[out], before=before, check=check)
+    return Run(argv, env={"AVI_MAX_ITERATIONS": "7"}, keep=[out], before=lambda w: _run_ok(argv, w), check=check)
 
 
 def _batch_same_job_resumes(w):
     folder, qfile, out = _batch_folder(w, "What does the sign say?\n")
     srv = w.llm()
-    argv = ["batch", str(folder), "--questions", str(qfile), "--out", str(out), "--quiet", "--llm-url",
-            srv.base_url, "--json"]
+    argv = _batch_argv(folder, qfile, out, srv)
 
     asked = []
 
     def before(w):
-        r = subprocess.run(AVI + argv, env=w.env(), capture_output=True, text=True, timeout=300, cwd=w.tmp)
-        assert r.returncode == 0, r.stderr
+        _run_ok(argv, w)
         asked.append(len(srv.chat_requests))
 
     def check(r, w):  # nothing changed: nothing asked again
@@ -545,8 +548,7 @@ def _batch_same_job_resumes(w):
 def _batch_kill9(w):
     folder, qfile, out = _batch_folder(w, "What does the sign say?\nWhat is written?\nWhich text is shown?\n")
     srv = w.llm(reply_fn=_slow(0.3))
-    argv = ["batch", str(folder), "--questions", str(qfile), "--out", str(out), "--quiet", "--llm-url",
-            srv.base_url, "--json"]
+    argv = _batch_argv(folder, qfile, out, srv)
     first: list = []
 
     def before(w):
