@@ -49,8 +49,16 @@ from avi.agent.state import _State
 from avi.agent.trace import Trace
 from avi.backends.llm import ContextOverflowError
 from avi.tools import ALL_TOOLS
+from avi.tools.base import sample_times
 from avi.video.spans import merge_spans
 from avi.video.timecode import clock_times_in, fmt_range
+
+
+def asked_ranges(ctx, st: "_State", *, looked: bool) -> list[list[float]]:
+    """The ranges a question is about, merged, in seconds: its time words (``ctx.focus_ranges``), else the
+    evidence, else (with ``looked``) the frames looked at, else the whole video."""
+    return (merge_spans([list(r) for r in ctx.focus_ranges]) or merge_spans([list(e) for e in st.evidence])
+            or (merge_spans(st.looked) if looked else []) or [[0.0, ctx.duration_s]])
 
 
 class GroundedAnswers:
@@ -156,22 +164,9 @@ class GroundedAnswers:
         """Mean colour shares (:func:`frame_colour_shares`) of up to ``max_frames`` frames spread over the range
         the question is about: its time words, else the evidence, else what was looked at, else the whole video.
         Returns ``(shares, ranges)``; the frames are host measurements, not counted against the frame budget."""
-        ranges = (merge_spans([list(r) for r in self.ctx.focus_ranges]) or merge_spans([list(e) for e in st.evidence])
-                  or merge_spans(st.looked) or [[0.0, self.ctx.duration_s]])
-        total = sum(b - a for a, b in ranges)
-        if total <= 0:
-            times = [a for a, _ in ranges][:max_frames]
-        else:
-            times, step = [], total / max_frames
-            for i in range(max_frames):
-                off = (i + 0.5) * step
-                for a, b in ranges:
-                    if off <= b - a:
-                        times.append(a + off)
-                        break
-                    off -= b - a
+        ranges = asked_ranges(self.ctx, st, looked=True)
         try:
-            frames = self.ctx.video.frames_at(times)
+            frames = self.ctx.video.frames_at(sample_times(ranges, self.settings.fps, max_frames))
         except Exception:  # noqa: BLE001 - an undecodable range measures nothing; the model's answer stands
             return {}, ranges
         return frame_colour_shares([f.image for f in frames]), ranges
@@ -210,8 +205,7 @@ class GroundedAnswers:
         from avi.backends.detector import all_detections
         from avi.video.analysis import colour_names
 
-        ranges = (merge_spans([list(r) for r in self.ctx.focus_ranges]) or merge_spans([list(e) for e in st.evidence])
-                  or [[0.0, self.ctx.duration_s]])
+        ranges = asked_ranges(self.ctx, st, looked=False)
         shots = self.ctx.shot_list() if hasattr(self.ctx, "shot_list") else None
         spans = shots.shots() if shots is not None else [(0.0, self.ctx.duration_s)]
         times = []
