@@ -20,7 +20,11 @@ and any change builds a new one instead of trusting a stale one. Work happens
 in ``.<key>.partial/`` beside it, guarded by an exclusive lock file
 ``.<key>.lock`` (one builder per index); the manifest with
 ``"complete": true`` is written last and the work directory is renamed into
-place atomically, so nothing half-built is ever opened as an index.
+place atomically, so nothing half-built is ever opened as an index. A new key whose
+transcript, captions or embeddings another complete index of the same video already
+holds (e.g. only a graph prompt changed) starts from a copy of them
+(``avi/index/reuse.py``; the manifest's ``reused`` says from which index); ``rebuild``
+builds everything.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from avi.config import Settings, fingerprint
 from avi.errors import AviError, InputError
 from avi.hashing import sha256_file
 from avi.index.graph import add_super_nodes, build_entity_graph, save_graph
+from avi.index.reuse import seed_work
 from avi.index.store import (
     COLLECTION,
     SCHEMA_VERSION,
@@ -401,6 +406,8 @@ def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, back
             shutil.rmtree(work)
         resumed = work.exists()
         work.mkdir(exist_ok=True)
+        reused = None if resumed or rebuild else seed_work(work, root, key, settings.index_fingerprint_fields(),
+                                                           components)
         times: dict[str, float] = {}
         t0 = time.perf_counter()
         segments, transcript_info = _stage_transcript(work, info, settings, backends, progress)
@@ -447,6 +454,7 @@ def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, back
             "build_seconds": {k: round(v, 2) for k, v in times.items()} | {
                 "total": round(time.perf_counter() - t0, 2)},
             "resumed": {"resumed": resumed, "clips_captioned_in_last_run": captioned_now},
+            "reused": reused,
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         (work / "embeddings.done").unlink(missing_ok=True)
