@@ -116,9 +116,29 @@ class Agent(GroundedAnswers, TypedAnswers, Gates, CallExtraction):
         self.ctx = ctx
         self.prompts = prompts
         self.settings = settings
-        self._schemas = [t.openai_schema() for t in ALL_TOOLS.values()]
+        self.tools: dict[str, Tool] = self._tool_set()
+        self._schemas = [t.openai_schema() for t in self.tools.values()]
 
     # ------------------------------------------------------------------ prompts
+
+    def _tool_set(self) -> dict[str, Tool]:
+        """The tools by name (one video: :data:`avi.tools.ALL_TOOLS`; :class:`avi.agent.multi.MultiAgent`
+        gives them a ``video`` argument)."""
+        return ALL_TOOLS
+
+    def _answer_kind(self, question: str, options: dict[str, str]) -> tuple[str, str]:
+        """The answer type (``answer_type`` setting, or inferred from the question) and its format line."""
+        configured = getattr(self.settings, "answer_type", "auto")
+        kind = answer_type(question, options) if configured == "auto" else configured
+        if kind == "text" and is_yes_no(question):
+            return kind, self.prompts.text("format_yesno")
+        return kind, self.prompts.text(f"format_{kind}")
+
+    def _question_message(self, question: str, options: str, time_hint: str, speech: str, answer_format: str) -> str:
+        """The first user message's question part (prompts/question.md)."""
+        return self.prompts.render("question", question=question, options=options, time_hint=time_hint,
+                                   video_length=f"{self.ctx.duration_s:.1f}", speech=speech,
+                                   answer_format=answer_format)
 
     def _system(self) -> str:
         """The system prompt: the same for every run and video, so the server's KV cache of
@@ -171,18 +191,13 @@ class Agent(GroundedAnswers, TypedAnswers, Gates, CallExtraction):
         if named:
             time_hint = (time_hint + "\n" if time_hint else "") + "The question's time words point to: " + \
                 "; ".join(f'"{p}" = {fmt_range(*span)}' for p, span in named) + ". Look there first."
-        configured = getattr(self.settings, "answer_type", "auto")
-        st.kind = answer_type(question, st.options) if configured == "auto" else configured
-        st.answer_format = self.prompts.text(f"format_{st.kind}")
-        if st.kind == "text" and is_yes_no(question):
-            st.answer_format = self.prompts.text("format_yesno")
+        st.kind, st.answer_format = self._answer_kind(question, st.options)
         transcript = self.ctx.index.transcript
         speech = self.prompts.render("speech_yes", segments=len(transcript),
                                      source=", ".join(sorted({s.source for s in transcript}))) \
             if transcript else self.prompts.text("speech_no")
-        st.history.append({"role": "user", "content": self.prompts.render(
-            "question", question=question, options=st.options_text, time_hint=time_hint,
-            video_length=f"{self.ctx.duration_s:.1f}", speech=speech, answer_format=st.answer_format)
+        st.history.append({"role": "user", "content": self._question_message(
+            question, st.options_text, time_hint, speech, st.answer_format)
             + "\n\n" + self._stage_message(st, "retrieve")})
 
         while st.iteration < self.settings.max_iterations and st.answer is None:
@@ -268,7 +283,7 @@ class Agent(GroundedAnswers, TypedAnswers, Gates, CallExtraction):
                     st.answer = f"[{snapped[0]:.1f}s, {snapped[1]:.1f}s]"
                 interval = snapped
             cannot = self._cannot_tell(st, trace, choice)
-        ev = merge_spans([list(map(float, e)) for e in st.evidence]) or merge_spans(st.looked)
+        ev = self._merged_evidence(st)
         trace.answer, trace.choice, trace.interval, trace.evidence = st.answer, choice, interval, ev
         trace.choices, trace.order, trace.answer_type, trace.raw_answer, trace.answer_note = \
             choices, order, st.kind, raw, note
@@ -346,7 +361,7 @@ class Agent(GroundedAnswers, TypedAnswers, Gates, CallExtraction):
         return res, None, common
 
     def _run_tool(self, st: "_State", trace: Trace, res, reply: Reply, common: dict) -> None:
-        tool = ALL_TOOLS[reply.call.name]
+        tool = self.tools[reply.call.name]
         notes = []
         if reply.extra_calls:
             notes.append(f"{reply.extra_calls} further tool call(s) in the same reply ignored")
@@ -373,15 +388,27 @@ class Agent(GroundedAnswers, TypedAnswers, Gates, CallExtraction):
                     st.confirmed += 1
                 st.evidence += obs.evidence
                 if obs.frames_s:
-                    st.looked.append([min(obs.frames_s), max(obs.frames_s)])
+                    st.looked.append(self._looked_span(obs))
             else:
                 st.retrieved += 1
-                st.places.add_observation(tool.name, obs.data, obs.evidence)
+                self._add_places(st, tool.name, obs)
         trace.add(kind="tool_call", tool=tool.name, arguments=reply.call.arguments, observation=text,
                   observation_data=obs.data, error=obs.error, tool_seconds=obs.data.get("seconds", 0.0),
                   frames_s=obs.frames_s, notes=notes + obs.notes, **common)
 
     # ------------------------------------------------------------------ helpers
+
+    def _merged_evidence(self, st: "_State") -> list[list[float]]:
+        """The answer's evidence: merged ranges the perceive tools found, else the ranges they looked at."""
+        return merge_spans([list(map(float, e)) for e in st.evidence]) or merge_spans(st.looked)
+
+    def _looked_span(self, obs) -> list:
+        """``[first, last]`` frame time of a perceive call (for :meth:`_merged_evidence`)."""
+        return [min(obs.frames_s), max(obs.frames_s)]
+
+    def _add_places(self, st: "_State", tool: str, obs) -> None:
+        """Remember where a retrieve tool points (the Perceive instruction's places)."""
+        st.places.add_observation(tool, obs.data, obs.evidence)
 
     def _append_tool_exchange(self, history: list[dict], res, reply: Reply, tool: Tool, observation: str) -> None:
         limit = self.settings.observation_max_chars

@@ -9,10 +9,14 @@ from pathlib import Path
 from avi.cli.common import add_common, settings_from_args
 from avi.errors import AviError, InputError
 from avi.places import check_places, permission_message, question_places
+from avi.videos.naming import expand_videos
+from avi.videos.output import evidence_text, many_json
 
 
 def add_ask_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--video", required=True, type=Path, help="video file (anything FFmpeg reads)")
+    p.add_argument("--video", required=True, type=Path, action="append",
+                   help="video file (anything FFmpeg reads); repeat it, or name a folder or a glob, to ask about "
+                        "several videos at once (each indexed as on its own; tools then take a video argument)")
     p.add_argument("--question", required=True, help="the question; put multiple-choice options in it "
                                                      "as 'A. …  B. …'")
     p.add_argument("--json", action="store_true", help="print one JSON object (answer, choice, interval, "
@@ -36,10 +40,17 @@ def cmd_ask(args) -> int:
         raise InputError("the question is empty")
     settings = settings_from_args(args)
     check_places(question_places(settings, args.trace))  # before any work: the answer must not be lost
+    videos = expand_videos(args.video)
     backends = Backends(settings)
     try:
-        result = ask(args.video, args.question, settings, backends, rebuild_index=args.rebuild_index,
-                     progress=not args.quiet)
+        if len(videos) == 1:
+            result = ask(videos[0], args.question, settings, backends, rebuild_index=args.rebuild_index,
+                         progress=not args.quiet)
+        else:
+            from avi.videos.pipeline import ask_many
+
+            result = ask_many(videos, args.question, settings, backends, rebuild_index=args.rebuild_index,
+                              progress=not args.quiet)
     finally:
         backends.close()
     trace = result.trace
@@ -57,7 +68,7 @@ def cmd_ask(args) -> int:
                           "question": trace.question,
                           "video": trace.video, "iterations": trace.iterations, "forced": trace.forced,
                           "seconds": trace.seconds, "frames": _frames_line(trace), "telemetry": trace.totals(),
-                          "fallbacks": getattr(trace, "fallbacks", {})},
+                          "fallbacks": getattr(trace, "fallbacks", {}), **many_json(trace)},
                          ensure_ascii=False))
     else:
         print(f"Answer: {result.answer if result.answer is not None else '(no answer)'}")
@@ -71,7 +82,7 @@ def cmd_ask(args) -> int:
             print(f"Order: {' -> '.join(result.order)}")
         if result.note:
             print(f"Note: {result.note}")
-        ev = ", ".join(f"{s:.1f}s–{e:.1f}s" for s, e in result.evidence) or "none"
+        ev = ", ".join(evidence_text(e) for e in result.evidence) or "none"
         print(f"Evidence: {ev}")
         f = _frames_line(trace)
         print(f"Frames: {f['spent']} looked at ({f['distinct']} distinct)"

@@ -15,5 +15,12 @@ def cmd_view(args) -> int:
     out = args.out or args.trace.with_suffix(".html")
     if out.resolve() == args.trace.resolve():
         raise InputError(f"--out would overwrite the trace itself: {out}")
+    from avi.videos.view import is_multi, render_videos_html
+
+    if is_multi(trace):  # a question over several videos: one timeline row per video; --video is not needed
+        if args.video:
+            raise InputError("--video names one video; a trace over several videos names each of its videos")
+        print(render_videos_html(trace, out, max_thumbs=args.max_thumbs))
+        return 0
     print(render_trace_html(trace, out, video=args.video, max_thumbs=args.max_thumbs))
     return 0

@@ -38,13 +38,14 @@ from pathlib import Path
 from typing import Any
 
 from avi.errors import InputError
+from avi.eval.jsonl_videos import VIDEO_TYPES, judge_videos, video_list, video_truth
 from avi.eval.readers import _Bad, _jsonl_items, _read_text, _req, _wrap
 from avi.eval.stats import _status
 from avi.jobs.spec import JobQuestion
 from avi.video.spans import temporal_iou
 
 BENCHMARK = "jsonl"
-TYPES = ("choice", "text", "number", "yesno", "interval", "cannot_tell")
+TYPES = ("choice", "text", "number", "yesno", "interval", "cannot_tell", *VIDEO_TYPES)
 """The question types, in the order the report lists them."""
 
 LETTERS = "ABCDEFGHIJ"
@@ -184,6 +185,8 @@ def _question(path: Path, line: int, rec: Any, videos_dir: Path) -> JobQuestion:
     if isinstance(qid, bool) or not isinstance(qid, (str, int)) or not str(qid).strip():
         raise _Bad(f"qid {qid!r} is not a non-empty string")
     video = _req(rec, "video")
+    files = video_list(video)  # several videos (issue 21): avi/eval/jsonl_videos.py
+    video = files[0] if files else video
     if not isinstance(video, str) or not video.strip():
         raise _Bad(f"video {video!r} is not a file name")
     question = _req(rec, "question")
@@ -200,18 +203,23 @@ def _question(path: Path, line: int, rec: Any, videos_dir: Path) -> JobQuestion:
         gt = answer  # kept for the record; not scored without a type
     elif answer is None and kind != "cannot_tell":
         gt = None
+    elif kind in VIDEO_TYPES:
+        gt = video_truth(kind, answer, files)
     else:
         gt = _truth(kind, answer, options)
     source = rec.get("source")
     if source is not None and not isinstance(source, str):
         raise _Bad(f"source {source!r} is not a string")
-    p = Path(video.strip()).expanduser()
-    meta = {"benchmark": BENCHMARK, "video_id": video.strip(), "type": kind, "tags": _str_list(rec.get("tags"), "tags"),
-            "source": source, "file": path.name, "line": line}
+    meta = {"benchmark": BENCHMARK, "video_id": "+".join(files) if files else video.strip(), "type": kind,
+            "tags": _str_list(rec.get("tags"), "tags"), "source": source, "file": path.name, "line": line}
+    if files:
+        meta["videos"] = files
     if rec.get("how") is not None:
         meta["how"] = str(rec["how"])
-    return JobQuestion(qid=str(qid).strip(), video=p if p.is_absolute() else Path(videos_dir) / p,
-                       question=question, answer_type="auto", options=options, gt=gt, meta=meta)
+    paths = [Path(f).expanduser() for f in files or [video.strip()]]
+    paths = [f if f.is_absolute() else Path(videos_dir) / f for f in paths]
+    return JobQuestion(qid=str(qid).strip(), video=paths[0], question=question, answer_type="auto", options=options,
+                       gt=gt, meta=meta, videos=paths if files else None)
 
 
 def load_jsonl(annotations: Path, videos_dir: Path) -> list[JobQuestion]:
@@ -375,7 +383,7 @@ def _span(v: Any) -> list[float] | None:
     return None
 
 
-def _judge(kind: str, gt: Any, record: dict, text: str) -> tuple[bool, Any, float | None]:
+def _judge(kind: str, gt: Any, record: dict, text: str, files: list[str] | None = None) -> tuple[bool, Any, float | None]:
     """(right, what was read, IoU or None) of an answered record by ``kind``'s rule."""
     if kind == "choice":
         c = record.get("choice")
@@ -394,6 +402,8 @@ def _judge(kind: str, gt: Any, record: dict, text: str) -> tuple[bool, Any, floa
         pred = _span(record.get("interval"))
         iou = temporal_iou(gt, pred) if pred else 0.0
         return iou >= 0.5, pred, iou
+    if kind in VIDEO_TYPES:
+        return judge_videos(kind, gt, record, files)
     raise ValueError(f"unknown rule {kind!r}")
 
 
@@ -426,7 +436,8 @@ def grade_jsonl(question: JobQuestion, record: dict | None) -> dict:
     if not out["scored"]:
         return out
     if kind != "cannot_tell":
-        out["correct"], out["pred"], out["iou"] = _judge(kind, question.gt, rec, text) if ok else (
+        files = question.meta.get("videos")
+        out["correct"], out["pred"], out["iou"] = _judge(kind, question.gt, rec, text, files) if ok else (
             False, None, 0.0 if kind == "interval" else None)
         return out
     by = None

@@ -101,7 +101,21 @@ def answer_key(q: JobQuestion, settings: Settings | None, *, _cache: dict | None
         "answer_type": q.answer_type,
         "settings": cache.setdefault("\0settings", settings_identity(settings)) if settings is not None else None,
     }
+    if q.videos:  # a question over several videos: every video, and the prompts only such questions use
+        payload["videos"] = [ident(v) for v in q.videos]
+        payload["videos_prompts"] = cache.setdefault("\0videos_prompts", _videos_prompts(settings))
     return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def _videos_prompts(settings: Settings | None) -> str | None:
+    """sha256 over ``prompts/videos/*.md`` (the prompts of questions over several videos; not in the
+    fingerprint of the prompt files of one video)."""
+    if settings is None:
+        return None
+    h = hashlib.sha256()
+    for p in sorted((Path(settings.prompts_dir) / "videos").glob("*.md")):
+        h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
 
 
 def answer_keys(questions: list[JobQuestion], settings: Settings | None) -> dict[str, str]:

@@ -6,7 +6,11 @@ JSONL manifest, one object per line, either one question::
     {"video": "talks/a.mp4", "question": "Who speaks first?", "qid": "a-1",
      "answer_type": "choice", "options": ["the host", "the guest"], "subtitles": "talks/a.srt"}
 
-or one video with its questions (strings or objects with the fields above)::
+or one question over several videos (issue 21; the tools then take a ``video`` argument)::
+
+    {"videos": ["cams/north.mp4", "cams/south.mp4"], "question": "Which video shows a red car?"}
+
+or one video (or one set of ``videos``) with its questions (strings or objects with the fields above)::
 
     {"video": "talks/b.mp4", "questions": ["How many people?", {"question": "When does it rain?",
      "answer_type": "interval"}]}
@@ -38,7 +42,7 @@ from avi.questions import clean_question
 _FIELDS = {"qid", "video", "question", "answer_type", "options", "subtitles", "meta"}
 
 
-def _question(base: Path, video: str, item: dict, n: int, where: str) -> JobQuestion:
+def _question(base: Path, video: str, item: dict, n: int, where: str, videos: list[str] | None = None) -> JobQuestion:
     unknown = set(item) - _FIELDS - {"questions"}
     if unknown:
         raise InputError(f"{where}: unknown field(s) {', '.join(sorted(unknown))} "
@@ -57,13 +61,23 @@ def _question(base: Path, video: str, item: dict, n: int, where: str) -> JobQues
     try:
         return JobQuestion(qid=str(item.get("qid") or f"{video}#{n}"), video=base / video, question=text,
                            answer_type=answer_type, options=options or None,
-                           subtitles=(base / subtitles) if subtitles else None, meta=item.get("meta") or {})
+                           subtitles=(base / subtitles) if subtitles else None, meta=item.get("meta") or {},
+                           videos=[base / v for v in videos] if videos else None)
     except ValidationError as exc:
         err = exc.errors()[0]
         raise InputError(f"{where}: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}") from None
 
 
 def _expand(base: Path, obj: dict, counts: dict[str, int], where: str) -> list[JobQuestion]:
+    videos = obj.get("videos")
+    if videos is not None:
+        if "video" in obj:
+            raise InputError(f"{where}: give \"video\" (one) or \"videos\" (several), not both")
+        if not isinstance(videos, list) or len(videos) < 2 or not all(isinstance(v, str) and v.strip()
+                                                                      for v in videos):
+            raise InputError(f"{where}: \"videos\" must list at least two video paths")
+        obj = {k: v for k, v in obj.items() if k != "videos"}
+        obj["video"] = "+".join(videos)  # the default qid's stem
     video = obj.get("video")
     if not isinstance(video, str) or not video.strip():
         raise InputError(f"{where}: no \"video\" path")
@@ -81,7 +95,8 @@ def _expand(base: Path, obj: dict, counts: dict[str, int], where: str) -> list[J
             item = {**{k: v for k, v in obj.items() if k in {"subtitles"}}, **item}
         item.pop("video", None)
         counts[video] = counts.get(video, 0) + 1
-        out.append(_question(base, video, item, counts[video], where))
+        q = _question(base, videos[0] if videos else video, item, counts[video], where, videos)
+        out.append(q.model_copy(update={"qid": str(item.get("qid") or f"{video}#{counts[video]}")}) if videos else q)
     return out
 
 

@@ -23,6 +23,8 @@ class JobQuestion(BaseModel):
         gt: ground truth for scoring: an option letter (``"B"``), a list of letters (multi), or
             ``[start_s, end_s]`` (interval, seconds); None when unknown (batch jobs).
         meta: fields the scorers and reports use (benchmark categories, duration group, the video's id, …).
+        videos: for a question over several videos (issue 21), all of them in order (``video`` is the first);
+            None for a question about one video.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -35,6 +37,7 @@ class JobQuestion(BaseModel):
     subtitles: Path | None = None
     gt: Any = None
     meta: dict[str, Any] = Field(default_factory=dict)
+    videos: list[Path] | None = None
 
     @field_validator("qid", mode="before")
     @classmethod

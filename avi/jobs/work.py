@@ -17,7 +17,7 @@ from pathlib import Path
 
 from avi.backends import Backends
 from avi.config import Settings
-from avi.errors import AviError, LLMUnavailableError
+from avi.errors import AviError, InputError, LLMUnavailableError
 from avi.jobs.spec import JobQuestion
 from avi.pipeline import PreparedVideo, answer, prepare
 
@@ -140,7 +140,7 @@ def answer_job_question(q: JobQuestion, prepared: PreparedVideo, settings: Setti
     if q.answer_type != "auto":
         s = s.model_copy(update={"answer_type": q.answer_type})
     try:
-        result = answer(prepared, q.question, s, backends)
+        result = answer_many(q, prepared, s, backends) if q.videos else answer(prepared, q.question, s, backends)
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # noqa: BLE001 - recorded, the batch goes on
@@ -163,4 +163,26 @@ def answer_job_question(q: JobQuestion, prepared: PreparedVideo, settings: Setti
             "iterations": trace.iterations, "forced": trace.forced, "seconds": trace.seconds,
             "frames": totals.get("frames_spent"), "tokens": totals.get("prompt_tokens", 0)
             + totals.get("completion_tokens", 0), "telemetry": totals,
-            "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            **({"videos": [str(v) for v in q.videos], "answer_videos": getattr(trace, "answer_videos", None)}
+               if q.videos else {})}
+
+
+def answer_many(q: JobQuestion, prepared: PreparedVideo, settings: Settings, backends: Backends):
+    """Answer a question over several videos (``q.videos``; issue 21): the first is ``prepared`` (the runner's
+    video), the others are prepared here (their indexes built, reused or resumed as for one video).
+
+    Raises:
+        InputError: fewer than two videos, one unreadable.
+        LLMUnavailableError: the orchestrator cannot be reached.
+    """
+    from avi.videos.naming import video_names
+    from avi.videos.pipeline import answer_many as run_many
+
+    paths = list(q.videos or [])
+    first = Path(prepared.info.path).resolve()
+    ready = {name: prepared if Path(p).resolve() == first else prepare(p, settings, backends, progress=False)
+             for name, p in zip(video_names(paths), paths)}
+    if len(ready) < 2:
+        raise InputError("a question over several videos needs at least two")
+    return run_many(ready, q.question, settings, backends)

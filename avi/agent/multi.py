@@ -1,0 +1,147 @@
+"""The agent over several videos (issue 21; AgentCVR, arXiv 2605.29643, §3.2: one orchestrator calls tools that
+name their video, and the evidence of all videos is weighed in its context).
+
+:class:`MultiAgent` is the single-video :class:`avi.agent.loop.Agent` (same loop, system prompt and stage
+prompts) with
+
+* the tools of :mod:`avi.videos.tools` (a ``video`` argument; search tools search every video);
+* the question message of ``prompts/videos/question.md`` (the videos, their lengths, how ``video`` works);
+* answer types over videos (:mod:`avi.videos.kinds`): a video's name, the set of videos that show something, an
+  order of videos; read from the answer text and, as for the other typed answers, through one constrained final
+  call whose names are an enum;
+* evidence and looked-at ranges as ``[start_s, end_s, video]`` (merged per video);
+* no single-video grounding (measured colours, counts at a moment, shot edges): those read one video's frames.
+"""
+
+from __future__ import annotations
+
+import json
+
+from avi.agent.loop import Agent, AgentResult
+from avi.agent.parse import split_thought
+from avi.agent.state import _State
+from avi.agent.trace import Trace
+from avi.backends.llm import ContextOverflowError
+from avi.tools import Tool
+from avi.video.spans import merge_spans
+from avi.videos.context import MultiContext
+from avi.videos.kinds import VIDEO_KINDS, answer_schema, read_structured, read_video_answer, video_kind
+from avi.videos.tools import video_tools
+
+
+class MultiAgent(Agent):
+    """Runs one question against several videos' indexes (module docstring).
+
+    Args:
+        llm, prompts: as :class:`avi.agent.loop.Agent`.
+        ctx: a :class:`avi.videos.context.MultiContext` (two videos or more).
+        settings: as for one video; ``grounded_answers`` is taken as off (single-video measurements).
+    """
+
+    def __init__(self, llm, ctx: MultiContext, prompts, settings):
+        self.names = list(ctx.names)
+        super().__init__(llm, ctx, prompts, settings.model_copy(update={"grounded_answers": False}))
+
+    def _tool_set(self) -> dict[str, Tool]:
+        return video_tools(self.names)
+
+    def _question_message(self, question: str, options: str, time_hint: str, speech: str, answer_format: str) -> str:
+        videos = "\n".join(f"- {n}: {d:.1f} seconds long" for n, d in self.ctx.durations().items())
+        return self.prompts.render("videos/question", question=question, options=options, time_hint=time_hint,
+                                   count=len(self.names), videos=videos, speech=speech, answer_format=answer_format)
+
+    def run(self, question: str, trace: Trace | None = None) -> AgentResult:
+        """Answer ``question`` over the videos (see :meth:`avi.agent.loop.Agent.run`).
+
+        The result's ``answer_type`` is one of :data:`avi.videos.kinds.VIDEO_KINDS` when the question asks for
+        videos: ``answer`` is then the name (``video``) or the names joined by ", " (``videos``, ``video_order``),
+        ``order`` the names in order for ``video_order``; the names are also in ``trace.answer_videos``.
+
+        Raises:
+            LLMUnavailableError: the orchestrator server is unreachable.
+        """
+        self._video_value = None
+        result = super().run(question, trace)
+        value = self._video_value if result.answer_type in VIDEO_KINDS and result.note is None else None
+        if value is not None:
+            result.answer = value if isinstance(value, str) else ", ".join(value)
+            result.trace.answer = result.answer
+        if hasattr(result.trace, "answer_videos"):
+            result.trace.answer_videos = [value] if isinstance(value, str) else value
+        return result
+
+    # ------------------------------------------------------------------ answer types over videos
+
+    def _answer_kind(self, question: str, options: dict[str, str]) -> tuple[str, str]:
+        kind = video_kind(question) if getattr(self.settings, "answer_type", "auto") == "auto" else None
+        if kind is None:
+            return super()._answer_kind(question, options)
+        return kind, self.prompts.text(f"videos/format_{kind}")
+
+    def _typed(self, st: _State, answer: str | None):
+        if st.kind not in VIDEO_KINDS:
+            return super()._typed(st, answer)
+        value = read_video_answer(st.kind, answer, self.names)
+        note = None if answer is None or value is not None else \
+            f"unparseable {st.kind} answer {answer[:200]!r}: reported as no answer"
+        self._video_value = value
+        order = value if st.kind == "video_order" else None
+        return None, None, None, order, note
+
+    def _structured_answer(self, st: _State, trace: Trace) -> dict | None:
+        if st.kind not in VIDEO_KINDS:
+            return super()._structured_answer(st, trace)
+        if not getattr(self.settings, "structured_answer", True):
+            return None
+        prompt = self.prompts.render("final_answer", question=st.question, options=st.options_text, answer=st.answer)
+        messages = [{"role": "system", "content": self._system()}] + st.history + [{"role": "user", "content": prompt}]
+        try:
+            res = self.llm.chat(messages, self._schemas, max_tokens=self._max_tokens(), seed=self.settings.llm_seed,
+                                temperature=0.0, json_schema=answer_schema(st.kind, self.names))
+        except ContextOverflowError:
+            trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                      notes=["structured final answer skipped: context full; the answer text is read"])
+            return None
+        try:
+            value = read_structured(st.kind, json.loads(split_thought(res.content)[1].strip() or "null"), self.names)
+        except ValueError:
+            value = None
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase, content=res.content,
+                  llm_seconds=round(res.seconds, 3), prompt_tokens=res.prompt_tokens,
+                  completion_tokens=res.completion_tokens,
+                  notes=[f"structured final answer {value}" if value else
+                         f"structured final answer unusable for {st.kind}; the answer text is read"])
+        if value is None:
+            return None
+        self._video_value = value
+        st.answer = value if isinstance(value, str) else ", ".join(value)
+        return {"order": value if st.kind == "video_order" else None}
+
+    # ------------------------------------------------------------------ evidence per video
+
+    def _merged_evidence(self, st: _State) -> list:
+        spans = [e for e in st.evidence if len(e) >= 3] or st.looked
+        out = []
+        for name in self.names:
+            for s, e in merge_spans([[float(x[0]), float(x[1])] for x in spans if len(x) >= 3 and x[2] == name]):
+                out.append([s, e, name])
+        return out
+
+    def _looked_span(self, obs) -> list:
+        span = [min(obs.frames_s), max(obs.frames_s)]
+        video = obs.data.get("video")
+        return span + [video] if video else span
+
+    def _add_places(self, st: _State, tool: str, obs) -> None:
+        per_video = obs.data.get("per_video")
+        if per_video:  # a search over all videos: each video's hits, labelled with it in the Perceive instruction
+            key = {"clip_retrieve": "clips", "transcript_search": "segments"}.get(tool)
+            for name, data in per_video.items():
+                rows = [r for r in obs.data.get(key) or [] if r.get("video") == name] if key else None
+                own = {**data, key: rows} if key else data
+                st.places.add_observation(f"{tool} in video {name}", own,
+                                          [e[:2] for e in obs.evidence if len(e) >= 3 and e[2] == name])
+        else:
+            video = obs.data.get("video")
+            st.places.add_observation(f"{tool} in video {video}" if video else tool, obs.data,
+                                      [e[:2] for e in obs.evidence])
