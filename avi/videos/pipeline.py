@@ -14,7 +14,7 @@ from avi.config import Settings
 from avi.errors import InputError
 from avi.pipeline import PreparedVideo, QuestionTrace, prepare, question_fallbacks
 from avi.questions import clean_question
-from avi.video.decode import VideoReader
+from avi.video.decode import VideoReader, probe
 from avi.videos.context import multi_context
 from avi.videos.naming import video_names
 
@@ -51,6 +51,8 @@ def prepare_many(paths: list[Path], settings: Settings, backends: Backends, *, r
     if settings.subtitles:
         raise InputError("--subtitles names one video's subtitles; with several videos put a sidecar .srt/.vtt "
                          "with each video's name beside it")
+    for path in paths:  # every video readable before any is indexed (a bad last one must not cost a build)
+        probe(path)
     out: dict[str, PreparedVideo] = {}
     for name, path in zip(video_names(paths), paths):
         out[name] = prepare(path, settings, backends, rebuild_index=rebuild_index, progress=progress)
