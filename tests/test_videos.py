@@ -235,3 +235,21 @@ def test_single_video_agent_unchanged(settings, sign_index, sign_video, session_
     assert result.evidence and all(len(e) == 2 for e in result.evidence)
     assert all("video" not in t["function"]["parameters"]["properties"] for t in llm.calls[0].tools)
     assert "The video is 20.0 seconds long." in llm.calls[0].messages[1]["content"]
+
+
+def test_videos_prompts_show_no_example_and_leave_the_single_video_fingerprint(tmp_path):
+    """Small models copy examples: no prompt over several videos shows a video name, a file or an answer; and
+    editing them leaves the fingerprint of the single-video prompts (answer keys of one-video jobs) as it was."""
+    import re
+    import shutil
+
+    for path in (REPO / "prompts" / "videos").glob("*.md"):
+        text = path.read_text()
+        assert not re.search(r"\*\*Answer:\*\*\s*[\w\[(]", text), path.name
+        assert not re.search(r"\.(?:mp4|avi|mkv|mov)\b|\bvideo ?\d", text, re.I), path.name
+    copy = tmp_path / "prompts"
+    shutil.copytree(REPO / "prompts", copy)
+    before = PromptLibrary(copy).fingerprint()
+    (copy / "videos" / "question.md").write_text("changed $question")
+    assert PromptLibrary(copy).fingerprint() == before
+    assert PromptLibrary(copy).render("videos/question", question="q") == "changed q"
