@@ -1235,3 +1235,13 @@ def test_a_shot_interval_is_not_widened_by_objects_seen_in_other_shots(make_agen
                           grounded_answers=True)
     result = agent.run("During which time span is the shot with the dark green background and the EXIT sign shown?")
     assert result.interval == pytest.approx([10.0, 20.0], abs=0.1)
+
+
+def test_a_number_asked_rounded_to_whole_seconds_is_rounded(make_agent):
+    """real-tree-05: "How long is the video, rounded to the nearest whole second?" was answered 29.6 (truth 30)."""
+    agent, _ = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** 19.6 seconds"], grounded_answers=True)
+    result = agent.run("How long is the video, rounded to the nearest whole second?")
+    assert result.answer == "20 seconds"
+    assert any("rounded 19.6 to 20" in n for s in result.trace.steps for n in s.notes)
+    agent, _ = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** 19.6 seconds"], grounded_answers=True)
+    assert agent.run("How long is the video in seconds?").answer == "19.6 seconds"  # no rounding asked

@@ -232,6 +232,21 @@ class GroundedAnswers:
                          f"frames in {where}"])
         return f"{letter}. {st.options[letter]}", letter
 
+    @staticmethod
+    def _rounded_as_asked(st: "_State", trace: Trace, answer: str) -> str:
+        """A question that asks for a number "rounded to the nearest whole second" (or "to the nearest whole
+        number", "in whole seconds") gets the number the answer holds, rounded half up; other answers are kept."""
+        if not re.search(r"\b(?:nearest (?:whole|full)|whole (?:seconds?|minutes?|numbers?)|rounded to the nearest "
+                         r"(?:second|minute|integer))\b", st.question, re.I):
+            return answer
+        nums = re.findall(r"(?<![\d.])(\d+\.\d+)(?![\d.])", answer or "")
+        if len(nums) != 1:
+            return answer
+        whole = str(int(float(nums[0]) + 0.5))
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                  notes=[f"rounded {nums[0]} to {whole}: the question asks for a whole number"])
+        return re.sub(re.escape(nums[0]), whole, answer, count=1)
+
     def _count_at_moment(self, st: "_State", trace: Trace, answer: str) -> str:
         """For "how many ... at 0:44", the count object_detect measured at that moment (:func:`count_at`), not
         the largest count of the frames looked at; with no moment named, a count that was never measured becomes

@@ -268,7 +268,7 @@ class Agent(GroundedAnswers, TypedAnswers, Gates, CallExtraction):
             if st.kind == "text" and st.answer is not None:
                 st.answer = self._extractive_answer(st, trace, st.answer)
             if st.kind in ("number", "text") and st.answer is not None:  # "how many" reads as text too
-                st.answer = self._count_at_moment(st, trace, st.answer)
+                st.answer = self._rounded_as_asked(st, trace, self._count_at_moment(st, trace, st.answer))
             if st.kind == "text" and st.answer is not None:
                 st.answer = self._colour_answer(st, trace, st.answer)
             if st.kind == "interval" and interval:
