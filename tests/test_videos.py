@@ -63,7 +63,7 @@ def test_expand_videos_folder_glob_and_files(tmp_path):
     with pytest.raises(Exception, match="no file matches"):
         expand_videos([str(tmp_path / "*.mkv")])
     (tmp_path / "empty").mkdir()
-    with pytest.raises(Exception, match="holds no video files"):
+    with pytest.raises(Exception, match="is not a file, and as a folder it holds no video files"):
         expand_videos([tmp_path / "empty"])
 
 

@@ -29,7 +29,8 @@ def expand_videos(args: list[Path | str]) -> list[Path]:
         if p.is_dir():
             found = sorted(f for f in p.iterdir() if f.is_file() and f.suffix.lower() in VIDEO_SUFFIXES)
             if not found:
-                raise InputError(f"folder {p} holds no video files ({', '.join(sorted(VIDEO_SUFFIXES))})")
+                raise InputError(f"{p} is not a file, and as a folder it holds no video files "
+                                 f"({', '.join(sorted(VIDEO_SUFFIXES))})")
         elif p.exists() or not _GLOB_CHARS.search(str(arg)):
             found = [p]  # a missing file is reported by the probe with its own message
         else:
