@@ -1245,3 +1245,12 @@ def test_a_number_asked_rounded_to_whole_seconds_is_rounded(make_agent):
     assert any("rounded 19.6 to 20" in n for s in result.trace.steps for n in s.notes)
     agent, _ = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** 19.6 seconds"], grounded_answers=True)
     assert agent.run("How long is the video in seconds?").answer == "19.6 seconds"  # no rounding asked
+
+
+def test_a_count_comparison_about_the_whole_video_uses_the_index_counts(make_agent):
+    """real-carphone-03: "Is there more than one person in the video?" was answered yes; every frame the index's
+    detector looked at counts the people in it. The sign video has nobody in it."""
+    agent, _ = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** yes, there are two people"], grounded_answers=True)
+    result = agent.run("Is there more than one person in the video?")
+    assert result.answer == "no"
+    assert any("count comparison measured: at most 0 person" in n for s in result.trace.steps for n in s.notes)

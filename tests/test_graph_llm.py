@@ -543,3 +543,32 @@ def test_real_model_extraction():
     for d in llm_subjects:
         assert all(0.0 <= s_ <= e <= 30.0 for s_, e in d["spans"])
         assert all(0.0 <= a["start_s"] <= a["end_s"] <= 30.0 for a in d["actions"])
+
+
+# ----------------------------------------------------------------- subjects the captions do not support
+
+
+def test_name_grounded_needs_every_descriptive_word():
+    from avi.index.graph.merge import name_grounded
+
+    perception = "People: up to 2 people visible (0–2 per frame). Dominant colours: black 74%, orange 21%."
+    assert name_grounded("person", perception) and name_grounded("man", perception)  # any person noun
+    assert not name_grounded("woman in blue coat", perception)  # no coat, no blue in these captions
+    assert not name_grounded("man in black shirt", perception)  # black is there, a shirt is not
+    assert name_grounded("the other woman in red shirts", "A woman in a red shirt sits.")
+    assert not name_grounded("man", "A red car passes. No on-screen text read.")  # no person at all
+
+
+def test_subjects_the_captions_do_not_mention_are_left_out():
+    """The 1.5B model copied the people of the prompt into graphs of videos without them (vtest, Megamind)."""
+    caps = [_cap(0, "People: up to 2 people visible (0–2 per frame). Dominant colours: black 74%.")]
+    r = {"subjects": [{"subject_id": None, "subject_name": "woman in blue coat", "appearance_timeline": [[0, 5]],
+                       "attributes": ["blue coat"], "actions_events": []},
+                      {"subject_id": None, "subject_name": "person", "appearance_timeline": [[0, 5]],
+                       "attributes": [], "actions_events": []}],
+         "interactions": [{"subjects_involved": ["person", "woman in blue coat"],
+                           "interaction_description": "hands over a book", "timestamp": [0, 5]}]}
+    g, _ = _build(caps, [r], chunk_chars=1000)
+    assert "subject:woman in blue coat" not in g and "subject:person" in g
+    assert g.graph["extraction"]["ungrounded_subjects"] == ["woman in blue coat"]
+    assert not any(d.get("relation") == "interacts" for _, _, d in g.edges(data=True))

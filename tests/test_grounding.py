@@ -23,7 +23,9 @@ from avi.agent.grounding import (
 )
 from avi.agent.measured import (
     asks_count,
+    compare_count,
     count_at,
+    count_comparison,
     usual_count,
 )
 from avi.agent.prompts import PromptLibrary
@@ -233,7 +235,9 @@ def test_agent_replaces_a_count_with_the_one_measured_at_the_named_moment():
     assert Agent._count_at_moment(None, st, trace, "4") == "3"
     assert "count read at the moment the question names: person 3 at 43.0-45.0s" in trace.steps[-1].notes[0]
     assert Agent._count_at_moment(None, st, Trace(question=st.question), "**3**") == "**3**"  # already right
-    st.question = "How many people walk past in the whole video?"  # no moment named: the model's answer stays
+    st.question = "How many people walk past in the whole video?"  # no moment named: a believed count stays
+    assert Agent._count_at_moment(None, st, trace, "4") == "3"  # 4 in one frame of four: a spike, not believed
+    steps.append(_counts("person", [[47.0, 4]]))  # seen in two frames: the model's answer stays
     assert Agent._count_at_moment(None, st, trace, "4") == "4"
 
 
@@ -244,14 +248,42 @@ def test_a_count_never_measured_becomes_the_usual_count():
     from avi.agent.trace import Trace
 
     steps = [_counts("person", [[0.0, 1], [0.5, 1], [1.0, 2], [1.5, 1]])]
-    assert usual_count(steps, "How many people appear in the video?") == ("person", 1, {1, 2})
+    # 2 in one frame of four is not believed (carphone_distorted: a one-frame false positive answered 2, truth 1)
+    assert usual_count(steps, "How many people appear in the video?") == ("person", 1, {1})
     st = SimpleNamespace(question="How many people appear in the video?", perceive_data=lambda: steps,
                          iteration=3, phase="review")
     trace = Trace(question=st.question)
     assert Agent._count_at_moment(None, st, trace, "3") == "1"
     assert "count 3 was never measured" in trace.steps[-1].notes[0]
-    assert Agent._count_at_moment(None, st, trace, "2") == "2"  # measured in one frame: the model's reading stays
+    assert Agent._count_at_moment(None, st, trace, "2") == "1"
+    steps.append(_counts("person", [[2.0, 2]]))  # seen twice: believed, the model's reading stays
+    assert Agent._count_at_moment(None, st, trace, "2") == "2"
+    three = [_counts("person", [[0.0, 1], [0.5, 2], [1.0, 1]])]  # too few frames to call one a spike
+    assert usual_count(three, "How many people?") == ("person", 1, {1, 2})
     assert usual_count([], "How many?") is None
+
+
+@pytest.mark.parametrize("question, expected", [
+    ("Is there more than one person in the video?", (">", 1)),
+    ("Are there at least 3 cars?", (">=", 3)),
+    ("Is there only one person on screen?", ("==", 1)),
+    ("Are there exactly two dogs?", ("==", 2)),
+    ("Are there fewer than four people?", ("<", 4)),
+    ("How many people are there?", None),
+    ("Is there a dog?", None),
+])
+def test_count_comparison_reads_the_operator(question, expected):
+    assert count_comparison(question) == expected
+
+
+def test_a_count_comparison_is_answered_from_the_believed_counts():
+    steps = [_counts("person", [[0.0, 1], [0.5, 1], [1.0, 2], [1.5, 1], [2.0, 1]])]
+    assert compare_count("Is there more than one person in the video?", steps)[0] == "no"  # the 2 is a spike
+    steps.append(_counts("person", [[2.5, 2]]))
+    assert compare_count("Is there more than one person in the video?", steps)[0] == "yes"
+    assert compare_count("Is there only one person?", steps)[0] == "no"
+    assert compare_count("Is there more than one person?", []) is None
+    assert compare_count("Is the person sitting?", steps) is None
 
 
 # ---------------------------------------------------------------- hard cuts

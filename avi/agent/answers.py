@@ -29,10 +29,12 @@ from avi.agent.measured import (
     colour_choice,
     colour_options,
     colours_named,
+    compare_count,
     count_at,
     cut_answer,
     cut_question,
     frame_colour_shares,
+    index_counts,
     measured_colour,
     names_colour,
     scale_choice,
@@ -231,6 +233,21 @@ class GroundedAnswers:
                   notes=[f"shot option {letter} measured: {kind} in {measured.count(kind)} of {len(measured)} shot "
                          f"frames in {where}"])
         return f"{letter}. {st.options[letter]}", letter
+
+    def _count_yes_no(self, st: "_State", trace: Trace, answer: str) -> str:
+        """"Is there more than one person ...": yes or no from the counts object_detect measured
+        (:func:`compare_count`), replacing the model's word when they differ; other answers are kept."""
+        found = compare_count(st.question, st.perceive_data())
+        if found is None and not self.ctx.focus_ranges:  # about the whole video: the index's counts over all of it
+            found = compare_count(st.question, index_counts(self.ctx.index.captions))
+        if found is None:
+            return answer
+        word, measured = found
+        if re.match(rf"[\s*]*{word}\b", answer or "", re.I):
+            return answer
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                  notes=[f"count comparison measured: {measured}; answer {word} (the model wrote {answer[:60]!r})"])
+        return word
 
     @staticmethod
     def _rounded_as_asked(st: "_State", trace: Trace, answer: str) -> str:

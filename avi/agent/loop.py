@@ -270,7 +270,7 @@ class Agent(GroundedAnswers, TypedAnswers, Gates, CallExtraction):
             if st.kind in ("number", "text") and st.answer is not None:  # "how many" reads as text too
                 st.answer = self._rounded_as_asked(st, trace, self._count_at_moment(st, trace, st.answer))
             if st.kind == "text" and st.answer is not None:
-                st.answer = self._colour_answer(st, trace, st.answer)
+                st.answer = self._count_yes_no(st, trace, self._colour_answer(st, trace, st.answer))
             if st.kind == "interval" and interval:
                 # a shot's time on screen is the shot itself: objects seen in it also appear in other shots,
                 # so their evidence runs would widen the answer past its cuts

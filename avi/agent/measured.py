@@ -80,14 +80,17 @@ def _measured_counts(steps: list[tuple[str, dict]], question: str) -> tuple[str,
 
 
 def usual_count(steps: list[tuple[str, dict]], question: str) -> tuple[str, int, set[int]] | None:
-    """The count object_detect measured most often (ties: the smaller), with every count it measured.
+    """The count object_detect measured most often (ties: the smaller), with the counts it believes.
 
-    For "how many ..." questions that name no moment: an answer that is none of the measured counts is not
-    grounded in the measurement (the 1.5B orchestrator wrote 3 where every frame but one counted 1 person).
+    For "how many ..." questions that name no moment: an answer that is none of the believed counts is not
+    grounded in the measurement (the 1.5B orchestrator wrote 3 where every frame but one counted 1 person). A
+    count seen in a single frame while at least four frames were measured is not believed: one-frame spikes are
+    the detector's false positives far more often than a person on screen for half a second (carphone_distorted:
+    1 person in 7 frames, 2 in one, answered 2).
 
     Returns:
-        ``(label, the most frequent count, {all counts measured})``, or None when nothing was counted or the
-        label is ambiguous (see :func:`count_at`).
+        ``(label, the most frequent count, {believed counts})``, or None when nothing was counted or the label
+        is ambiguous (see :func:`count_at`).
     """
     found = _measured_counts(steps, question)
     if found is None or not found[1]:
@@ -95,8 +98,59 @@ def usual_count(steps: list[tuple[str, dict]], question: str) -> tuple[str, int,
     label, frames = found
     counts = list(frames.values())
     mode = min(set(counts), key=lambda n: (-counts.count(n), n))
-    return label, mode, set(counts)
+    believed = {n for n in counts if counts.count(n) >= 2} if len(counts) >= 4 else set(counts)
+    return label, mode, believed | {mode}
 
+
+_NUMBER = r"(\d+|one|two|three|four|five|six|seven|eight|nine|ten)"
+_COMPARISON = re.compile(
+    rf"\b(?:is|are)\s+there\s+(?:ever\s+)?(more\s+than|at\s+least|fewer\s+than|less\s+than|only|exactly|just)\s+"
+    rf"(?:a\s+single|{_NUMBER})\b", re.I)
+
+
+def count_comparison(question: str) -> tuple[str, int] | None:
+    """``(operator, n)`` for a yes/no question that compares a count with a number, e.g. "is there more than one
+    person" -> (">", 1); operators ``>``, ``>=``, ``<``, ``==``. None for any other question."""
+    m = _COMPARISON.search(question or "")
+    if m is None or not is_yes_no(question):
+        return None
+    word = (m.group(2) or "one").lower()
+    n = int(word) if word.isdigit() else _COUNT_WORDS[word]
+    op = {"more than": ">", "at least": ">=", "fewer than": "<", "less than": "<"}.get(" ".join(m.group(1).lower().split()),
+                                                                                    "==")
+    return op, n
+
+
+def index_counts(captions) -> list[tuple[str, dict]]:
+    """The per-frame counts the index's captioner measured over the whole video (``people_per_frame``,
+    ``objects_per_frame`` of each clip caption), as one ``("object_detect", data)`` step in the form of the
+    tool's observation data, for questions about the whole video when the agent counted nothing itself."""
+    summary: dict[str, dict] = {}
+    for cap in captions:
+        data = getattr(cap, "data", None) or {}
+        per_label = {"person": data.get("people_per_frame") or []} | dict(data.get("objects_per_frame") or {})
+        for label, rows in per_label.items():
+            summary.setdefault(label, {"per_frame": []})["per_frame"].extend(rows)
+    return [("object_detect", {"summary": summary})] if summary else []
+
+
+def compare_count(question: str, steps: list[tuple[str, dict]]) -> tuple[str, str] | None:
+    """Yes or no for a count comparison (:func:`count_comparison`) over the whole video, from the largest count
+    object_detect measured that is believed (:func:`usual_count`).
+
+    Returns:
+        ``("yes" | "no", what was measured, as text)``, or None when the question compares no count or nothing
+        the question is about was counted.
+    """
+    cmp = count_comparison(question)
+    usual = usual_count(steps, question) if cmp is not None else None
+    if usual is None:
+        return None
+    op, n = cmp
+    label, _, believed = usual
+    most = max(believed)
+    yes = {">": most > n, ">=": most >= n, "<": most < n, "==": most == n}[op]
+    return ("yes" if yes else "no"), f"at most {most} {label} in the frames measured"
 
 
 # ----------------------------------------------------------------------------- hard cuts, measured

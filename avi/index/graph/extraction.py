@@ -113,5 +113,6 @@ def _extract(g: nx.DiGraph, captions: list[Caption], llm: ChatClient, prompts: P
             progress(i + 1, len(chunks))
     merger.finish()
     stats.update(dropped_references=merger.dropped_references, unpaired_interactions=merger.unpaired_interactions,
-                 ungrounded_ids=merger.ungrounded_ids, seconds=round(time.perf_counter() - t_start, 3))
+                 ungrounded_ids=merger.ungrounded_ids,
+                 ungrounded_subjects=merger.ungrounded_subjects, seconds=round(time.perf_counter() - t_start, 3))
     return stats

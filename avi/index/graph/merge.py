@@ -3,6 +3,7 @@ appearance times checked against the chunk, interactions as edges."""
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import networkx as nx
@@ -53,6 +54,44 @@ def _dedupe(items: list[str]) -> list[str]:
 
 
 
+PERSON_WORDS = frozenset(
+    "man men woman women person persons people boy boys girl girls child children kid kids guy guys lady ladies "
+    "adult adults player players figure figures individual individuals someone face faces subject subjects".split())
+"""Words that name a person without describing them: grounded by any of them in the captions."""
+
+NAME_FILLER = frozenset(
+    "a an the in on at of with and or to from by wearing dressed who is near next other another first second third "
+    "same unknown unidentified main".split())
+"""Words of a subject name that need no support in the captions."""
+
+
+def _words(text: str) -> set[str]:
+    return {w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+            for w in re.findall(r"[a-z0-9_]+", text.lower())}
+
+
+def name_grounded(name: str, chunk_text: str) -> bool:
+    """Whether every descriptive word of a subject name occurs in the captions it was extracted from.
+
+    A small extraction LLM copies the people of its prompt's wording or invents clothing the captions never
+    mention; such a subject is not a person of this video. Person nouns ("man", "woman", "person") are grounded
+    by any person noun in the captions (perception captions say "people"), filler words need no support, and
+    plural and singular forms match.
+
+    Args:
+        name: the extracted ``subject_name``; chunk_text: the caption lines it was extracted from.
+    """
+    text = _words(chunk_text)
+    person = {w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in PERSON_WORDS}
+    for word in _words(name) - NAME_FILLER:
+        if word in person:
+            if not text & person:
+                return False
+        elif word not in text:
+            return False
+    return True
+
+
 def _subject_text(subj: ExtractedSubject) -> str:
     return f"{subj.subject_name}: {', '.join(subj.attributes)}" if subj.attributes else subj.subject_name
 
@@ -74,6 +113,7 @@ class _Merger:
         self.dropped_references = 0
         self.unpaired_interactions = 0
         self.ungrounded_ids = 0
+        self.ungrounded_subjects: list[str] = []
 
     # -------------------------------------------------------- known subjects for the prompt
 
@@ -137,8 +177,16 @@ class _Merger:
     # -------------------------------------------------------- folding
 
     def add_chunk(self, ext: GraphExtraction, chunk_text: str) -> None:
+        """Fold one chunk's validated extraction into the graph; subjects whose names the chunk's captions do
+        nor the subjects already known support (:func:`name_grounded`) are left out and listed in ``ungrounded_subjects``."""
         g = self.g
         local: dict[str, str] = {}
+        known = " ".join(f"{d.get('name', '')} {' '.join(d.get('attributes') or [])}"
+                         for _, d in g.nodes(data=True) if d.get("kind") == "subject")  # listed in the prompt
+        kept = [s for s in ext.subjects if s.subject_id and s.subject_id.lower() in chunk_text.lower()
+                or name_grounded(s.subject_name, f"{chunk_text}\n{known}")]
+        self.ungrounded_subjects += [s.subject_name for s in ext.subjects if s not in kept]
+        ext = ext.model_copy(update={"subjects": kept})
         for subj, (nid, node) in zip(ext.subjects, self._match(ext.subjects, chunk_text)):
             if node is None:
                 node = f"subject:{nid or _key(subj.subject_name)}"
