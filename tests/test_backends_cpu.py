@@ -117,7 +117,7 @@ def test_perception_caption(session_backends, sign_video):
     info = probe(sign_video)
     frames = list(sample_frames(info, fps=2.0, start_s=5.0, end_s=10.0))
     cap = session_backends.captioner.caption(Clip(1, 5.0, 10.0), frames)
-    assert cap.captioner == "perception-caption-v3"
+    assert cap.captioner == "perception-caption-v4"
     assert "EXIT 42" in cap.text and "no people" in cap.text.lower()
     assert cap.data["ocr"][0]["text"] == "EXIT 42"
     assert cap.data["subject_registry"] == {}

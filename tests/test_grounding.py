@@ -411,3 +411,32 @@ def test_scale_options_and_the_option_the_measured_shot_kinds_support():
     assert measured.scale_choice(kinds, ["medium", "medium"]) is None  # no option names a medium shot
     assert measured.scale_choice(kinds, ["close-up", "", "", "wide"]) is None  # no kind in half the frames
     assert measured.scale_choice(kinds, []) is None
+
+
+@pytest.mark.parametrize("question, expected", [
+    ("What is the largest number of circles on screen at the same time?", True),
+    ("How many people are there at most?", True),
+    ("How many cars can be seen at once?", True),
+    ("What is the maximum number of squares?", True),
+    ("How many people appear in the video?", False),
+    ("How many squares are on screen around 3:20?", False),
+])
+def test_asks_most_reads_the_largest_count_questions(question, expected):
+    from avi.agent.measured import asks_most
+
+    assert asks_most(question) is expected
+
+
+def test_the_largest_count_is_the_largest_count_seen_in_more_than_one_frame():
+    from types import SimpleNamespace
+
+    from avi.agent.loop import Agent
+    from avi.agent.trace import Trace
+
+    steps = [_counts("circles", [[0.0, 1], [0.5, 3], [1.0, 5], [1.5, 5], [2.0, 2], [2.5, 6]])]  # 6: one frame
+    st = SimpleNamespace(question="What is the largest number of circles on screen at the same time?",
+                         perceive_data=lambda: steps, iteration=3, phase="review")
+    trace = Trace(question=st.question)
+    assert Agent._count_at_moment(None, st, trace, "2") == "5"
+    assert "largest count" in trace.steps[-1].notes[0]
+    assert Agent._count_at_moment(None, st, trace, "**5**") == "**5**"

@@ -26,6 +26,7 @@ from avi.agent.measured import (
     about_shot,
     asks_colour,
     asks_count,
+    asks_most,
     colour_choice,
     colour_options,
     colours_named,
@@ -36,6 +37,7 @@ from avi.agent.measured import (
     frame_colour_shares,
     index_counts,
     measured_colour,
+    most_count,
     names_colour,
     scale_choice,
     scale_kind,
@@ -272,6 +274,14 @@ class GroundedAnswers:
             return answer
         times = clock_times_in(st.question)
         written = re.fullmatch(r"[\s*]*(\d+)[\s*.]*", answer or "")  # a bare number, maybe in bold
+        if len(times) != 1 and asks_most(st.question):  # "the largest number ... at the same time"
+            most = most_count(st.perceive_data(), st.question)
+            if most is None or (written is not None and int(written.group(1)) == most[1]):
+                return answer
+            trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                      notes=[f"the question asks for the largest count: {most[0]} {most[1]} was the largest count "
+                             f"measured in more than one frame (the model wrote {answer[:60]!r})"])
+            return str(most[1])
         if len(times) != 1:  # no single moment named: keep any count that was measured, else the usual one
             usual = usual_count(st.perceive_data(), st.question)
             if usual is None or written is None or int(written.group(1)) in usual[2]:

@@ -12,14 +12,15 @@ from __future__ import annotations
 import re
 
 from avi.agent.grounding import is_yes_no
+from avi.video.analysis import COLOUR_SYNONYMS
 from avi.video.spans import span_overlap
 
 # ----------------------------------------------------------------------------- counts at a named moment
 
 
 def asks_count(question: str) -> bool:
-    """Whether the question asks for a number of things ("how many ...")."""
-    return bool(re.search(r"\bhow\s+many\b", question or "", re.I))
+    """Whether the question asks for a number of things ("how many ...", "the largest number of ...")."""
+    return bool(re.search(r"\bhow\s+many\b|\b(?:number|count)\s+of\b", question or "", re.I))
 
 
 def count_at(steps: list[tuple[str, dict]], t_s: float, question: str, window_s: float = 1.0,
@@ -100,6 +101,24 @@ def usual_count(steps: list[tuple[str, dict]], question: str) -> tuple[str, int,
     mode = min(set(counts), key=lambda n: (-counts.count(n), n))
     believed = {n for n in counts if counts.count(n) >= 2} if len(counts) >= 4 else set(counts)
     return label, mode, believed | {mode}
+
+
+_MOST = re.compile(r"\b(?:largest|greatest|highest|biggest|maximum|max|most)\s+(?:number|count)\b|"
+                   r"\bhow\s+many\b.*\b(?:at\s+(?:the\s+)?most|at\s+(?:the\s+)?same\s+time|at\s+once|"
+                   r"simultaneously)\b", re.I)
+
+
+def asks_most(question: str) -> bool:
+    """Whether a count question asks for the largest number seen at one time ("the largest number of circles on
+    screen at the same time", "how many at most") rather than a usual or a total count."""
+    return bool(_MOST.search(question or ""))
+
+
+def most_count(steps: list[tuple[str, dict]], question: str) -> tuple[str, int] | None:
+    """``(label, the largest believed count)`` object_detect measured for the label the question is about
+    (believed: :func:`usual_count`; a one-frame spike is not), or None when nothing was counted."""
+    usual = usual_count(steps, question)
+    return (usual[0], max(usual[2])) if usual is not None else None
 
 
 _NUMBER = r"(\d+|one|two|three|four|five|six|seven|eight|nine|ten)"
@@ -316,13 +335,6 @@ def measured_colour(steps: list[tuple[str, dict]], question: str) -> tuple[str, 
         return None
     score, t_s, colour = max(per_label[label])
     return label, colour, t_s
-
-
-COLOUR_SYNONYMS = {"grey": "gray", "silver": "gray", "navy": "blue", "maroon": "red", "crimson": "red",
-                    "scarlet": "red", "violet": "purple", "magenta": "pink", "turquoise": "cyan", "teal": "cyan",
-                    "gold": "yellow", "amber": "orange"}
-"""Colour words mapped onto the names :func:`avi.video.analysis.colour_names` measures (brown and beige have no
-measured name and stay unsupported)."""
 
 
 def colours_named(text: str) -> set[str]:

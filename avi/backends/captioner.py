@@ -21,6 +21,7 @@ from avi.backends.box_words import box_words
 from avi.backends.coco_detector import text_regions
 from avi.backends.detector import Detector, all_detections
 from avi.backends.ocr import OcrEngine, read_lines
+from avi.backends.shapes import CAPTION_MAX_STD, describe_shapes, find_shapes
 from avi.backends.types import Caption, Detection
 from avi.video.analysis import frame_stats, motion_level
 from avi.video.clips import Clip
@@ -79,7 +80,7 @@ class PerceptionCaptioner:
         ocr_frames: frames per clip given to OCR (OCR costs ~0.3 s per frame here).
     """
 
-    name = "perception-caption-v3"  # v3: OCR passes (zoom tiles, regions from vehicle boxes), COCO objects
+    name = "perception-caption-v4"  # v3: OCR passes, COCO objects; v4: flat geometric shapes
     #: an object class seen in one sampled frame only is named when its best box scores at least this
     single_frame_score = 0.5
 
@@ -122,6 +123,9 @@ class PerceptionCaptioner:
                 if key not in texts or line.score > texts[key]["score"]:
                     texts[key] = {"text": line.text, "score": round(line.score, 3),
                                   "t_s": texts.get(key, {}).get("t_s", f.t_s)}
+        # flat geometric shapes (graphics, overlays, signs) on the OCR frames; strict flatness keeps real surfaces out
+        shapes_at = [(f.t_s, find_shapes(f.image, max_std=CAPTION_MAX_STD)) for f in ocr_frames]
+        shape_peak = max(shapes_at, key=lambda ts: len(ts[1]), default=(0.0, []))
         stats = frame_stats([f.t_s for f in frames], [f.image for f in frames],
                             previous=previous.image if previous is not None else None)
         level = motion_level(stats.motion)
@@ -143,6 +147,10 @@ class PerceptionCaptioner:
             parts.append("Objects: " + "; ".join(
                 f"{_object_phrase(label, seq)} ({box_words(best[label].box, best[label].frame_size)})"
                 for label, seq in sorted(objects.items(), key=lambda kv: (-sum(kv[1]), kv[0]))) + ".")
+        if shape_peak[1]:
+            parts.append(f"Shapes: {describe_shapes(shape_peak[1])} (at {_fmt_t(shape_peak[0])}; "
+                         f"{', '.join(str(len(b)) for _, b in shapes_at)} in the frames at "
+                         f"{', '.join(_fmt_t(t) for t, _ in shapes_at)}).")
         if text_list:
             parts.append("On-screen text: " + "; ".join(f'"{d["text"]}"' for d in text_list) + ".")
         else:
@@ -158,6 +166,9 @@ class PerceptionCaptioner:
             "faces_per_frame": [[f.t_s, n] for f, n in zip(frames, faces)],
             "objects_per_frame": {label: [[f.t_s, n] for f, n in zip(frames, seq)] for label, seq in objects.items()},
             "ocr": text_list,
+            "shapes_per_frame": [[t, len(b)] for t, b in shapes_at],
+            "shapes": [{"kind": b.kind, "colour": b.colour, "box": list(b.box), "t_s": shape_peak[0]}
+                       for b in shape_peak[1]],
             "ocr_frames_s": [f.t_s for f in ocr_frames],
             "shot_changes_s": stats.shot_changes_s,
             "motion": round(stats.motion, 4),

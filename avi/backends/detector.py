@@ -177,7 +177,8 @@ class OpenCvDetector:
 
 
 class CpuDetector:
-    """The cpu profile's detector: NanoDet-m for the 80 COCO classes, OpenCV's Haar cascade for faces.
+    """The cpu profile's detector: NanoDet-m for the 80 COCO classes, OpenCV's Haar cascade for faces, and
+    flat-coloured geometric shapes measured with OpenCV (:mod:`avi.backends.shapes`) for words naming a shape.
 
     COCO has no face class, so faces come from :class:`OpenCvDetector`; people come from NanoDet-m, which finds
     far more of them than HOG on the labelled frames of the sample videos (``scripts/bench_detect.py``;
@@ -187,24 +188,30 @@ class CpuDetector:
         coco: the COCO detector (:class:`avi.backends.coco_detector.NanoDetDetector`).
         opencv: HOG + Haar (:class:`OpenCvDetector`).
         person_backend: ``"coco"`` or ``"hog"``.
+        shapes: the shape finder (:class:`avi.backends.shapes.ShapeDetector` by default).
     """
 
-    def __init__(self, coco, opencv: OpenCvDetector, person_backend: str = "coco"):
+    def __init__(self, coco, opencv: OpenCvDetector, person_backend: str = "coco", shapes=None):
+        from avi.backends.coco_detector import COCO_CLASSES
+        from avi.backends.shapes import KINDS, ShapeDetector
+
         self.coco = coco
         self.opencv = opencv
+        self.shapes = shapes if shapes is not None else ShapeDetector()
         self.person_backend = person_backend
         self.name = f"{coco.name}+haar-faces" if person_backend == "coco" else f"{coco.name}+hog+haar"
-        self.vocabulary = "the 80 COCO classes (person, bicycle, car, cup, cell phone, ...) and faces"
-        from avi.backends.coco_detector import COCO_CLASSES
-
+        self.vocabulary = ("the 80 COCO classes (person, bicycle, car, cup, cell phone, ...), faces, and flat "
+                           "geometric shapes (circle, square, rectangle, triangle)")
         #: every label it knows, for the message that answers a label naming no class
-        self.class_list = (*COCO_CLASSES, "face")
+        self.class_list = (*COCO_CLASSES, "face", *KINDS)
 
     def _route(self, label: str) -> str | None:
         kind = self.opencv.canonical(label)
         if kind == "face" or (kind == "person" and self.person_backend == "hog"):
             return "opencv"
-        return "coco" if self.coco.supports(label) else None
+        if self.coco.supports(label):
+            return "coco"
+        return "shapes" if self.shapes.supports(label) else None
 
     def supports(self, label: str) -> bool:
         return self._route(label) is not None
@@ -214,10 +221,13 @@ class CpuDetector:
         dets: list[Detection] = []
         coco_labels = [lab for lab, r in routes.items() if r == "coco"]
         cv_labels = [lab for lab, r in routes.items() if r == "opencv"]
+        shape_labels = [lab for lab, r in routes.items() if r == "shapes"]
         if coco_labels:
             dets += self.coco.detect(frame, coco_labels).detections
         if cv_labels:
             dets += self.opencv.detect(frame, cv_labels).detections
+        if shape_labels:
+            dets += self.shapes.detect(frame, shape_labels).detections
         dets.sort(key=lambda d: -d.score)
         return DetectionResult(frame.t_s, dets, [lab for lab, r in routes.items() if r is None])
 

@@ -19,6 +19,7 @@ from typing import Protocol, runtime_checkable
 
 from avi.backends.detector import Detector, all_detections
 from avi.backends.ocr import OcrEngine
+from avi.backends.shapes import CAPTION_MAX_STD, describe_shapes, find_shapes
 from avi.video.analysis import colour_names, frame_stats, motion_level
 from avi.video.decode import Frame
 
@@ -54,7 +55,7 @@ class PerceptionFrameAnalyzer:
         detector: run on every frame: every class it knows (``detect_all``) or the labels person and face.
     """
 
-    name = "perception-frame-analyzer-v1"
+    name = "perception-frame-analyzer-v2"  # v2: flat geometric shapes
 
     def __init__(self, ocr: OcrEngine, detector: Detector):
         self.ocr = ocr
@@ -70,13 +71,16 @@ class PerceptionFrameAnalyzer:
             objects = Counter(d.label for d in dets if d.label not in ("person", "face"))
             texts = [line.text for line in self.ocr.read(f)]
             colours = [n for n, _ in colour_names(f.image)]
+            shapes = describe_shapes(find_shapes(f.image, max_std=CAPTION_MAX_STD))
             rows.append({"t_s": f.t_s, "people": people, "faces": faces, "objects": dict(objects), "text": texts,
-                         "colours": colours})
+                         "colours": colours, "shapes": shapes})
             desc = f"{people} {'person' if people == 1 else 'people'}"
             if faces:
                 desc += f", {faces} face{'s' if faces > 1 else ''}"
             if objects:
                 desc += "; objects " + ", ".join(f"{label} x{n}" for label, n in sorted(objects.items()))
+            if shapes:
+                desc += f"; shapes {shapes}"
             desc += "; text " + (", ".join(f'"{t}"' for t in texts) if texts else "none")
             desc += "; colours " + (", ".join(colours) or "n/a")
             if runs and runs[-1][3] == desc:
@@ -90,7 +94,8 @@ class PerceptionFrameAnalyzer:
         summary += ("; shot changes at " + ", ".join(f"{t:.1f}s" for t in stats.shot_changes_s)) \
             if stats.shot_changes_s else "; no shot change"
         text = ("Measured description (cpu profile has no VLM; the question is not interpreted, "
-                "only detected objects, people/faces, on-screen text, colours and motion are measured):\n"
+                "only detected objects, people/faces, flat geometric shapes, on-screen text, colours and motion are "
+                "measured):\n"
                 + "\n".join(lines) + "\n" + summary + ".")
         return FrameAnalysis(text, {"question": question, "frames": rows,
                                     "shot_changes_s": stats.shot_changes_s, "motion": round(stats.motion, 4)})

@@ -26,17 +26,32 @@ def _small(image: np.ndarray) -> np.ndarray:
     return cv2.resize(image, (max(1, int(w * s)), max(1, int(h * s))), interpolation=cv2.INTER_AREA)
 
 
-def colour_names(image: np.ndarray, top: int = 3, min_share: float = 0.08) -> list[tuple[str, float]]:
-    """Name the dominant colours of a frame.
+MEASURED_COLOURS = ("black", "white", "gray", "red", "orange", "yellow", "green", "cyan", "blue", "purple", "pink")
+"""The colour names :func:`colour_names` measures."""
 
-    Pixels are binned in HSV: dark pixels are ``black``, unsaturated ones
-    ``white`` or ``gray``, the rest by hue (red, orange, ..., pink).
+COLOUR_SYNONYMS = {"grey": "gray", "silver": "gray", "navy": "blue", "maroon": "red", "crimson": "red",
+                   "scarlet": "red", "violet": "purple", "magenta": "pink", "turquoise": "cyan", "teal": "cyan",
+                   "gold": "yellow", "amber": "orange"}
+"""Colour words mapped onto the measured names (brown and beige have no measured name and stay unsupported)."""
+
+COLOUR_NAMES = {**{c: c for c in MEASURED_COLOURS}, **COLOUR_SYNONYMS}
+"""Every colour word this module understands -> its measured name."""
+
+
+def pixel_colour_names(pixels: np.ndarray, top: int = 3, min_share: float = 0.08) -> list[tuple[str, float]]:
+    """Name the dominant colours of RGB pixels of any layout (an image, or ``(N, 1, 3)`` pixels of a region).
+
+    Pixels are binned in HSV: dark pixels are ``black``, unsaturated ones ``white`` or ``gray``, the rest by
+    hue (red, orange, ..., pink).
 
     Returns:
-        up to ``top`` ``(name, share)`` pairs with share in (0, 1], largest first,
-        each at least ``min_share`` of the pixels.
+        up to ``top`` ``(name, share)`` pairs with share in (0, 1], largest first, each at least ``min_share``
+        of the pixels; empty for no pixels.
     """
-    hsv = cv2.cvtColor(_small(image), cv2.COLOR_RGB2HSV).reshape(-1, 3).astype(np.int32)
+    if pixels.size == 0:
+        return []
+    hsv = cv2.cvtColor(np.ascontiguousarray(pixels, dtype=np.uint8), cv2.COLOR_RGB2HSV).reshape(-1, 3)
+    hsv = hsv.astype(np.int32)
     h, s, v = hsv[:, 0], hsv[:, 1], hsv[:, 2]
     names = np.empty(len(hsv), dtype=object)
     dark = v < 50
@@ -52,6 +67,17 @@ def colour_names(image: np.ndarray, top: int = 3, min_share: float = 0.08) -> li
     total = counts.sum()
     out = [(str(labels[i]), float(counts[i] / total)) for i in order if counts[i] / total >= min_share]
     return out[:top]
+
+
+def colour_names(image: np.ndarray, top: int = 3, min_share: float = 0.08) -> list[tuple[str, float]]:
+    """Name the dominant colours of a frame (:func:`pixel_colour_names` of the frame shrunk to a long side of
+    160 pixels).
+
+    Returns:
+        up to ``top`` ``(name, share)`` pairs with share in (0, 1], largest first,
+        each at least ``min_share`` of the pixels.
+    """
+    return pixel_colour_names(_small(image), top=top, min_share=min_share)
 
 
 def box_colours(image: np.ndarray, box, min_share: float = 0.2, top: int = 2) -> list[str]:
