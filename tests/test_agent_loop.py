@@ -1254,3 +1254,29 @@ def test_a_count_comparison_about_the_whole_video_uses_the_index_counts(make_age
     result = agent.run("Is there more than one person in the video?")
     assert result.answer == "no"
     assert any("count comparison measured: at most 0 person" in n for s in result.trace.steps for n in s.notes)
+
+
+def test_what_shape_is_answered_from_the_measured_shapes(make_agent):
+    """syn-shapes-12 / syn-lecture-15: the cpu profile named no shape; the red square of the sign video is
+    measured (object_detect's shape boxes, else the frames of the range looked at)."""
+    agent, _ = make_agent([call("object_detect", time_ranges=[[1, 3]], objects=["red shape"]), TO_REVIEW,
+                           "**Answer:** It is not possible to tell the shape."], grounded_answers=True)
+    result = agent.run("What shape is the red object that moves at the start?")
+    assert result.answer == "square" and not result.cannot_tell
+    assert any("shape measured in object_detect's boxes" in n for s in result.trace.steps for n in s.notes)
+    agent, _ = make_agent([call("text_extract", time_ranges=[[1.5, 2.5]]), TO_REVIEW, "**Answer:** a blob"],
+                          grounded_answers=True)
+    result = agent.run("What shape is the red object?")
+    assert result.answer == "square"
+    assert any("shape measured in frames of" in n for s in result.trace.steps for n in s.notes)
+
+
+def test_when_are_there_n_things_is_the_span_of_that_count(make_agent):
+    """syn-shapes-10: "When are there five circles" was answered with the clip where circles were seen; the
+    answer is where the count asked for was measured, followed past the frames looked at."""
+    agent, _ = make_agent([call("object_detect", time_ranges=[[1.5, 2.0]], objects=["red squares"]), TO_REVIEW,
+                           "**Answer:** [0.0s, 5.0s]"], grounded_answers=True)
+    result = agent.run("When is there one red square on screen?")
+    assert result.interval is not None and abs(result.interval[0] - 1.0) <= 0.6 and abs(result.interval[1] - 3.0) <= 0.6
+    assert any("interval measured: 1 red square" in n for s in result.trace.steps for n in s.notes)
+    assert any("following the count" in n for s in result.trace.steps for n in s.notes)

@@ -440,3 +440,34 @@ def test_the_largest_count_is_the_largest_count_seen_in_more_than_one_frame():
     assert Agent._count_at_moment(None, st, trace, "2") == "5"
     assert "largest count" in trace.steps[-1].notes[0]
     assert Agent._count_at_moment(None, st, trace, "**5**") == "**5**"
+
+
+def test_count_span_is_the_run_of_frames_with_the_count_asked():
+    from avi.agent.measured import count_span, count_span_question
+
+    q = "When are there five circles on screen at the same time?"
+    assert count_span_question(q) == (5, "circles on")
+    assert count_span_question("When does the man open the door?") is None
+    frames = [[370.0 + 0.5 * k, 3 if k < 13 else 5 if k < 60 else 4] for k in range(70)]  # 5 from 376.5 to 399.5
+    frames[30][1] = 4  # a dip at 385.0 splits the run: the longer part is kept
+    steps = [_counts("circles", frames)]
+    assert count_span(steps, q) == [385.25, 399.75]
+    thinned = [_counts("circles", [[370.0, 3], [374.0, 5], [378.0, 5], [382.0, 5], [386.0, 4]])]  # 4 s apart
+    assert count_span(thinned, q) == [373.75, 382.25]
+    steps = [_counts("circles", [[t, 5] for t in (376.5, 377.0, 377.5, 378.0)] + [[378.5, 4]])]
+    assert count_span(steps, q) == [376.25, 378.25]
+    assert count_span(steps, "When are there two circles?") is None
+    assert count_span([], q) is None
+
+
+def test_shape_answer_picks_by_colour_and_size():
+    from avi.agent.measured import asks_shape, shape_answer
+
+    shapes = [{"kind": "circle", "colour": "yellow", "box": [0, 0, 120, 120]},
+              {"kind": "triangle", "colour": "yellow", "box": [0, 0, 40, 40]},
+              {"kind": "square", "colour": "red", "box": [0, 0, 50, 50]}]
+    assert asks_shape("What shape is the big yellow object?") and not asks_shape("What colour is the shape?")
+    assert shape_answer("What shape is the big yellow object?", shapes)[0] == "circle"
+    assert shape_answer("What shape is the small yellow sign?", shapes)[0] == "triangle"
+    assert shape_answer("What shape is the red thing?", shapes)[0] == "square"
+    assert shape_answer("What shape is the green thing?", shapes) is None

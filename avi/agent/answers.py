@@ -27,11 +27,14 @@ from avi.agent.measured import (
     asks_colour,
     asks_count,
     asks_most,
+    asks_shape,
     colour_choice,
     colour_options,
     colours_named,
     compare_count,
     count_at,
+    count_span,
+    count_span_question,
     cut_answer,
     cut_question,
     frame_colour_shares,
@@ -42,6 +45,7 @@ from avi.agent.measured import (
     scale_choice,
     scale_kind,
     scale_options,
+    shape_answer,
     snap_to_shots,
     usual_count,
 )
@@ -235,6 +239,88 @@ class GroundedAnswers:
                   notes=[f"shot option {letter} measured: {kind} in {measured.count(kind)} of {len(measured)} shot "
                          f"frames in {where}"])
         return f"{letter}. {st.options[letter]}", letter
+
+    def _measured_shape(self, st: "_State", trace: Trace, max_frames: int = 8) -> tuple[str, None] | None:
+        """For "what shape is the <thing>" (:func:`asks_shape`), the kind of the shape measured where the question
+        is about (:func:`shape_answer`): shapes object_detect found, then shapes measured on up to ``max_frames``
+        frames of the range asked about (its time words, else the evidence, else what was looked at), then the
+        shapes the index's captions name over the whole video. Returns ``(answer, None)`` or None."""
+        if not asks_shape(st.question) or st.kind not in ("text", "choice"):
+            return None
+        from avi.backends.shapes import find_shapes
+
+        found = [{"kind": d["cls"].split(" ")[-1], "colour": d["cls"].split(" ")[0], "box": d["box"]}
+                 for n, d_ in st.perceive_data() if n == "object_detect" for d in d_.get("detections") or []
+                 if len(str(d.get("cls") or "").split(" ")) == 2 and str(d["cls"]).split(" ")[-1]
+                 in ("circle", "square", "rectangle", "triangle")]
+        got = shape_answer(st.question, found)
+        where = "object_detect's boxes"
+        if got is None:
+            ranges = asked_ranges(self.ctx, st, looked=True)
+            try:
+                frames = self.ctx.video.frames_at(sample_times(ranges, self.settings.fps, max_frames))
+            except Exception:  # noqa: BLE001 - an undecodable range measures nothing
+                frames = []
+            measured = [{"kind": b.kind, "colour": b.colour, "box": list(b.box)} for f in frames
+                        for b in find_shapes(f.image)]
+            got = shape_answer(st.question, measured)
+            where = "frames of " + ", ".join(fmt_range(a, b) for a, b in ranges)
+        if got is None:
+            captions = [c for c in self.ctx.index.captions if any(
+                a <= c.end_s and c.start_s <= b for a, b in self.ctx.focus_ranges)] if self.ctx.focus_ranges \
+                else list(self.ctx.index.captions)
+            got = shape_answer(st.question, [s for c in captions for s in (getattr(c, "data", None) or {})
+                                             .get("shapes") or []])
+            where = "the index's captions"
+        if got is None:
+            return None
+        kind, why = got
+        if st.kind == "choice":
+            hits = [k for k, v in st.options.items() if re.search(rf"\b{kind}s?\b", v, re.I)]
+            if len(hits) != 1:
+                return None
+            trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                      notes=[f"shape option {hits[0]} measured in {where}: {why}"])
+            return f"{hits[0]}. {st.options[hits[0]]}", hits[0]
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                  notes=[f"shape measured in {where}: {why} (the model wrote {(st.answer or '')[:60]!r})"])
+        return kind, None
+
+    def _count_interval(self, st: "_State", trace: Trace) -> list[float] | None:
+        """For "when are there five circles on screen", the longest run of frames in which object_detect counted
+        exactly that many (:func:`count_span`), followed past the frames looked at by counting again in the next
+        ``clip_seconds`` windows (at most six per side) while the count holds at the edge. None when the
+        question names no count or it was never measured."""
+        span = count_span(st.perceive_data(), st.question)
+        if span is None:
+            return None
+        last = next(((n, a) for n, a, d in reversed(st.perceive_calls) if n == "object_detect"), None)
+        steps = list(st.perceive_data())
+        if last is not None:
+            tool, step, dur = ALL_TOOLS["object_detect"], float(self.settings.clip_seconds), self.ctx.duration_s
+            for direction in (-1, 1):
+                for _ in range(6):
+                    edge = span[0] if direction < 0 else span[1]
+                    window = [max(0.0, edge - step), edge] if direction < 0 else [edge, min(dur, edge + step)]
+                    if window[1] - window[0] < 0.5:
+                        break
+                    arguments = {**last[1], "time_ranges": [window]}
+                    obs = tool.run(self.ctx, arguments)
+                    trace.add(kind="tool_call", iteration=st.iteration, phase="review", tool="object_detect",
+                              arguments=arguments, observation=obs.text, observation_data=obs.data,
+                              error=obs.error, frames_s=obs.frames_s,
+                              notes=["host: following the count past the frames looked at (interval answer)"])
+                    if obs.error:
+                        break
+                    steps.append(("object_detect", obs.data))
+                    new = count_span(steps, st.question)
+                    if new is None or new == span:
+                        break
+                    span = new
+        n, what = count_span_question(st.question)
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                  notes=[f"interval measured: {n} {what} counted in {fmt_range(*span)}"])
+        return [round(span[0], 2), round(min(self.ctx.duration_s, span[1]), 2)]
 
     def _count_yes_no(self, st: "_State", trace: Trace, answer: str) -> str:
         """"Is there more than one person ...": yes or no from the counts object_detect measured

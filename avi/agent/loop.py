@@ -244,7 +244,7 @@ class Agent(GroundedAnswers, TypedAnswers, Gates, CallExtraction):
         method = "letter" if choice else None
         grounded = getattr(self.settings, "grounded_answers", True)
         measured = (self._measured_cuts(st, trace) or self._measured_colour_choice(st, trace)
-                    or self._measured_scale_choice(st, trace)) if grounded else None
+                    or self._measured_scale_choice(st, trace) or self._measured_shape(st, trace)) if grounded else None
         picked = self._debiased_choice(st, trace) if st.kind == "choice" and st.options and \
             not (measured and measured[1]) else None
         if measured is not None:  # the cut list, colours or shot scale answer it: that letter (or text) is delivered
@@ -271,7 +271,11 @@ class Agent(GroundedAnswers, TypedAnswers, Gates, CallExtraction):
                 st.answer = self._rounded_as_asked(st, trace, self._count_at_moment(st, trace, st.answer))
             if st.kind == "text" and st.answer is not None:
                 st.answer = self._count_yes_no(st, trace, self._colour_answer(st, trace, st.answer))
-            if st.kind == "interval" and interval:
+            counted = self._count_interval(st, trace) if st.kind == "interval" else None
+            if counted is not None:  # "when are there five circles": where that count was measured
+                interval = counted
+                st.answer = f"[{counted[0]:.1f}s, {counted[1]:.1f}s]"
+            elif st.kind == "interval" and interval:
                 # a shot's time on screen is the shot itself: objects seen in it also appear in other shots,
                 # so their evidence runs would widen the answer past its cuts
                 widened = interval if self._shot_question(st) else self._event_interval(st, trace, interval)

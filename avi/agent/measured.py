@@ -121,6 +121,50 @@ def most_count(steps: list[tuple[str, dict]], question: str) -> tuple[str, int] 
     return (usual[0], max(usual[2])) if usual is not None else None
 
 
+_COUNT_SPAN = re.compile(r"\b(?:when|during\s+which\s+time|what\s+time|which\s+part)\b.*?\b(?:are|were|is|was|can)\s+"
+                         r"(?:there\s+|you\s+see\s+)?(?:exactly\s+)?(\d+|one|two|three|four|five|six|seven|eight|nine|ten)\s+"
+                         r"([a-z]+(?:\s+[a-z]+)?)", re.I)
+
+
+def count_span_question(question: str) -> tuple[int, str] | None:
+    """``(n, what)`` for an interval question that asks when a number of things is seen ("When are there five
+    circles on screen at the same time?" -> (5, "circles on")), else None."""
+    m = _COUNT_SPAN.search(question or "")
+    if m is None:
+        return None
+    word = m.group(1).lower()
+    return (int(word) if word.isdigit() else _COUNT_WORDS[word]), m.group(2).lower()
+
+
+def count_span(steps: list[tuple[str, dict]], question: str, gap_s: float = 1.5) -> list[float] | None:
+    """The time span in which object_detect counted exactly the number the question names
+    (:func:`count_span_question`) of the label it is about: the longest run of measured frames with that
+    count (frames at most ``gap_s`` apart, or 1.5 times the usual spacing of the measured frames), padded by half a frame step on each side (0.25 s at 2 fps).
+
+    Returns:
+        ``[start_s, end_s]``, or None when the question names no count, nothing was counted or no frame had it.
+    """
+    asked = count_span_question(question)
+    found = _measured_counts(steps, question) if asked is not None else None
+    if found is None:
+        return None
+    n, _ = asked
+    every = sorted(found[1])
+    steps_s = sorted(b - a for a, b in zip(every, every[1:]))
+    gap_s = max(gap_s, 1.5 * steps_s[len(steps_s) // 2]) if steps_s else gap_s  # frames thinned on long ranges
+    times = sorted(t for t, c in found[1].items() if c == n)
+    if not times:
+        return None
+    runs: list[list[float]] = []
+    for t in times:
+        if runs and t - runs[-1][1] <= gap_s and all(c == n for u, c in found[1].items() if runs[-1][1] < u < t):
+            runs[-1][1] = t
+        else:
+            runs.append([t, t])
+    best = max(runs, key=lambda r: (r[1] - r[0], -r[0]))
+    return [max(0.0, best[0] - 0.25), best[1] + 0.25]
+
+
 _NUMBER = r"(\d+|one|two|three|four|five|six|seven|eight|nine|ten)"
 _COMPARISON = re.compile(
     rf"\b(?:is|are)\s+there\s+(?:ever\s+)?(more\s+than|at\s+least|fewer\s+than|less\s+than|only|exactly|just)\s+"
@@ -440,3 +484,48 @@ def scale_choice(kinds: dict[str, str], measured: list[str]) -> tuple[str, str] 
         return None
     hits = [k for k, kind in kinds.items() if kind == top]
     return (hits[0], top) if len(hits) == 1 else None
+
+
+# ----------------------------------------------------------------------------- shapes, measured
+
+_WHAT_SHAPE = re.compile(r"\bwhat\s+(?:kind\s+of\s+)?shape\b|\bwhich\s+shape\b", re.I)
+
+
+def asks_shape(question: str) -> bool:
+    """Whether a question asks for the geometric shape of something ("What shape is the yellow sign?")."""
+    return bool(_WHAT_SHAPE.search(question or ""))
+
+
+def shape_answer(question: str, shapes: list[dict]) -> tuple[str, str] | None:
+    """The kind of the shape a "what shape" question is about, from measured shapes.
+
+    Args:
+        question: the question; its colour words (:data:`avi.video.analysis.COLOUR_NAMES`) narrow the shapes,
+            and "big"/"large" or "small"/"little" pick the largest or smallest.
+        shapes: ``{"kind", "colour", "box"}`` dicts (pixel xyxy) measured in the frames the question is about.
+
+    Returns:
+        ``(kind, why)`` of the kind most of the matching shapes have (the largest or smallest when the question
+        says so), or None when no shape matches.
+    """
+    from avi.video.analysis import COLOUR_NAMES
+
+    words = re.findall(r"[a-z]+", (question or "").lower())
+    colours = {COLOUR_NAMES[w] for w in words if w in COLOUR_NAMES}
+    pool = [s for s in shapes if not colours or s.get("colour") in colours]
+    if not pool:
+        return None
+
+    def area(s: dict) -> float:
+        x1, y1, x2, y2 = s["box"]
+        return (x2 - x1) * (y2 - y1)
+
+    if {"big", "large", "largest", "biggest", "huge"} & set(words):
+        pick = max(pool, key=area)
+        return pick["kind"], f"the largest {pick['colour']} shape measured is a {pick['kind']}"
+    if {"small", "little", "smallest", "tiny"} & set(words):
+        pick = min(pool, key=area)
+        return pick["kind"], f"the smallest {pick['colour']} shape measured is a {pick['kind']}"
+    kinds = [s["kind"] for s in pool]
+    top = max(set(kinds), key=kinds.count)
+    return top, f"{kinds.count(top)} of {len(kinds)} {'/'.join(sorted(colours)) or 'measured'} shapes are {top}s"
