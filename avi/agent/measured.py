@@ -139,7 +139,8 @@ def count_span_question(question: str) -> tuple[int, str] | None:
 def count_span(steps: list[tuple[str, dict]], question: str, gap_s: float = 1.5) -> list[float] | None:
     """The time span in which object_detect counted exactly the number the question names
     (:func:`count_span_question`) of the label it is about: the longest run of measured frames with that
-    count (frames at most ``gap_s`` apart, or 1.5 times the usual spacing of the measured frames), padded by half a frame step on each side (0.25 s at 2 fps).
+    count (frames at most ``gap_s`` apart, or 1.5 times the usual spacing of the measured frames), padded by
+    half a frame step on each side (0.25 s at 2 fps).
 
     Returns:
         ``[start_s, end_s]``, or None when the question names no count, nothing was counted or no frame had it.
