@@ -185,6 +185,8 @@ class Settings(BaseSettings):
     # --- index build
     caption_ocr_frames: int = Field(default=3, ge=1, le=64,
                                     description="frames per clip sent to OCR for the perception caption")
+    frame_reuse: bool = Field(default=True, description="OCR and the detector reuse their result on a frame "
+                                                        "unchanged since the last one they read (issue 17)")
     embedder: str = Field(default="all-minilm-l6-v2", description="weights.lock entry of the sentence-transformers model")
     embedder_model_dir: Path | None = Field(default=None, description="local sentence-transformers directory "
                                                                       "(e.g. Qwen3-Embedding-4B, gpu profile); "
@@ -438,6 +440,7 @@ class Settings(BaseSettings):
             "max_side": self.max_side,
             "clip_seconds": self.clip_seconds,
             "caption_ocr_frames": self.caption_ocr_frames,
+            "frame_reuse": self.frame_reuse,
             "graph_llm": self.graph_llm,
             "graph_chunk_chars": self.graph_chunk_chars,
             "summary_llm": self.summary_llm,

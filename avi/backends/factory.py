@@ -79,6 +79,15 @@ class Backends:
 
     @cached_property
     def ocr(self):
+        """The OCR engine; with ``frame_reuse``, an unchanged frame is read once (:mod:`avi.backends.frame_reuse`)."""
+        engine = self._ocr_engine()
+        if not self.settings.frame_reuse:
+            return engine
+        from avi.backends.frame_reuse import ReusingOcr
+
+        return ReusingOcr(engine)
+
+    def _ocr_engine(self):
         s = self.settings
         if s.ocr_paddle_det_dir or s.ocr_paddle_rec_dir:
             from avi.backends.paddle_ocr import PaddleOcrEngine
@@ -97,6 +106,16 @@ class Backends:
 
     @cached_property
     def detector(self):
+        """The object detector; with ``frame_reuse``, an unchanged frame is run once per label set
+        (:mod:`avi.backends.frame_reuse`)."""
+        det = self._detector()
+        if not self.settings.frame_reuse:
+            return det
+        from avi.backends.frame_reuse import ReusingDetector
+
+        return ReusingDetector(det)
+
+    def _detector(self):
         s = self.settings
         if s.detector_model_dir:
             from avi.backends.grounding_dino import load_grounding_dino
