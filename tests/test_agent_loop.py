@@ -1280,3 +1280,17 @@ def test_when_are_there_n_things_is_the_span_of_that_count(make_agent):
     assert result.interval is not None and abs(result.interval[0] - 1.0) <= 0.6 and abs(result.interval[1] - 3.0) <= 0.6
     assert any("interval measured: 1 red square" in n for s in result.trace.steps for n in s.notes)
     assert any("following the count" in n for s in result.trace.steps for n in s.notes)
+
+
+def test_background_colour_behind_a_named_text_and_after_a_change(make_agent):
+    """syn-mixed-06 / syn-shapes-07: the background colour was measured over the whole video or the wrong
+    frames; behind a text it is measured while that text is on screen, and "what colour does it change to" in
+    the shot after the cut. Sign video: navy until the cut at 10 s, dark green after."""
+    agent, _ = make_agent([call("text_extract", time_ranges=[[4, 9]]), TO_REVIEW, "**Answer:** unknown"],
+                          grounded_answers=True)
+    result = agent.run("What colour is the background behind the EXIT 42 sign?")
+    assert result.answer == "blue"
+    agent, _ = make_agent([call("text_extract", time_ranges=[[8, 12]]), TO_REVIEW, "**Answer:** unknown"],
+                          grounded_answers=True)
+    result = agent.run("Around 0:10 the background changes colour. What colour does it change to?")
+    assert result.answer == "green"

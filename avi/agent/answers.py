@@ -119,7 +119,7 @@ class GroundedAnswers:
         :func:`~avi.agent.grounding.answers_nothing`) and holds none of them: one constrained call picks the
         string that answers, with the evidence's exact spelling (issue 14, answers that answer)."""
         strings = evidence_strings(st.perceive_data())
-        if not strings or not asks_for_text(st.question) or grounded_in(answer, strings) \
+        if not strings or not asks_for_text(st.question) or asks_colour(st.question) or asks_shape(st.question) or grounded_in(answer, strings) \
                 or not answers_nothing(answer, st.question):
             return answer  # an answer of its own (it may rest on captions or speech the tools returned) is kept
         schema = {"type": "object", "properties": {"evidence": {"type": "string", "enum": strings + ["none"]}},
@@ -148,7 +148,7 @@ class GroundedAnswers:
         if not asks_colour(st.question):
             return answer
         if about_background(st.question):  # the frame's dominant colour is the background's
-            shares, ranges = self._range_colours(st)
+            shares, ranges = self._range_colours(st, self._background_ranges(st))
             top = next(iter(shares.items()), None)
             if top is not None and top[1] >= 0.35 and top[0] not in colours_named(answer):
                 trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
@@ -168,11 +168,32 @@ class GroundedAnswers:
                          f"is {colour}"])
         return colour
 
-    def _range_colours(self, st: "_State", max_frames: int = 8) -> tuple[dict[str, float], list[list[float]]]:
-        """Mean colour shares (:func:`frame_colour_shares`) of up to ``max_frames`` frames spread over the range
-        the question is about: its time words, else the evidence, else what was looked at, else the whole video.
-        Returns ``(shares, ranges)``; the frames are host measurements, not counted against the frame budget."""
-        ranges = asked_ranges(self.ctx, st, looked=True)
+    def _background_ranges(self, st: "_State") -> list[list[float]] | None:
+        """Where a background colour question looks: behind the on-screen text it names, the time that text is on
+        screen (text_extract's runs of it); for "what colour does it change to", the shot after the first cut in
+        the range asked about (at most one clip of it); else None (the range asked about)."""
+        phrases = [normalise(p) for p in re.findall(r"\b[A-Z0-9][A-Z0-9'&-]+(?:\s+[A-Z0-9][A-Z0-9'&-]*)*", st.question)
+                   if sum(ch.isalpha() for ch in p) >= 3]
+        texts = [t for n, _, d in st.perceive_calls if n == "text_extract" for t in d.get("texts", [])]
+        named = [t for t in texts if any(p and p in normalise(t.get("text", "")) for p in phrases)]
+        about = named or self._texts_about_question(st)  # the text in capitals the question quotes, else shared words
+        ranges = merge_spans([[float(t["first_s"]), float(t["last_s"])] for t in about]) or None
+        if re.search(r"\b(?:changes?|changed|switch(?:es)?|turns?)\s+(?:colou?r\s+)?(?:to|into)\b", st.question, re.I):
+            shots = self.ctx.shot_list() if hasattr(self.ctx, "shot_list") else None
+            asked = ranges or asked_ranges(self.ctx, st, looked=True)
+            cuts = sorted(t for a, b in asked for t in (shots.cuts_in(a, b) if shots is not None else []))
+            if cuts:
+                end = min([t for t in shots.cuts_s if t > cuts[0]] + [self.ctx.duration_s])
+                return [[cuts[0] + 0.5, min(end, cuts[0] + float(self.settings.clip_seconds))]]
+        return ranges
+
+    def _range_colours(self, st: "_State", ranges: list[list[float]] | None = None,
+                       max_frames: int = 8) -> tuple[dict[str, float], list[list[float]]]:
+        """Mean colour shares (:func:`frame_colour_shares`) of up to ``max_frames`` frames spread over ``ranges``,
+        by default the range the question is about: its time words, else the evidence, else what was looked
+        at, else the whole video. Returns ``(shares, ranges)``; the frames are host measurements, not counted
+        against the frame budget."""
+        ranges = ranges or asked_ranges(self.ctx, st, looked=True)
         try:
             frames = self.ctx.video.frames_at(sample_times(ranges, self.settings.fps, max_frames))
         except Exception:  # noqa: BLE001 - an undecodable range measures nothing; the model's answer stands
