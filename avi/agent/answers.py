@@ -119,8 +119,8 @@ class GroundedAnswers:
         :func:`~avi.agent.grounding.answers_nothing`) and holds none of them: one constrained call picks the
         string that answers, with the evidence's exact spelling (issue 14, answers that answer)."""
         strings = evidence_strings(st.perceive_data())
-        if not strings or not asks_for_text(st.question) or asks_colour(st.question) or asks_shape(st.question) or grounded_in(answer, strings) \
-                or not answers_nothing(answer, st.question):
+        if not strings or not asks_for_text(st.question) or asks_colour(st.question) or asks_shape(st.question) \
+                or grounded_in(answer, strings) or not answers_nothing(answer, st.question):
             return answer  # an answer of its own (it may rest on captions or speech the tools returned) is kept
         schema = {"type": "object", "properties": {"evidence": {"type": "string", "enum": strings + ["none"]}},
                   "required": ["evidence"], "additionalProperties": False}
