@@ -39,9 +39,11 @@ from avi.agent.measured import (
     cut_question,
     frame_colour_shares,
     index_counts,
+    label_named,
     measured_colour,
     most_count,
     names_colour,
+    option_count,
     scale_choice,
     scale_kind,
     scale_options,
@@ -372,6 +374,35 @@ class GroundedAnswers:
         trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
                   notes=[f"rounded {nums[0]} to {whole}: the question asks for a whole number"])
         return re.sub(re.escape(nums[0]), whole, answer, count=1)
+
+    def _measured_count_choice(self, st: "_State", trace: Trace) -> tuple[str, str] | None:
+        """For a multiple-choice "how many <things>" question whose options are numbers, the option with the count
+        object_detect measured (at the moment the question names, :func:`count_at`; else the largest count seen in
+        more than one frame, :func:`most_count`) of a label the question names. Returns ``(answer, letter)`` or
+        None ("how many times" asks for events, not things on screen; no option, or two, with that number)."""
+        q = st.question
+        if st.kind != "choice" or not st.options or not asks_count(q) or re.search(r"\bhow\s+many\s+times\b", q, re.I):
+            return None
+        numbers = {k: option_count(v) for k, v in st.options.items()}
+        if any(v is None for v in numbers.values()):
+            return None
+        stem = question_stem(q)
+        times = clock_times_in(stem)
+        if len(times) == 1:
+            found = count_at(st.perceive_data(), times[0][1], stem)
+            got = (found[0], found[1], f"at {fmt_range(*found[2])}") if found else None
+        else:
+            most = most_count(st.perceive_data(), stem)
+            got = (most[0], most[1], "the largest count seen in more than one frame") if most else None
+        if got is None or not label_named(got[0], stem):
+            return None
+        label, n, where = got
+        hits = [k for k, v in numbers.items() if v == n]
+        if len(hits) != 1:
+            return None
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                  notes=[f"count option {hits[0]} measured: {label} {n} ({where})"])
+        return f"{hits[0]}. {st.options[hits[0]]}", hits[0]
 
     def _count_at_moment(self, st: "_State", trace: Trace, answer: str) -> str:
         """For "how many ... at 0:44", the count object_detect measured at that moment (:func:`count_at`), not

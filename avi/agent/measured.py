@@ -56,14 +56,22 @@ def count_at(steps: list[tuple[str, dict]], t_s: float, question: str, window_s:
     return label, counts[(len(counts) - 1) // 2], [near[0], near[-1]]
 
 
+def label_named(label: str, question: str) -> bool:
+    """Whether the question names an object_detect label (a word of it, singular or plural: "cars" names "car",
+    "squares" names "red square")."""
+    words = set(re.findall(r"[a-z]+", (question or "").lower()))
+    words |= {w[:-1] for w in words if w.endswith("s")}
+    label_words = set(label.lower().split())
+    label_words |= {w[:-1] for w in label_words if w.endswith("s")}
+    return bool(label_words & words)
+
+
 def _the_label(labels, question: str) -> str | None:
     """The one object_detect label a question is about: the only one measured, or the only one it names."""
     labels = list(dict.fromkeys(labels))
     if len(labels) <= 1:
         return labels[0] if labels else None
-    words = set(re.findall(r"[a-z]+", (question or "").lower()))
-    words |= {w[:-1] for w in words if w.endswith("s")}  # "cars" names the label "car"
-    named = [lab for lab in labels if set(lab.split()) & words]
+    named = [lab for lab in labels if label_named(lab, question)]
     return named[0] if len(named) == 1 else None
 
 
