@@ -1294,3 +1294,15 @@ def test_background_colour_behind_a_named_text_and_after_a_change(make_agent):
                           grounded_answers=True)
     result = agent.run("Around 0:10 the background changes colour. What colour does it change to?")
     assert result.answer == "green"
+
+
+def test_which_way_it_moves_is_measured_from_the_boxes(make_agent):
+    """syn-shapes-13: "does the small red square move to the left or to the right?" The sign video's red square
+    moves right from 1 s to 3 s; the host measures it when the agent did not."""
+    agent, _ = make_agent([call("text_extract", time_ranges=[[1, 3]]), TO_REVIEW, "**Answer:** It moves left."],
+                          grounded_answers=True)
+    result = agent.run("Between 0:01 and 0:03, does the red square move to the left or to the right?")
+    assert result.answer == "right"
+    notes = [n for s in result.trace.steps for n in s.notes]
+    assert any("measuring which way it moves" in n for n in notes)
+    assert any("direction measured: the red square's box moved" in n and "to the right" in n for n in notes)

@@ -499,3 +499,21 @@ def test_a_count_choice_takes_the_option_with_the_measured_count():
                                         Trace(question="q")) is None
     assert Agent._measured_count_choice(None, st_for("How many times does the man wave? A) 1 B) 2", steps),
                                         Trace(question="q")) is None
+
+
+def test_sideways_motion_follows_one_box():
+    from avi.agent.measured import asks_direction, sideways_motion
+
+    def det(t, x, label="red square"):
+        return {"label": label, "box": [x, 290, x + 50, 340], "t_s": t, "score": 0.9, "frame_size": [640, 360]}
+
+    steps = [("object_detect", {"detections": [det(t, 20 + 8 * t) for t in range(0, 60, 5)]
+                                + [det(t, 600, "white circle") for t in range(0, 60, 5)]})]
+    assert asks_direction("Does the small red square move to the left or to the right?")
+    assert not asks_direction("Is the man on the left?")
+    way, why = sideways_motion(steps, "Does the small red square move to the left or to the right?")
+    assert way == "right" and "440 px" in why
+    still = [("object_detect", {"detections": [det(t, 300) for t in range(0, 20, 5)]})]
+    assert sideways_motion(still, "Which way does the red square move?") is None
+    left = [("object_detect", {"detections": [det(t, 500 - 15 * t) for t in (0, 1, 2, 3)]})]
+    assert sideways_motion(left, "Which direction is the red square moving?")[0] == "left"

@@ -26,6 +26,7 @@ from avi.agent.measured import (
     about_shot,
     asks_colour,
     asks_count,
+    asks_direction,
     asks_most,
     asks_shape,
     colour_choice,
@@ -48,6 +49,7 @@ from avi.agent.measured import (
     scale_kind,
     scale_options,
     shape_answer,
+    sideways_motion,
     snap_to_shots,
     usual_count,
 )
@@ -374,6 +376,43 @@ class GroundedAnswers:
         trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
                   notes=[f"rounded {nums[0]} to {whole}: the question asks for a whole number"])
         return re.sub(re.escape(nums[0]), whole, answer, count=1)
+
+    def _measured_direction(self, st: "_State", trace: Trace) -> tuple[str, str | None] | None:
+        """For "does it move to the left or to the right", the way object_detect's boxes of the thing moved
+        (:func:`sideways_motion`); when the agent measured nothing the question names, object_detect is run on
+        the range asked about for the first thing the question names that the detector knows (a colour and a
+        shape word together, else a single word). Returns ``(answer, letter or None)`` or None."""
+        if not asks_direction(st.question):
+            return None
+        stem = question_stem(st.question)
+        steps = list(st.perceive_data())
+        got = sideways_motion(steps, stem)
+        if got is None:
+            det = self.ctx.backends.detector
+            words = re.findall(r"[a-z]+", stem.lower())
+            pairs = [f"{a} {b}" for a, b in zip(words, words[1:])]
+            label = next((w for w in pairs + words if len(w) > 2 and w not in ("left", "right", "the", "screen")
+                          and det.supports(w)), None)
+            if label is None:
+                return None
+            arguments = {"time_ranges": asked_ranges(self.ctx, st, looked=True), "objects": [label]}
+            obs = ALL_TOOLS["object_detect"].run(self.ctx, arguments)
+            trace.add(kind="tool_call", iteration=st.iteration, phase="review", tool="object_detect",
+                      arguments=arguments, observation=obs.text, observation_data=obs.data, error=obs.error,
+                      frames_s=obs.frames_s, notes=["host: measuring which way it moves (direction question)"])
+            got = None if obs.error else sideways_motion([("object_detect", obs.data)], label)
+        if got is None:
+            return None
+        way, why = got
+        letter = None
+        if st.kind == "choice" and st.options:
+            hits = [k for k, v in st.options.items() if re.search(rf"\b{way}\b", v, re.I)]
+            if len(hits) != 1:
+                return None
+            letter = hits[0]
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                  notes=[f"direction measured: {why} (the model wrote {(st.answer or '')[:60]!r})"])
+        return (f"{letter}. {st.options[letter]}" if letter else way), letter
 
     def _measured_count_choice(self, st: "_State", trace: Trace) -> tuple[str, str] | None:
         """For a multiple-choice "how many <things>" question whose options are numbers, the option with the count

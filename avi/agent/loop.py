@@ -245,7 +245,8 @@ class Agent(GroundedAnswers, TypedAnswers, Gates, CallExtraction):
         grounded = getattr(self.settings, "grounded_answers", True)
         measured = (self._measured_cuts(st, trace) or self._measured_colour_choice(st, trace)
                     or self._measured_scale_choice(st, trace) or self._measured_shape(st, trace)
-                    or self._measured_count_choice(st, trace)) if grounded else None
+                    or self._measured_count_choice(st, trace) or self._measured_direction(st, trace)) \
+            if grounded else None
         picked = self._debiased_choice(st, trace) if st.kind == "choice" and st.options and \
             not (measured and measured[1]) else None
         if measured is not None:  # the cut list, colours or shot scale answer it: that letter (or text) is delivered

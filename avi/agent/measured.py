@@ -538,3 +538,70 @@ def shape_answer(question: str, shapes: list[dict]) -> tuple[str, str] | None:
     kinds = [s["kind"] for s in pool]
     top = max(set(kinds), key=kinds.count)
     return top, f"{kinds.count(top)} of {len(kinds)} {'/'.join(sorted(colours)) or 'measured'} shapes are {top}s"
+
+
+# ----------------------------------------------------------------------------- sideways motion, measured
+
+_SIDEWAYS = re.compile(r"\b(?:to\s+the\s+)?(?:left|right)\b\s+or\s+(?:to\s+the\s+)?(?:left|right)\b|"
+                       r"\bwhich\s+(?:way|direction)\b", re.I)
+
+
+def asks_direction(question: str) -> bool:
+    """Whether a question asks which way something moves sideways ("to the left or to the right?")."""
+    return bool(_SIDEWAYS.search(question or ""))
+
+
+def sideways_motion(steps: list[tuple[str, dict]], question: str, min_move: float = 0.05) -> tuple[str, str] | None:
+    """Which way the thing a question is about moves across the frame, from object_detect's boxes over time.
+
+    The label is the one the question is about (:func:`_the_label`); one box per frame is followed from the
+    best box of its first frame to the nearest box in each later frame (within a quarter of the frame's width),
+    and a least-squares line through the box centres gives the speed in pixels per second.
+
+    Args:
+        steps: ``(tool, observation data)``; object_detect data carries ``detections`` (``label``, ``box`` xyxy
+            pixels, ``t_s``, ``score``, ``frame_size``).
+        min_move: the smallest movement over the frames measured, as a fraction of the frame's width.
+
+    Returns:
+        ``("left" | "right", what was measured)``, or None when nothing was followed over at least a second or
+        it moved less than ``min_move``.
+    """
+    per_label: dict[str, list[dict]] = {}
+    for tool, data in steps:
+        if tool == "object_detect":
+            for d in data.get("detections") or []:
+                per_label.setdefault(str(d.get("label")), []).append(d)
+    label = _the_label(per_label, question)
+    if label is None:
+        return None
+    by_t: dict[float, list[dict]] = {}
+    for d in per_label[label]:
+        by_t.setdefault(float(d["t_s"]), []).append(d)
+    times = sorted(by_t)
+    width = float((by_t[times[0]][0].get("frame_size") or [640])[0])
+    cur = max(by_t[times[0]], key=lambda d: d.get("score", 0.0))
+    path = []
+    for t in times:
+        cands = by_t[t] if t != times[0] else [cur]
+        near = min(cands, key=lambda d: abs(_cx(d) - _cx(cur)))
+        if abs(_cx(near) - _cx(cur)) > 0.25 * width:
+            continue
+        cur = near
+        path.append((t, _cx(cur)))
+    if len(path) < 2 or path[-1][0] - path[0][0] < 1.0:
+        return None
+    ts = [t for t, _ in path]
+    xs = [x for _, x in path]
+    mt, mx = sum(ts) / len(ts), sum(xs) / len(xs)
+    slope = sum((t - mt) * (x - mx) for t, x in path) / sum((t - mt) ** 2 for t in ts)
+    moved = slope * (ts[-1] - ts[0])
+    if abs(moved) < min_move * width:
+        return None
+    way = "right" if slope > 0 else "left"
+    return way, (f"the {label}'s box moved {abs(moved):.0f} px to the {way} over {ts[-1] - ts[0]:.1f}s "
+                 f"({len(path)} frames)")
+
+
+def _cx(d: dict) -> float:
+    return (float(d["box"][0]) + float(d["box"][2])) / 2
