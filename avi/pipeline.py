@@ -29,8 +29,9 @@ class QuestionTrace(Trace):
     Attributes:
         fallbacks: ``index_problems`` (part of the index that could not be used -> cause; the
             agent went on without it, e.g. graph_retrieve not offered when graph.json is unreadable),
-            ``undecodable_packets`` (packets skipped while decoding frames for the perceive tools) and
-            ``first_decode_error``.
+            ``index_pending`` (LLM stages of the index not built yet: without the entity graph graph_retrieve
+            is not offered), ``undecodable_packets`` (packets skipped while decoding frames for the perceive
+            tools) and ``first_decode_error``.
     """
 
     fallbacks: dict = field(default_factory=dict)
@@ -38,7 +39,8 @@ class QuestionTrace(Trace):
 
 def question_fallbacks(index: VideoIndex, video: VideoReader) -> dict:
     """What :attr:`QuestionTrace.fallbacks` holds for a question on ``index`` whose frames came from ``video``."""
-    return {"index_problems": dict(getattr(index, "problems", {}) or {}), **video.stats.to_dict()}
+    return {"index_problems": dict(getattr(index, "problems", {}) or {}),
+            "index_pending": list(getattr(index, "pending", []) or []), **video.stats.to_dict()}
 
 
 @dataclass
@@ -57,8 +59,9 @@ class PreparedVideo:
 
 
 def prepare(video: Path, settings: Settings, backends: Backends, *, rebuild_index: bool = False,
-            progress: bool = True) -> PreparedVideo:
-    """Probe ``video`` and build (or reuse, or resume) its index.
+            progress: bool = True, stages: str = "all") -> PreparedVideo:
+    """Probe ``video`` and build (or reuse, or resume) its index (``stages``: see
+    :func:`avi.index.build.ensure_index`; ``"search"`` leaves the LLM stages for later).
 
     Raises:
         InputError: unreadable or zero-length video.
@@ -68,7 +71,7 @@ def prepare(video: Path, settings: Settings, backends: Backends, *, rebuild_inde
     info = probe(video)
     if settings.llm_base_url:
         backends.llm  # noqa: B018 - fail fast on an unreachable endpoint, before any indexing
-    index = ensure_index(info.path, settings, backends, rebuild=rebuild_index, progress=progress)
+    index = ensure_index(info.path, settings, backends, rebuild=rebuild_index, progress=progress, stages=stages)
     return PreparedVideo(info=info, index=index, seconds=time.perf_counter() - t0)
 
 
@@ -106,7 +109,7 @@ def answer(prepared: PreparedVideo, question: str, settings: Settings, backends:
 
 
 def ask(video: Path, question: str, settings: Settings, backends: Backends, *, rebuild_index: bool = False,
-        progress: bool = True) -> AgentResult:
+        progress: bool = True, stages: str = "all") -> AgentResult:
     """Answer ``question`` about ``video``.
 
     The index is built on first use and reused afterwards; the orchestrator is
@@ -119,7 +122,7 @@ def ask(video: Path, question: str, settings: Settings, backends: Backends, *, r
         LLMUnavailableError: the orchestrator cannot be reached or started.
     """
     question = clean_question(question or "", settings.question_max_chars)
-    prepared = prepare(video, settings, backends, rebuild_index=rebuild_index, progress=progress)
+    prepared = prepare(video, settings, backends, rebuild_index=rebuild_index, progress=progress, stages=stages)
     return answer(prepared, question, settings, backends)
 
 

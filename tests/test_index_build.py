@@ -528,3 +528,56 @@ def test_sigkill_mid_captions_resumes_from_the_last_finished_clip(tmp_path):
     lines = [comparable(json.loads(x)) for x in done.decode().splitlines()]
     kept = [comparable(json.loads(x)) for x in (final / "captions.jsonl").read_text().splitlines()][:n_done]
     assert kept == lines
+
+
+# ---------------------------------------------------------------- LLM stages after the first question (issue 17)
+
+
+class FakeIndexLLM:
+    """A scripted stand-in for the orchestrator in the two LLM stages: graph extraction gets an empty graph
+    (schema-valid JSON), the summary calls get one sentence; counts its calls."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def chat(self, messages, tools=None, **kw):
+        from avi.backends.llm import ChatResult
+
+        self.calls += 1
+        content = '{"subjects": [], "interactions": []}' if kw.get("json_schema") else "A short summary."
+        return ChatResult(content=content, prompt_tokens=10, completion_tokens=5, seconds=0.01)
+
+
+def test_search_stages_first_then_the_llm_stages(stub_backends, sign_video, root):
+    """``stages="search"`` puts a usable index in place before any LLM call; ``finish_index`` (or an
+    ``ensure_index`` with every stage) builds the graph and the summary into it, and the manifest says so."""
+    from avi.index.build import finish_index, pending_stages
+
+    settings = Settings(index_root=root, graph_llm=True, summary_llm=True)
+    stub_backends.llm = FakeIndexLLM()
+    index = ensure_index(sign_video, settings, stub_backends, progress=False, stages="search")
+    assert index.pending == ["graph", "summary"] == pending_stages(settings)
+    assert stub_backends.llm.calls == 0 and not (index.path / "graph.json").exists()
+    assert not (index.path / "summary.json").exists() and (index.path / "chroma").is_dir()
+    with pytest.raises(AviError, match="not built yet"):
+        index.graph  # noqa: B018 - graph_retrieve is not offered meanwhile
+    assert ensure_index(sign_video, settings, stub_backends, progress=False, stages="search").pending  # reused
+    assert stub_backends.captioner.calls == 4  # captioned once
+    done = finish_index(index, settings, stub_backends, progress=False)
+    assert done.pending == [] and (done.path / "graph.json").exists() and (done.path / "summary.json").exists()
+    m = json.loads((done.path / "manifest.json").read_text())
+    assert m["pending"] == [] and {"graph", "summary", "captions"} <= set(m["build_seconds"])
+    assert stub_backends.llm.calls > 0 and done.path == index.path
+    # an index with nothing pending is returned as it is; the key does not depend on when the stages ran
+    assert ensure_index(sign_video, settings, stub_backends, progress=False).path == index.path
+    with pytest.raises(ValueError):
+        ensure_index(sign_video, settings, stub_backends, stages="some")
+
+
+def test_every_stage_finishes_a_pending_index(stub_backends, sign_video, root):
+    settings = Settings(index_root=root, graph_llm=True, summary_llm=False)
+    stub_backends.llm = FakeIndexLLM()
+    index = ensure_index(sign_video, settings, stub_backends, progress=False, stages="search")
+    assert index.pending == ["graph"] and (index.path / "summary.json").exists()  # no LLM: built at once
+    full = ensure_index(sign_video, settings, stub_backends, progress=False)
+    assert full.pending == [] and (full.path / "graph.json").exists()

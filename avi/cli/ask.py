@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from avi.cli.common import add_common, settings_from_args
@@ -32,7 +33,7 @@ def add_ask_args(p: argparse.ArgumentParser) -> None:
 
 def cmd_ask(args) -> int:
     from avi.backends import Backends
-    from avi.pipeline import ask, default_trace_path
+    from avi.pipeline import ask
 
     if args.max_iterations is not None and args.max_iterations < 1:
         raise InputError("--max-iterations must be at least 1")
@@ -42,17 +43,54 @@ def cmd_ask(args) -> int:
     check_places(question_places(settings, args.trace))  # before any work: the answer must not be lost
     videos = expand_videos(args.video)
     backends = Backends(settings)
+    # one video: the question waits only for the captions and embeddings; the LLM stages follow the answer
+    stages = "search" if settings.index_llm_stages == "after" and len(videos) == 1 else "all"
     try:
         if len(videos) == 1:
             result = ask(videos[0], args.question, settings, backends, rebuild_index=args.rebuild_index,
-                         progress=not args.quiet)
+                         progress=not args.quiet, stages=stages)
         else:
             from avi.videos.pipeline import ask_many
 
             result = ask_many(videos, args.question, settings, backends, rebuild_index=args.rebuild_index,
                               progress=not args.quiet)
+        status = _print_result(args, result, settings)
+        if stages == "search":
+            _finish_index(result.trace, videos[0], settings, backends, quiet=args.quiet)
     finally:
         backends.close()
+    return status
+
+
+def _finish_index(trace, video: Path, settings, backends, *, quiet: bool) -> None:
+    """After the answer: build the index's pending LLM stages (entity graph, summary) for later questions."""
+    from avi.index.build import finish_index
+    from avi.index.store import VideoIndex
+
+    index_dir = getattr(trace, "index_dir", None)
+    if not index_dir:
+        return
+    index = VideoIndex(Path(index_dir))
+    if not index.pending:
+        return
+    sys.stdout.flush()  # the answer is out before the minutes this takes
+    if not quiet:
+        print(f"avi: the answer is above; now building the {' and '.join(index.pending)} of {video.name} for later "
+              f"questions (Ctrl-C stops; 'avi index {video}' finishes it)", file=sys.stderr, flush=True)
+    try:
+        finish_index(index, settings, backends, progress=not quiet)
+    except (AviError, OSError) as exc:  # another builder holds the lock, a read-only index, a failed LLM call
+        print(f"avi: warning: the {' and '.join(index.pending)} of {video.name} not built now "
+              f"({' '.join(str(exc).split())[:200]}); 'avi index {video}' builds them", file=sys.stderr)
+
+
+def _print_result(args, result, settings) -> int:
+    """Write the trace and print the answer (text, or one JSON object with ``--json``); returns 0.
+
+    Raises:
+        AviError: the trace could not be written (the answer is printed first)."""
+    from avi.pipeline import default_trace_path
+
     trace = result.trace
     try:
         trace_path = trace.write(args.trace or default_trace_path(settings, trace))

@@ -52,7 +52,7 @@ def cmd_index(args) -> int:
                             "seconds": round(time.perf_counter() - t0, 2), **m["counts"],
                             "captioner": m["captioner"], "embedder": m["embedder"]["name"],
                             "transcript": m.get("transcript", {}).get("sources", []),
-                            "build_seconds": m["build_seconds"]})
+                            "pending": m.get("pending", []), "build_seconds": m["build_seconds"]})
     finally:
         backends.close()
     for r in results:

@@ -14,6 +14,13 @@ that is killed or fails resumes where it stopped and redoes nothing finished):
    inputs (``graph.json``, AVI §3.2.3 and §6.2);
 6. ``summary``: the hierarchical summary for global_explore (``summary.json``).
 
+The two LLM stages (5 and 6) are off the critical path when asked (``stages="search"``, what ``avi-run``
+does): the index is put in place as soon as the embeddings exist, its manifest lists the stages still to run
+(``"pending": ["graph", "summary"]``), questions can be asked, and :func:`finish_index` (run by ``avi-run``
+after its answer, by ``avi index``, or by any ``ensure_index`` with ``stages="all"``) builds them into the
+index directory under the same lock, each file written atomically, the manifest updated after each.
+Until then graph_retrieve is not offered and global_explore ranks the captions (issue 17).
+
 The index directory is keyed by the video's sha256 and a fingerprint of the
 settings, models and index prompts that shape it; a later question reuses it,
 and any change builds a new one instead of trusting a stale one. Work happens
@@ -117,8 +124,18 @@ def find_index(video: Path, settings: Settings, backends: Backends) -> tuple[Pat
     return settings.indexes_dir() / index_key(sha, settings, components), info, sha, components
 
 
+LLM_STAGES = ("graph", "summary")
+"""The stages that call the LLM, which ``stages="search"`` leaves pending (module docstring)."""
+
+
+def pending_stages(settings: Settings) -> list[str]:
+    """The LLM stages a ``stages="search"`` build leaves for later: those the settings run with the LLM (a
+    stage without it, ``graph_llm = false`` / ``summary_llm = false``, costs little and is built at once)."""
+    return [s for s, on in zip(LLM_STAGES, (settings.graph_llm, settings.summary_llm)) if on]
+
+
 def ensure_index(video: Path, settings: Settings, backends: Backends, *, rebuild: bool = False,
-                 progress: bool = True) -> VideoIndex:
+                 progress: bool = True, stages: str = "all") -> VideoIndex:
     """Open the index of ``video``, building (or resuming) it first if there is no complete one.
 
     Args:
@@ -126,20 +143,65 @@ def ensure_index(video: Path, settings: Settings, backends: Backends, *, rebuild
         rebuild: build anew even if a complete index or a partial build exists
             (the complete one is replaced only once the new one is complete).
         progress: show progress bars on stderr.
+        stages: ``"all"`` builds every stage (and finishes the pending LLM stages of an index built with
+            ``"search"``); ``"search"`` returns as soon as the captions and embeddings exist, leaving the LLM
+            stages pending (:func:`finish_index`).
 
     Raises:
         InputError: the video cannot be read or has zero length.
         AviError: a model backend fails, or another process is building this index.
+        ValueError: ``stages`` is neither ``"all"`` nor ``"search"``.
     """
+    if stages not in ("all", "search"):
+        raise ValueError(f"stages must be 'all' or 'search', not {stages!r}")
     final, info, sha, components = find_index(video, settings, backends)
     broken = None
     if not rebuild and (final / "manifest.json").exists():
         try:
-            return VideoIndex(final)
+            index = VideoIndex(final)
         except (AviError, OSError, ValueError, TypeError, KeyError) as exc:  # incomplete or damaged
             broken = _report_broken(final, exc)
+        else:
+            if stages == "all" and index.pending:
+                return finish_index(index, settings, backends, progress=progress)
+            return index
     return build_index(info, sha, final, settings, backends, components, progress=progress, rebuild=rebuild,
-                       broken=broken)
+                       broken=broken, stages=stages)
+
+
+def finish_index(index: VideoIndex, settings: Settings, backends: Backends, *, progress: bool = True) -> VideoIndex:
+    """Build the pending LLM stages of ``index`` (built with ``stages="search"``) into its directory.
+
+    Each stage's file is written atomically and the manifest is rewritten after it (its ``pending`` list
+    shrinks, ``build_seconds`` and ``counts`` grow), under the index's build lock, so readers see the index
+    before, between and after the stages, never half a file. A build killed here resumes at the stage that was
+    running.
+
+    Returns:
+        the index opened again (no stage pending).
+
+    Raises:
+        AviError: another process holds the build lock; a backend fails (the stages finished so far are kept).
+    """
+    final = index.path
+    with _build_lock(final.parent, final.name):
+        manifest = json.loads((final / "manifest.json").read_text())
+        captions = [Caption.from_dict(d) for d in _read_jsonl(final / "captions.jsonl")]
+        for stage in list(manifest.get("pending") or []):
+            t = time.perf_counter()
+            if stage == "graph":
+                info = _stage_graph(final, captions, settings, backends, progress)
+                manifest["graph"] = info
+                manifest["counts"].update(entities=info["nodes"], relations=info["edges"])
+            elif stage == "summary":
+                summary = _stage_summary(final, captions, settings, backends, progress)
+                manifest["counts"]["summary_segments"] = len(summary.get("segments", []))
+            manifest["build_seconds"][stage] = round(time.perf_counter() - t, 2)
+            manifest["build_seconds"]["total"] = round(manifest["build_seconds"].get("total", 0.0)
+                                                       + manifest["build_seconds"][stage], 2)
+            manifest["pending"] = [p for p in manifest["pending"] if p != stage]
+            _write_atomic(final / "manifest.json", json.dumps(manifest, indent=1))
+    return VideoIndex(final)
 
 
 def _report_broken(final: Path, exc: Exception) -> str:
@@ -326,15 +388,26 @@ def _stage_embeddings(work: Path, captions: list[Caption], segments: list[Transc
     marker.touch()
 
 
-def _stage_graph(work: Path, captions: list[Caption], settings: Settings, backends: Backends) -> dict:
+def _stage_graph(work: Path, captions: list[Caption], settings: Settings, backends: Backends,
+                 progress: bool = False) -> dict:
     path = work / "graph.json"
     if not path.exists():
         from avi.agent.prompts import PromptLibrary
 
         usable = [c for c in captions if c.text.strip()]  # failed VLM captions carry no text
-        graph = build_entity_graph(usable, llm=backends.llm if settings.graph_llm else None,
-                                   prompts=PromptLibrary(settings.prompts_dir), embedder=backends.embedder,
-                                   chunk_chars=settings.graph_chunk_chars)
+        llm = backends.llm if settings.graph_llm else None
+        bar = tqdm(desc="entity graph", unit="chunk", file=sys.stderr,
+                   disable=not progress or llm is None, dynamic_ncols=True)
+
+        def tick(done: int, total: int) -> None:
+            bar.total = total
+            bar.n = done
+            bar.refresh()
+
+        with bar:
+            graph = build_entity_graph(usable, llm=llm, prompts=PromptLibrary(settings.prompts_dir),
+                                       embedder=backends.embedder, chunk_chars=settings.graph_chunk_chars,
+                                       progress=tick)
         graph.graph["n_clips"] = len(captions)
         add_super_nodes(graph, backends.embedder)  # also refreshes freq/centrality with n_clips
         tmp = work / f".graph.json.tmp-{os.getpid()}"
@@ -376,8 +449,11 @@ def _stage_summary(work: Path, captions: list[Caption], settings: Settings, back
 
 def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, backends: Backends,
                 components: dict | None = None, *, progress: bool = True, rebuild: bool = False,
-                broken: str | None = None) -> VideoIndex:
+                broken: str | None = None, stages: str = "all") -> VideoIndex:
     """Build (or resume building) the database of one video into ``final`` (see module docstring).
+
+    ``stages="search"`` puts the index in place once its embeddings exist, with the LLM stages pending
+    (:func:`pending_stages`, :func:`finish_index`); ``"all"`` builds every stage first.
 
     ``broken``: why the complete index already at ``final`` could not be opened (kept in the manifest as
     ``rebuilt_from_broken``); an index that cannot be opened here, under the lock, is reported the same way.
@@ -425,16 +501,21 @@ def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, back
         t = time.perf_counter()
         _stage_embeddings(work, captions, segments, backends)
         times["embeddings"] = time.perf_counter() - t
-        t = time.perf_counter()
-        graph_info = _stage_graph(work, captions, settings, backends)
-        times["graph"] = time.perf_counter() - t
-        t = time.perf_counter()
-        summary = _stage_summary(work, captions, settings, backends, progress)
-        times["summary"] = time.perf_counter() - t
+        pending = pending_stages(settings) if stages == "search" else []
+        graph_info, summary = {"nodes": 0, "edges": 0, "kinds": {}, "extraction": None}, {}
+        if "graph" not in pending:
+            t = time.perf_counter()
+            graph_info = _stage_graph(work, captions, settings, backends, progress)
+            times["graph"] = time.perf_counter() - t
+        if "summary" not in pending:
+            t = time.perf_counter()
+            summary = _stage_summary(work, captions, settings, backends, progress)
+            times["summary"] = time.perf_counter() - t
         failed = [c.clip_index for c in captions if c.data.get("failed")]
         manifest = {
             "schema": SCHEMA_VERSION,
             "complete": True,
+            "pending": pending,
             "avi_version": __version__,
             "key": key,
             "video": {"path": str(info.path), "sha256": sha, "duration_s": info.duration_s, "fps": info.fps,

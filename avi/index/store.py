@@ -208,6 +208,8 @@ class VideoIndex:
             TranscriptSegment.from_dict(json.loads(line))
             for line in (tpath.read_text().splitlines() if tpath.exists() else []) if line.strip()
         ]
+        #: LLM stages not built yet (``avi index`` builds them; avi/index/build.py, finish_index)
+        self.pending: list[str] = list(self.manifest.get("pending") or [])
         self._graph: nx.DiGraph | None = None
         self._subjects: list[dict] | None = None
         self._collections: dict[str, object] = {}
@@ -257,6 +259,8 @@ class VideoIndex:
             from avi.index.graph import load_graph
             from avi.index.graph.registry import key_by_registry
 
+            if "graph" in self.pending and not (self.path / "graph.json").exists():
+                raise AviError(f"the entity graph of {self.path} is not built yet (avi index builds it)")
             try:
                 g = load_graph(self.path / "graph.json")
             except (OSError, ValueError, TypeError, KeyError, nx.NetworkXError) as exc:
