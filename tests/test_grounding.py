@@ -517,3 +517,18 @@ def test_sideways_motion_follows_one_box():
     assert sideways_motion(still, "Which way does the red square move?") is None
     left = [("object_detect", {"detections": [det(t, 500 - 15 * t) for t in (0, 1, 2, 3)]})]
     assert sideways_motion(left, "Which direction is the red square moving?")[0] == "left"
+
+
+def test_black_shot_is_the_black_shot_the_question_points_at():
+    from avi.agent.measured import asks_black_screen, black_shot
+
+    shots = [(0.0, 97.6), (97.6, 124.2), (124.2, 337.4), (337.4, 359.0), (359.0, 600.0)]
+    black = [0.0, 0.93, 0.1, 1.0, 0.0]  # a black slide with white text is not a black screen
+    assert asks_black_screen("When does the screen go completely black between the two slides?")
+    assert asks_black_screen("During which time span is the black screen shown?")
+    assert not asks_black_screen("What colour is the man's black jacket?")
+    assert black_shot(shots, black) == (337.4, 359.0)
+    black[0] = 1.0
+    assert black_shot(shots, black, answer=[330.0, 340.0]) == (337.4, 359.0)  # the one the answer overlaps
+    assert black_shot(shots, black, asked=[[0.0, 30.0]]) == (0.0, 97.6)
+    assert black_shot(shots, [0.0] * 5) is None

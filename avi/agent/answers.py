@@ -24,11 +24,13 @@ from avi.agent.measured import (
     COLOUR_SYNONYMS,
     about_background,
     about_shot,
+    asks_black_screen,
     asks_colour,
     asks_count,
     asks_direction,
     asks_most,
     asks_shape,
+    black_shot,
     colour_choice,
     colour_options,
     colours_named,
@@ -310,6 +312,33 @@ class GroundedAnswers:
         trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
                   notes=[f"shape measured in {where}: {why} (the model wrote {(st.answer or '')[:60]!r})"])
         return kind, None
+
+    def _black_interval(self, st: "_State", trace: Trace, interval: list[float] | None) -> list[float] | None:
+        """For "when does the screen go black", the shot (between the video's hard cuts) whose middle frame is
+        black (:func:`black_shot`): the one the model's answer overlaps, else the range asked about, else the
+        longest. None for other questions, a video without a shot list, or no black shot."""
+        if not asks_black_screen(st.question):
+            return None
+        shots = self.ctx.shot_list() if hasattr(self.ctx, "shot_list") else None
+        if shots is None:
+            return None
+        from avi.video.analysis import colour_names
+
+        spans = shots.shots()
+        try:
+            frames = self.ctx.video.frames_at([(a + b) / 2 for a, b in spans])
+        except Exception:  # noqa: BLE001 - an undecodable video measures nothing; the model's answer stands
+            return None
+        if len(frames) != len(spans):
+            return None
+        black = [dict(colour_names(f.image, top=1, min_share=0.0)).get("black", 0.0) for f in frames]
+        got = black_shot(spans, black, interval, [list(r) for r in self.ctx.focus_ranges])
+        if got is None:
+            return None
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                  notes=[f"black screen measured: the shot {fmt_range(*got)} is black ({sum(b >= 0.95 for b in black)} "
+                         f"black shots of {len(spans)}, {shots.method})"])
+        return [round(got[0], 2), round(got[1], 2)]
 
     def _count_interval(self, st: "_State", trace: Trace) -> list[float] | None:
         """For "when are there five circles on screen", the longest run of frames in which object_detect counted

@@ -273,8 +273,9 @@ class Agent(GroundedAnswers, TypedAnswers, Gates, CallExtraction):
                 st.answer = self._rounded_as_asked(st, trace, self._count_at_moment(st, trace, st.answer))
             if st.kind == "text" and st.answer is not None:
                 st.answer = self._count_yes_no(st, trace, self._colour_answer(st, trace, st.answer))
-            counted = self._count_interval(st, trace) if st.kind == "interval" else None
-            if counted is not None:  # "when are there five circles": where that count was measured
+            counted = (self._black_interval(st, trace, interval) or self._count_interval(st, trace)) \
+                if st.kind == "interval" else None
+            if counted is not None:  # a black shot, or "when are there five circles": where it was measured
                 interval = counted
                 st.answer = f"[{counted[0]:.1f}s, {counted[1]:.1f}s]"
             elif st.kind == "interval" and interval:

@@ -605,3 +605,35 @@ def sideways_motion(steps: list[tuple[str, dict]], question: str, min_move: floa
 
 def _cx(d: dict) -> float:
     return (float(d["box"][0]) + float(d["box"][2])) / 2
+
+
+# ----------------------------------------------------------------------------- black screens, measured
+
+_BLACK_SCREEN = re.compile(r"\b(?:black|blank|dark)\s+(?:screen|frames?|picture)\b|\bscreen\s+(?:goes|go|turns?|is|"
+                           r"becomes?|stays?)\s+(?:completely\s+|all\s+|fully\s+)?(?:black|blank|dark)\b|"
+                           r"\bfades?\s+(?:out\s+)?to\s+black\b", re.I)
+
+
+def asks_black_screen(question: str) -> bool:
+    """Whether a question is about the screen being black ("when does the screen go completely black?")."""
+    return bool(_BLACK_SCREEN.search(question or ""))
+
+
+def black_shot(shots: list[tuple[float, float]], black: list[float], answer: list[float] | None = None,
+               asked: list[list[float]] | None = None, min_black: float = 0.95) -> tuple[float, float] | None:
+    """The black shot a question points at: of the shots whose middle frame is at least ``min_black`` black
+    pixels, the one overlapping the model's answer, else the range asked about, else the longest.
+
+    Args:
+        shots: ``(start_s, end_s)`` of every shot.
+        black: the share of black pixels of each shot's middle frame (same order).
+        answer: the model's interval, if any; asked: the ranges the question names.
+    """
+    cands = [sh for sh, b in zip(shots, black) if b >= min_black]
+    if not cands:
+        return None
+    for spans in ([answer] if answer else [], asked or []):
+        hit = [sh for sh in cands if any(span_overlap(list(sh), list(x)) > 0 for x in spans)]
+        if hit:
+            return max(hit, key=lambda sh: sh[1] - sh[0])
+    return max(cands, key=lambda sh: sh[1] - sh[0])
