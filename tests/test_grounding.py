@@ -52,6 +52,9 @@ PROMPTS = PromptLibrary(REPO / "prompts")
     ("What is shown in the second half?", 600, [300.0, 600.0]),
     ("What is shown at 45 seconds?", 600, [42.5, 47.5]),
     ("What is shown in the last 5 seconds?", 30, [25.0, 30.0]),
+    ("A little after the four-minute mark the background changes colour.", 615, [240.0, 270.0]),
+    ("Who speaks after the 2-minute mark?", 600, [120.0, 180.0]),
+    ("Around the 30 second mark, what is shown?", 600, [20.0, 40.0]),
 ])
 def test_question_ranges_read_time_words(question, duration, expected):
     got = question_ranges(question, duration)

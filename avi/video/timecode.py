@@ -97,7 +97,8 @@ def question_ranges(text: str, duration_s: float) -> list[tuple[str, list[float]
     """Time ranges that the words of a question name, as ``(phrase, [start_s, end_s])`` in order of appearance.
 
     Reads clock times and seconds ("at 0:40", "around 3:20", "between 1:00 and 1:30", "from 12 s to 20 s"),
-    amounts from either end ("in the first ten seconds", "in the last minute", "after 2 minutes"), and vague
+    amounts from either end ("in the first ten seconds", "in the last minute", "after 2 minutes"), marks ("a
+    little after the four-minute mark": the next half window, "after": a window), and vague
     words ("at the start", "shortly after the beginning", "halfway through", "near the end", "in the second
     half"). Vague words get a window of a tenth of the video, at least 10 s and at most 60 s; "around t" is
     t ± 5 s (± 10 s for videos over 10 minutes); "at t" is the 5 s around t. Ranges are clipped to
@@ -142,6 +143,11 @@ def question_ranges(text: str, duration_s: float) -> list[tuple[str, list[float]
     for m in re.finditer(rf"\b{_AMOUNT}\s+{_UNIT}\s+(?:in|into)\b", q, re.I):
         t = _amount_s(m.group(1), m.group(2))
         add(m, [t - around, t + around])
+    for m in re.finditer(rf"\b(?:(a\s+little|shortly|just|soon|right)\s+)?(after|before|around|at|by|near)\s+the\s+"
+                         rf"{_AMOUNT}[-\s]+{_UNIT}\s+(?:mark|point)\b", q, re.I):  # "a little after the four-minute mark"
+        t = _amount_s(m.group(3), m.group(4))
+        kind, w = m.group(2).lower(), (vague / 2 if m.group(1) else vague)
+        add(m, [t, t + w] if kind == "after" else [t - w, t] if kind == "before" else [t - around, t + around])
     for m in re.finditer(rf"\b(after|before)\s+(?:the\s+first\s+)?{_AMOUNT}\s+{_UNIT}", q, re.I):
         t = _amount_s(m.group(2), m.group(3))
         add(m, [t, t + 2 * vague] if m.group(1).lower() == "after" else [max(0.0, t - 2 * vague), t])
