@@ -248,9 +248,9 @@ def cut_question(question: str) -> str | None:
 
     Returns:
         ``"count"`` for "how many cuts / shot changes" and "how many times does the background change" (not "how
-        many times does it cut to the crowd": a kind of shot, which needs more than a cut list); for yes/no questions ``"any"`` when "yes" means there is a cut
-        ("does it cut to a different scene?") and ``"none"`` when "yes" means there is none ("is it one
-        continuous shot?"); else None.
+        many times does it cut to the crowd": a kind of shot, which needs more than a cut list); for yes/no
+        questions ``"any"`` when "yes" means there is a cut ("does it cut to a different scene?") and ``"none"``
+        when "yes" means there is none ("is it one continuous shot?"); else None.
     """
     q = question or ""
     if _CUT_COUNT.search(q):
