@@ -70,3 +70,23 @@ def test_machine_facts_are_read_from_the_machine():
     assert facts["cpus"] >= 1 and 1 <= facts["usable_cpus"] <= facts["cpus"]
     assert facts["memory_gib"] > 0 and facts["python"] == ".".join(map(str, sys.version_info[:3]))
     assert f"{facts['usable_cpus']} CPUs usable of {facts['cpus']}" in machine.machine_line()
+
+
+def test_bench_index_profile_times_calls_and_tokens():
+    bench_index = _script("bench_index")
+
+    class Thing:
+        def read(self, x):
+            return x
+
+        def chat(self, x):
+            from avi.backends.llm import ChatResult
+            return ChatResult(content="", prompt_tokens=7, completion_tokens=3, seconds=0.0)
+
+    prof, thing = bench_index.Profile(), Thing()
+    prof.wrap(thing, "read", "ocr")
+    prof.wrap(thing, "chat", "llm")
+    prof.wrap(thing, "missing", "nothing")  # a backend without the method is left alone
+    assert thing.read(5) == 5 and thing.read(6) == 6 and thing.chat(1).prompt_tokens == 7
+    assert prof.calls == {"ocr": 2, "llm": 1} and prof.tokens == {"prompt": 7, "completion": 3}
+    assert any(line.startswith("  ocr: ") and "in 2 calls" in line for line in prof.lines())
