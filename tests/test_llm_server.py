@@ -182,3 +182,26 @@ def test_first_token_logprobs_through_the_server(smol_server):
     messages = [{"role": "user", "content": "Answer with one letter, A or B: which letter comes first?"}]
     lps, res = client.first_token_logprobs(messages)
     assert lps and all(v <= 0.0 for v in lps.values()) and res.completion_tokens == 1
+
+
+def test_prompt_logits_only_when_asked():
+    """The embedded server computes prompt-token logits only for requests with log-probabilities."""
+    from avi.backends.llama_server_main import logits_when_asked
+
+    class FakeLlama:
+        def __init__(self):
+            self._logits_all, self._requires_eval, self.seen = True, False, []
+
+        def create_completion(self, *args, **kwargs):
+            self.seen.append((self._logits_all, self._requires_eval))
+            self._requires_eval = False
+            return "ok"
+
+    llama = FakeLlama()
+    logits_when_asked(llama)
+    logits_when_asked(llama)  # idempotent
+    assert llama._logits_all is False
+    assert llama.create_completion(prompt="p") == "ok"
+    assert llama.create_completion(prompt="p", logprobs=5) == "ok"
+    assert llama.create_completion(prompt="p", logprobs=None) == "ok"
+    assert llama.seen == [(False, False), (True, True), (False, False)]
