@@ -1142,6 +1142,10 @@ def test_a_cut_count_choice_is_measured_not_scored(make_agent):
     assert llm.scored == []  # no option scoring when the measurement answers
     step = next(s for s in result.trace.steps if s.kind == "final_answer" and "hard cuts" in s.notes[0])
     assert step.observation_data["cuts_s"] == pytest.approx([10.0], abs=0.1)
+    # the cut list answers before any model step (issue 17: steps that add nothing are cut)
+    assert llm.calls == [] and result.trace.iterations == 0 and not result.trace.forced
+    assert any("before any model step" in n for s in result.trace.steps for n in s.notes)
+    assert result.evidence == [pytest.approx([9.5, 10.5], abs=0.1)]
 
 
 def test_yes_no_about_one_continuous_shot_is_measured(make_agent):

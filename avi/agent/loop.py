@@ -50,6 +50,7 @@ from avi.agent.gates import Gates
 from avi.agent.grounding import (
     is_yes_no,
 )
+from avi.agent.measured import cut_question
 from avi.agent.parse import (
     Reply,
     answer_type,
@@ -200,6 +201,16 @@ class Agent(GroundedAnswers, TypedAnswers, Gates, CallExtraction):
             question, st.options_text, time_hint, speech, st.answer_format)
             + "\n\n" + self._stage_message(st, "retrieve")})
 
+        grounded = getattr(self.settings, "grounded_answers", True)
+        if grounded and cut_question(question) is not None:
+            # a question about the cuts themselves: the cut list, measured on every frame, answers it; the
+            # model's steps would add nothing but a minute or two of prompt reading (issue 17, item 5)
+            st.measured = self._measured_cuts(st, trace)
+            if st.measured is not None:
+                st.answer = st.measured[0]
+                st.evidence += [[max(0.0, t - 0.5), t + 0.5] for t in trace.steps[-1].observation_data["cuts_s"]]
+                trace.add(kind="answer", answer=st.answer, iteration=0, phase="retrieve",
+                          notes=["answered from the video's cut list before any model step"])
         while st.iteration < self.settings.max_iterations and st.answer is None:
             st.iteration += 1
             res, reply, common = self._decide(st, trace)
@@ -242,8 +253,7 @@ class Agent(GroundedAnswers, TypedAnswers, Gates, CallExtraction):
         raw = st.answer
         choice, choices, interval, order, note = self._typed(st, raw)
         method = "letter" if choice else None
-        grounded = getattr(self.settings, "grounded_answers", True)
-        measured = (self._measured_cuts(st, trace) or self._measured_colour_choice(st, trace)
+        measured = st.measured or (self._measured_cuts(st, trace) or self._measured_colour_choice(st, trace)
                     or self._measured_scale_choice(st, trace) or self._measured_shape(st, trace)
                     or self._measured_count_choice(st, trace) or self._measured_direction(st, trace)) \
             if grounded else None

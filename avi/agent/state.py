@@ -35,6 +35,7 @@ class _State:
     places: Places = field(default_factory=Places)  # where to look: the question's time words, search hits
     perceive_calls: list = field(default_factory=list)  # (tool, arguments, data + evidence) of successful calls
     questioned: set = field(default_factory=set)  # perceive calls questioned once for unsupported ranges
+    measured: tuple | None = None  # (answer, letter or None) measured by the host before any LLM step
 
     def perceive_data(self) -> list[tuple[str, dict]]:
         """``(tool, observation data)`` of the successful perceive calls, in order."""
