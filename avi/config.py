@@ -269,6 +269,9 @@ class Settings(BaseSettings):
                                                                   "(e.g. clip-vit-large-patch14)")
     observation_max_chars: int = Field(default=2400, ge=200, le=1000000,
                                        description="observation text kept in the LLM context")
+    retrieve_max_chars: int = Field(default=1600, ge=200, le=1000000,
+                                    description="clip_retrieve's observation text: the most similar clips that fit "
+                                                "(every 250 characters is ~6 s of prompt reading on 2 cores)")
 
     # --- gpu profile: the vLLM servers `avi serve` starts and where they run (the [serve] table of the config)
     serve: ServeLayout = Field(default_factory=ServeLayout, description="GPU layout of the gpu profile's servers "

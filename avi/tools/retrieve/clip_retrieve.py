@@ -33,11 +33,12 @@ def clip_retrieve(ctx: ToolContext, query: Query, top_k: Annotated[int, Field(ge
         header += "; captions are measured (detector counts, OCR, colours), not a VLM description"
     # Issue 14: the most similar clips must reach the model. Clips are taken best first until the
     # observation budget is spent (each caption cut to what fits), then shown in time order.
-    budget = _max_chars(ctx) - len(header) - 120
+    limit = min(_max_chars(ctx), int(getattr(ctx.settings, "retrieve_max_chars", 1600) or 1600))
+    budget = limit - len(header) - 120
     chosen, used = [], 0
     for h in hits:
         text = " ".join(h.caption.text.split())
-        room = min(_CAPTION_CHARS, budget - used - 40)
+        room = min(_CAPTION_CHARS if len(chosen) < 3 else _CAPTION_CHARS * 2 // 3, budget - used - 40)
         if room < 60:
             break
         if len(text) > room:
