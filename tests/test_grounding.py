@@ -119,6 +119,11 @@ def test_unmeasurable_words_depend_on_the_profile():
     assert unmeasurable(q, _Detector(), "perception-frame-analyzer-v1") == ["riding", "bicycle", "horse"]
     assert unmeasurable(q, _Detector(), "qwen3-vl") == []  # a VLM looks at the frames
     assert unmeasurable("How many people are there?", _Detector(), "perception-frame-analyzer-v1") == []
+    # what someone does: no cpu tool recognises actions (real-vtest-18 was answered with a confident guess)
+    q = "In the last five seconds, what does the man at the car in the top right corner do?"
+    assert unmeasurable(q, _Detector(), "perception-frame-analyzer-v2") == ["car", "actions"]
+    assert unmeasurable("What is the person doing?", _Detector(), "perception-frame-analyzer-v2") == ["actions"]
+    assert unmeasurable("What does the lecturer say?", _Detector(), "perception-frame-analyzer-v2") == []
 
 
 class _BiasedLLM:

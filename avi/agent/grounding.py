@@ -283,7 +283,8 @@ def unmeasurable(question: str, detector, frame_analyzer_name: str) -> list[str]
 
     Only a profile whose frame analysis is a measurement (not a VLM: name starting with ``perception``)
     can be blind; of the words in :data:`OBJECT_WORDS` found in the question, those the detector does
-    not support (``detector.supports``) are returned. Shape and attribute words are never detector labels.
+    not support (``detector.supports``) are returned, and ``"actions"`` when the question asks what someone
+    or something does (no cpu tool recognises actions).
 
     Args:
         question: the question with its options.
@@ -295,6 +296,7 @@ def unmeasurable(question: str, detector, frame_analyzer_name: str) -> list[str]
     """
     if not str(frame_analyzer_name).startswith("perception"):
         return []
+    action = _ACTION.search(question or "")
     words = re.findall(r"[a-z]+(?:-[a-z]+)?", (question or "").lower())
     wanted = set(OBJECT_WORDS)
     out: list[str] = []
@@ -306,4 +308,11 @@ def unmeasurable(question: str, detector, frame_analyzer_name: str) -> list[str]
                 ok = False
             if not ok:
                 out.append(w)
+    if action and "actions" not in out:  # what someone does: no cpu tool recognises actions
+        out.append("actions")
     return out
+
+
+_ACTION = re.compile(r"\bwhat\s+(?:does|do|did|is|are|was|were)\s+(?:the|this|that|a|an|he|she|they|it)\b[\w\s,'-]*?"
+                     r"\b(?:do|doing)\b(?!\s+with\s+the\s+(?:text|words?))", re.I)
+"""A question asking what someone or something does ("what does the man at the car do?")."""
