@@ -32,7 +32,7 @@ from pathlib import Path
 
 from avi.backends import Backends
 from avi.config import Settings
-from avi.index import build as build_mod
+from avi.index import stages as build_mod  # the build stages decode the frames
 from avi.index.build import ensure_index, finish_index
 from avi.offline import enforce_offline_env
 from avi.video.decode import probe, sample_frames

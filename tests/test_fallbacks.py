@@ -69,8 +69,8 @@ def test_an_unreadable_graph_is_a_recorded_problem(sign_index, tmp_path, caplog)
     assert "JSONDecodeError" in index.problems["entity graph (graph.json)"]
     assert any("graph_retrieve is not offered" in r.getMessage() for r in caplog.records)
     reader = SimpleNamespace(stats=DecodeStats(3, "InvalidDataError: x"))
-    assert question_fallbacks(index, reader) == {"index_problems": index.problems, "undecodable_packets": 3,
-                                                 "first_decode_error": "InvalidDataError: x"}
+    assert question_fallbacks(index, reader) == {"index_problems": index.problems, "index_pending": [],
+                                                 "undecodable_packets": 3, "first_decode_error": "InvalidDataError: x"}
 
 
 def test_an_unreadable_collection_is_a_recorded_problem(sign_index, session_backends, tmp_path):

@@ -16,9 +16,9 @@ import pytest
 
 from avi.backends.types import Caption
 from avi.config import Settings
-from avi.index.build import _stage_embeddings
 from avi.index.graph import build_entity_graph, save_graph, update_scores
 from avi.index.graph.registry import key_by_registry, registry_lines
+from avi.index.stages import _stage_embeddings
 from avi.index.store import SCHEMA_VERSION, VideoIndex
 from avi.index.subjects import merge_subjects
 from avi.tools.base import ToolContext

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from avi.agent import measured
+from avi.agent import measured_looks as looks
 from avi.agent.choice import choice_by_text, permutation_scores, question_stem
 from avi.agent.grounding import (
     Places,
@@ -356,10 +357,10 @@ def test_about_shot():
 
 
 def test_colour_questions_and_answers():
-    assert measured.asks_colour("What colour is the van parked at the top right?")
-    assert measured.asks_colour("Which color are the cones?")
-    assert not measured.asks_colour("What is the man holding?")
-    assert measured.names_colour("It is dark red.") and not measured.names_colour("The van is parked on the right.")
+    assert looks.asks_colour("What colour is the van parked at the top right?")
+    assert looks.asks_colour("Which color are the cones?")
+    assert not looks.asks_colour("What is the man holding?")
+    assert looks.names_colour("It is dark red.") and not looks.names_colour("The van is parked on the right.")
 
 
 def test_measured_colour_is_the_best_box_of_the_named_label():
@@ -368,30 +369,30 @@ def test_measured_colour_is_the_best_box_of_the_named_label():
 
     steps = [od("person", [{"score": 0.8, "colours": ["black"]}]),
              od("tie", [{"score": 0.37, "colours": ["red", "black"]}, {"score": 0.2, "colours": ["blue"]}], 2.0)]
-    assert measured.measured_colour(steps, "What colour is the man's bow tie?") == ("tie", "red", 2.0)
-    assert measured.measured_colour(steps, "What colour is it?") is None  # two labels, none named
-    assert measured.measured_colour(steps[:1], "What colour is the coat?") == ("person", "black", 44.0)
-    assert measured.measured_colour([], "What colour is the van?") is None
+    assert looks.measured_colour(steps, "What colour is the man's bow tie?") == ("tie", "red", 2.0)
+    assert looks.measured_colour(steps, "What colour is it?") is None  # two labels, none named
+    assert looks.measured_colour(steps[:1], "What colour is the coat?") == ("person", "black", 44.0)
+    assert looks.measured_colour([], "What colour is the van?") is None
 
 
 def test_colour_options_and_the_option_the_measured_colours_support():
     q = "What colour is the box? A. yellow-orange B. blue C. dark red D. green"
     opts = {"A": "yellow-orange", "B": "blue", "C": "dark red", "D": "green"}
-    named = measured.colour_options(q, opts)
+    named = looks.colour_options(q, opts)
     assert named == {"A": {"yellow", "orange"}, "B": {"blue"}, "C": {"red"}, "D": {"green"}}
-    assert measured.colour_options("How is the cup held? A) upright B) red", {"A": "upright", "B": "red"}) is None
-    assert measured.colour_options(q, {"A": "upright", "B": "blue"}) is None  # an option names no colour
-    assert measured.colours_named("dark grey or navy") == {"gray", "blue"}
+    assert looks.colour_options("How is the cup held? A) upright B) red", {"A": "upright", "B": "red"}) is None
+    assert looks.colour_options(q, {"A": "upright", "B": "blue"}) is None  # an option names no colour
+    assert looks.colours_named("dark grey or navy") == {"gray", "blue"}
     # the box.mp4 frames: gray, black and orange; only option A names a colour that is there
     shares = {"gray": 0.53, "orange": 0.18, "black": 0.17}
-    letter, why = measured.colour_choice(named, shares)
+    letter, why = looks.colour_choice(named, shares)
     assert letter == "A" and "orange 18%" in why
     # two options about as well supported: no measured answer (the option scores decide)
-    assert measured.colour_choice(named, {"orange": 0.2, "blue": 0.18}) is None
-    assert measured.colour_choice(named, {"gray": 0.9, "blue": 0.01}) is None  # below the least share
+    assert looks.colour_choice(named, {"orange": 0.2, "blue": 0.18}) is None
+    assert looks.colour_choice(named, {"gray": 0.9, "blue": 0.01}) is None  # below the least share
     # the thing's own box decides when exactly one option names its colour
-    assert measured.colour_choice(named, {"orange": 0.5}, box_colour="green")[0] == "D"
-    assert measured.colour_choice(named, {"orange": 0.5}, box_colour="pink")[0] == "A"
+    assert looks.colour_choice(named, {"orange": 0.5}, box_colour="green")[0] == "D"
+    assert looks.colour_choice(named, {"orange": 0.5}, box_colour="pink")[0] == "A"
 
 
 def test_frame_colour_shares_are_mean_shares_over_frames():
@@ -399,27 +400,27 @@ def test_frame_colour_shares_are_mean_shares_over_frames():
     blue[:, :, 2] = 200
     half = blue.copy()
     half[:, :20] = (220, 30, 30)
-    shares = measured.frame_colour_shares([blue, half])
+    shares = looks.frame_colour_shares([blue, half])
     assert shares["blue"] == pytest.approx(0.75, abs=0.02) and shares["red"] == pytest.approx(0.25, abs=0.02)
-    assert list(shares)[0] == "blue" and measured.frame_colour_shares([]) == {}
-    assert measured.about_background("What is the background colour of the slide?")
-    assert not measured.about_background("What colour is the van?")
-    assert measured.about_background("What colour is the whole screen at 2:00?")
-    assert not measured.about_background("What colour is the triangle in the middle of the screen?")
+    assert list(shares)[0] == "blue" and looks.frame_colour_shares([]) == {}
+    assert looks.about_background("What is the background colour of the slide?")
+    assert not looks.about_background("What colour is the van?")
+    assert looks.about_background("What colour is the whole screen at 2:00?")
+    assert not looks.about_background("What colour is the triangle in the middle of the screen?")
 
 
 def test_scale_options_and_the_option_the_measured_shot_kinds_support():
     opts = {"A": "the woman in the purple dress", "B": "a wide view of the whole restaurant", "C": "a black screen",
             "D": "a close-up of the man with glasses"}
-    kinds = measured.scale_options(opts)
+    kinds = looks.scale_options(opts)
     assert kinds == {"B": "wide", "C": "black", "D": "close-up"}
-    assert measured.scale_options({"A": "a cat", "B": "a dog"}) is None
-    assert measured.scale_kind("close-up (a face fills most of the frame)", 0.1) == "close-up"
-    assert measured.scale_kind("", 0.95) == "black" and measured.scale_kind("", 0.2) == ""
-    assert measured.scale_choice(kinds, ["close-up", "close-up", "medium"]) == ("D", "close-up")
-    assert measured.scale_choice(kinds, ["medium", "medium"]) is None  # no option names a medium shot
-    assert measured.scale_choice(kinds, ["close-up", "", "", "wide"]) is None  # no kind in half the frames
-    assert measured.scale_choice(kinds, []) is None
+    assert looks.scale_options({"A": "a cat", "B": "a dog"}) is None
+    assert looks.scale_kind("close-up (a face fills most of the frame)", 0.1) == "close-up"
+    assert looks.scale_kind("", 0.95) == "black" and looks.scale_kind("", 0.2) == ""
+    assert looks.scale_choice(kinds, ["close-up", "close-up", "medium"]) == ("D", "close-up")
+    assert looks.scale_choice(kinds, ["medium", "medium"]) is None  # no option names a medium shot
+    assert looks.scale_choice(kinds, ["close-up", "", "", "wide"]) is None  # no kind in half the frames
+    assert looks.scale_choice(kinds, []) is None
 
 
 @pytest.mark.parametrize("question, expected", [
@@ -470,7 +471,7 @@ def test_count_span_is_the_run_of_frames_with_the_count_asked():
 
 
 def test_shape_answer_picks_by_colour_and_size():
-    from avi.agent.measured import asks_shape, shape_answer
+    from avi.agent.measured_looks import asks_shape, shape_answer
 
     shapes = [{"kind": "circle", "colour": "yellow", "box": [0, 0, 120, 120]},
               {"kind": "triangle", "colour": "yellow", "box": [0, 0, 40, 40]},
@@ -511,7 +512,7 @@ def test_a_count_choice_takes_the_option_with_the_measured_count():
 
 
 def test_sideways_motion_follows_one_box():
-    from avi.agent.measured import asks_direction, sideways_motion
+    from avi.agent.measured_looks import asks_direction, sideways_motion
 
     def det(t, x, label="red square"):
         return {"label": label, "box": [x, 290, x + 50, 340], "t_s": t, "score": 0.9, "frame_size": [640, 360]}
@@ -529,7 +530,7 @@ def test_sideways_motion_follows_one_box():
 
 
 def test_black_shot_is_the_black_shot_the_question_points_at():
-    from avi.agent.measured import asks_black_screen, black_shot
+    from avi.agent.measured_looks import asks_black_screen, black_shot
 
     shots = [(0.0, 97.6), (97.6, 124.2), (124.2, 337.4), (337.4, 359.0), (359.0, 600.0)]
     black = [0.0, 0.93, 0.1, 1.0, 0.0]  # a black slide with white text is not a black screen

@@ -19,8 +19,8 @@ import pytest
 
 from avi.backends.types import Caption
 from avi.config import Settings
-from avi.index.build import _stage_embeddings
 from avi.index.graph import build_entity_graph, importance, node_text, save_graph, update_scores
+from avi.index.stages import _stage_embeddings
 from avi.index.store import SCHEMA_VERSION, VideoIndex
 from avi.tools.base import ToolContext
 from avi.tools.retrieve import (

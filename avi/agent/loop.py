@@ -51,6 +51,7 @@ from avi.agent.grounding import (
     is_yes_no,
 )
 from avi.agent.measured import cut_question
+from avi.agent.measured_answers import MeasuredAnswers
 from avi.agent.parse import (
     Reply,
     answer_type,
@@ -102,7 +103,7 @@ class AgentResult:
     choice_method: str | None = None
 
 
-class Agent(GroundedAnswers, TypedAnswers, Gates, CallExtraction):
+class Agent(GroundedAnswers, MeasuredAnswers, TypedAnswers, Gates, CallExtraction):
     """Runs one question against one video's index.
 
     Args:

@@ -42,38 +42,36 @@ import json
 import logging
 import os
 import shutil
-import sys
 import time
 import uuid
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
-
-from tqdm import tqdm
 
 from avi import __version__
 from avi.backends import Backends
-from avi.backends.asr import TranscriptSegment
 from avi.backends.types import Caption
 from avi.config import Settings, fingerprint
-from avi.errors import AviError, InputError
+from avi.errors import AviError
 from avi.hashing import sha256_file
-from avi.index.graph import add_super_nodes, build_entity_graph, save_graph
 from avi.index.reuse import seed_work
+from avi.index.stages import (
+    _read_jsonl,
+    _stage_captions,
+    _stage_embeddings,
+    _stage_graph,
+    _stage_summary,
+    _stage_transcript,
+    _write_atomic,
+    _write_jsonl,
+)
 from avi.index.store import (
-    COLLECTION,
     SCHEMA_VERSION,
-    TRANSCRIPT_COLLECTION,
-    ChromaEmbeddingFunction,
     VideoIndex,
-    chroma_client,
     release_chroma,
 )
 from avi.index.subjects import merge_subjects
-from avi.index.summary import build_summary
-from avi.index.transcript import attach_speech, build_transcript, transcript_fingerprint
+from avi.index.transcript import attach_speech, transcript_fingerprint
 from avi.places import check_writable
-from avi.video.clips import Clip, segment
-from avi.video.decode import DecodeStats, Frame, VideoInfo, file_sha256, probe, sample_frames
+from avi.video.decode import DecodeStats, VideoInfo, file_sha256, probe
 
 log = logging.getLogger(__name__)
 
@@ -232,216 +230,6 @@ def _build_lock(root: Path, key: str):
         path.unlink(missing_ok=True)  # still held: a builder that starts later creates a fresh lock file
     finally:
         os.close(fd)  # closing releases the lock
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def _write_jsonl(path: Path, rows) -> None:
-    _write_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-
-
-def _read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def _read_partial_captions(path: Path) -> dict[int, Caption]:
-    """Captions finished by earlier attempts; a torn last line (killed mid-write) is cut off."""
-    done: dict[int, Caption] = {}
-    if not path.exists():
-        return done
-    good = 0
-    with open(path, "rb") as f:
-        for raw in f:
-            try:
-                cap = Caption.from_dict(json.loads(raw))
-            except (ValueError, TypeError):
-                break
-            done[cap.clip_index] = cap
-            good += len(raw)
-    if good != path.stat().st_size:
-        with open(path, "r+b") as f:
-            f.truncate(good)
-    return done
-
-
-# ---------------------------------------------------------------- stages
-
-
-def _stage_transcript(work: Path, info: VideoInfo, settings: Settings, backends: Backends,
-                      progress: bool) -> tuple[list[TranscriptSegment], dict]:
-    seg_path, info_path = work / "transcript.jsonl", work / "transcript_info.json"
-    if seg_path.exists() and info_path.exists():
-        return [TranscriptSegment.from_dict(d) for d in _read_jsonl(seg_path)], json.loads(info_path.read_text())
-    if progress:
-        print(f"transcript of {info.path.name} ({settings.transcript})…", file=sys.stderr, flush=True)
-    segments, tinfo = build_transcript(info.path, settings, backends)
-    _write_jsonl(seg_path, [s.to_dict() for s in segments])
-    _write_atomic(info_path, json.dumps(tinfo))
-    return segments, tinfo
-
-
-def _clip_frames(info: VideoInfo, clips: list[Clip], settings: Settings, first: int, stats: DecodeStats | None = None):
-    """Yield ``(clip, frames, previous_frame)`` for clips ``first..`` in one sequential decode (skipped
-    undecodable packets counted in ``stats``)."""
-    start = max(0.0, clips[first].start_s - 1.0 / settings.fps) if first else 0.0
-    frames_iter = sample_frames(info, fps=settings.fps, max_side=settings.max_side, start_s=start, stats=stats)
-    pending: Frame | None = next(frames_iter, None)
-    previous: Frame | None = None
-    last = clips[-1].index
-    while pending is not None and pending.t_s < clips[first].start_s - 1e-6:
-        previous, pending = pending, next(frames_iter, None)
-    for clip in clips[first:]:
-        frames = []
-        while pending is not None and (pending.t_s < clip.end_s or clip.index == last):
-            frames.append(pending)
-            pending = next(frames_iter, None)
-        yield clip, frames, previous
-        if frames:
-            previous = frames[-1]
-
-
-def _stage_captions(work: Path, info: VideoInfo, settings: Settings, backends: Backends, progress: bool,
-                    stats: DecodeStats | None = None) -> tuple[list[Caption], int]:
-    """All clips' captions (resuming finished ones); returns (captions, clips captioned in this run).
-
-    Packets skipped as undecodable while decoding the clips of this run are counted in ``stats``."""
-    clips = segment(info.duration_s, settings.clip_seconds)
-    path = work / "captions.partial.jsonl"
-    done = _read_partial_captions(path)
-    todo = [c for c in clips if c.index not in done]
-    if todo:
-        captioner = backends.captioner
-        workers = max(1, int(getattr(captioner, "concurrency", 1)))
-        bar = tqdm(total=len(clips), initial=len(done), desc=f"captions {info.path.name}", unit="clip",
-                   file=sys.stderr, disable=not progress, dynamic_ncols=True)
-        pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 else None
-        in_flight: set[Future] = set()
-
-        def finish(cap: Caption, out) -> None:
-            out.write(json.dumps(cap.to_dict(), ensure_ascii=False) + "\n")
-            out.flush()
-            os.fsync(out.fileno())
-            done[cap.clip_index] = cap
-            bar.update(1)
-
-        try:
-            with open(path, "a") as out, bar:
-                for clip, frames, previous in _clip_frames(info, clips, settings, todo[0].index, stats):
-                    if clip.index in done:
-                        continue
-                    if pool is None:
-                        finish(captioner.caption(clip, frames, previous), out)
-                        continue
-                    in_flight.add(pool.submit(captioner.caption, clip, frames, previous))
-                    if len(in_flight) >= 2 * workers:  # bound the frames held in memory
-                        finished, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
-                        for fut in finished:
-                            finish(fut.result(), out)
-                for fut in list(in_flight):
-                    finish(fut.result(), out)
-                    in_flight.discard(fut)
-        finally:
-            if pool is not None:
-                for fut in in_flight:
-                    fut.cancel()
-                pool.shutdown(wait=True)
-    captions = [done[c.index] for c in clips if c.index in done]
-    if len(captions) != len(clips):
-        raise AviError(f"captioning ended with {len(clips) - len(captions)} clips missing")
-    if not any(c.data.get("frames_s") for c in captions):
-        raise InputError(f"no frames could be decoded from {info.path}")
-    return captions, len(todo)
-
-
-def _stage_embeddings(work: Path, captions: list[Caption], segments: list[TranscriptSegment],
-                      backends: Backends) -> None:
-    marker = work / "embeddings.done"
-    if marker.exists():
-        return
-    chroma_dir = work / "chroma"
-    release_chroma(chroma_dir)
-    shutil.rmtree(chroma_dir, ignore_errors=True)  # a half-written collection from a killed attempt
-    embedder = backends.embedder
-    client = chroma_client(chroma_dir)
-    col = client.create_collection(COLLECTION, embedding_function=ChromaEmbeddingFunction(embedder),
-                                   metadata={"hnsw:space": "cosine"})
-    texts = [c.text or "(no caption)" for c in captions]
-    col.add(ids=[f"clip-{c.clip_index:05d}" for c in captions], documents=texts, embeddings=embedder.embed(texts),
-            metadatas=[{"clip_index": c.clip_index, "start_s": c.start_s, "end_s": c.end_s} for c in captions])
-    if segments:
-        tcol = client.create_collection(TRANSCRIPT_COLLECTION, embedding_function=ChromaEmbeddingFunction(embedder),
-                                        metadata={"hnsw:space": "cosine"})
-        tcol.add(ids=[f"seg-{i:05d}" for i in range(len(segments))], documents=[s.text for s in segments],
-                 embeddings=embedder.embed([s.text for s in segments]),
-                 metadatas=[{"segment_index": i, "start_s": s.start_s, "end_s": s.end_s, "source": s.source}
-                            for i, s in enumerate(segments)])
-        del tcol
-    del col, client
-    release_chroma(chroma_dir)
-    marker.touch()
-
-
-def _stage_graph(work: Path, captions: list[Caption], settings: Settings, backends: Backends,
-                 progress: bool = False) -> dict:
-    path = work / "graph.json"
-    if not path.exists():
-        from avi.agent.prompts import PromptLibrary
-
-        usable = [c for c in captions if c.text.strip()]  # failed VLM captions carry no text
-        llm = backends.llm if settings.graph_llm else None
-        bar = tqdm(desc="entity graph", unit="chunk", file=sys.stderr,
-                   disable=not progress or llm is None, dynamic_ncols=True)
-
-        def tick(done: int, total: int) -> None:
-            bar.total = total
-            bar.n = done
-            bar.refresh()
-
-        with bar:
-            graph = build_entity_graph(usable, llm=llm, prompts=PromptLibrary(settings.prompts_dir),
-                                       embedder=backends.embedder, chunk_chars=settings.graph_chunk_chars,
-                                       progress=tick)
-        graph.graph["n_clips"] = len(captions)
-        add_super_nodes(graph, backends.embedder)  # also refreshes freq/centrality with n_clips
-        tmp = work / f".graph.json.tmp-{os.getpid()}"
-        save_graph(graph, tmp)
-        os.replace(tmp, path)
-    from avi.index.graph import load_graph
-
-    g = load_graph(path)
-    kinds: dict[str, int] = {}
-    for _, d in g.nodes(data=True):
-        kinds[d.get("kind", "?")] = kinds.get(d.get("kind", "?"), 0) + 1
-    return {"nodes": g.number_of_nodes(), "edges": g.number_of_edges(), "kinds": kinds,
-            "extraction": g.graph.get("extraction")}
-
-
-def _stage_summary(work: Path, captions: list[Caption], settings: Settings, backends: Backends,
-                   progress: bool) -> dict:
-    path = work / "summary.json"
-    if not path.exists():
-        from avi.agent.prompts import PromptLibrary
-
-        llm = backends.llm if settings.summary_llm else None
-        bar = tqdm(desc="summary", unit="call", file=sys.stderr, disable=not progress or llm is None,
-                   dynamic_ncols=True)
-
-        def tick(done: int, total: int) -> None:
-            bar.total = total
-            bar.n = done
-            bar.refresh()
-
-        with bar:
-            summary = build_summary(captions, llm, PromptLibrary(settings.prompts_dir), progress=tick)
-        _write_atomic(path, json.dumps(summary, ensure_ascii=False, indent=1))
-    return json.loads(path.read_text())
 
 
 # ---------------------------------------------------------------- the build

@@ -1,0 +1,478 @@
+"""Answers measured by the host (issue 14), part of :class:`avi.agent.loop.Agent`: counts at a moment, the largest
+count, the span of a count, count comparisons, cut counts from the cut list, intervals on shot edges and black
+shots, colours of boxes, backgrounds and options, the shot scale, the kind of a shape, and which way a thing moves.
+
+Each method reads the question and what the tools measured (:mod:`avi.agent.measured`,
+:mod:`avi.agent.measured_looks`), or measures frames itself (the frames are host measurements, not counted
+against the question's frame budget), and says in the trace when its answer replaces the model's.
+"""
+
+from __future__ import annotations
+
+import re
+
+from avi.agent.choice import question_stem
+from avi.agent.grounding import normalise
+from avi.agent.measured import (
+    about_shot,
+    asks_count,
+    asks_most,
+    compare_count,
+    count_at,
+    count_span,
+    count_span_question,
+    cut_answer,
+    cut_question,
+    index_counts,
+    label_named,
+    most_count,
+    option_count,
+    snap_to_shots,
+    usual_count,
+)
+from avi.agent.measured_looks import (
+    COLOUR_SYNONYMS,
+    about_background,
+    asks_black_screen,
+    asks_colour,
+    asks_direction,
+    asks_shape,
+    black_shot,
+    colour_choice,
+    colour_options,
+    colours_named,
+    frame_colour_shares,
+    measured_colour,
+    names_colour,
+    scale_choice,
+    scale_kind,
+    scale_options,
+    shape_answer,
+    sideways_motion,
+)
+from avi.agent.state import _State
+from avi.agent.trace import Trace
+from avi.tools import ALL_TOOLS
+from avi.tools.base import sample_times
+from avi.video.spans import merge_spans
+from avi.video.timecode import clock_times_in, fmt_range
+
+
+def asked_ranges(ctx, st: "_State", *, looked: bool) -> list[list[float]]:
+    """The ranges a question is about, merged, in seconds: its time words (``ctx.focus_ranges``), else the
+    evidence, else (with ``looked``) the frames looked at, else the whole video."""
+    return (merge_spans([list(r) for r in ctx.focus_ranges]) or merge_spans([list(e) for e in st.evidence])
+            or (merge_spans(st.looked) if looked else []) or [[0.0, ctx.duration_s]])
+
+
+class MeasuredAnswers:
+    """Part of :class:`avi.agent.loop.Agent` (module docstring); uses the agent's ``ctx``, ``settings`` and
+    (for :meth:`_background_ranges`) :meth:`GroundedAnswers._texts_about_question`."""
+
+    def _colour_answer(self, st: "_State", trace: Trace, answer: str) -> str:
+        """For "what colour is the <thing>", an answer that names no colour becomes the dominant colour
+        object_detect measured on the thing's best box (:func:`measured_colour`); an answer that names a
+        colour, or a thing never measured, is kept."""
+        if not asks_colour(st.question):
+            return answer
+        if about_background(st.question):  # the frame's dominant colour is the background's
+            shares, ranges = self._range_colours(st, self._background_ranges(st))
+            top = next(iter(shares.items()), None)
+            if top is not None and top[1] >= 0.35 and top[0] not in colours_named(answer):
+                trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                          observation_data={"colour_shares": shares, "ranges": ranges},
+                          notes=[f"background colour measured in {', '.join(fmt_range(a, b) for a, b in ranges)}: "
+                                 f"{top[0]} covers {round(100 * top[1])}% of the frames (the model wrote "
+                                 f"{answer[:60]!r})"])
+                return top[0]
+        if names_colour(answer):
+            return answer
+        found = measured_colour(st.perceive_data(), st.question)
+        if found is None:
+            return answer
+        label, colour, t_s = found
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                  notes=[f"answer {answer[:60]!r} names no colour; the measured colour of the {label} at {t_s:.1f}s "
+                         f"is {colour}"])
+        return colour
+
+    def _background_ranges(self, st: "_State") -> list[list[float]] | None:
+        """Where a background colour question looks: behind the on-screen text it names, the time that text is on
+        screen (text_extract's runs of it); for "what colour does it change to", the shot after the first cut in
+        the range asked about (at most one clip of it); else None (the range asked about)."""
+        phrases = [normalise(p) for p in re.findall(r"\b[A-Z0-9][A-Z0-9'&-]+(?:\s+[A-Z0-9][A-Z0-9'&-]*)*", st.question)
+                   if sum(ch.isalpha() for ch in p) >= 3]
+        texts = [t for n, _, d in st.perceive_calls if n == "text_extract" for t in d.get("texts", [])]
+        named = [t for t in texts if any(p and p in normalise(t.get("text", "")) for p in phrases)]
+        about = named or self._texts_about_question(st)  # the text in capitals the question quotes, else shared words
+        ranges = merge_spans([[float(t["first_s"]), float(t["last_s"])] for t in about]) or None
+        if re.search(r"\b(?:changes?|changed|switch(?:es)?|turns?)\s+(?:colou?r\s+)?(?:to|into)\b", st.question, re.I):
+            shots = self.ctx.shot_list() if hasattr(self.ctx, "shot_list") else None
+            asked = ranges or asked_ranges(self.ctx, st, looked=True)
+            cuts = sorted(t for a, b in asked for t in (shots.cuts_in(a, b) if shots is not None else []))
+            if cuts:
+                end = min([t for t in shots.cuts_s if t > cuts[0]] + [self.ctx.duration_s])
+                return [[cuts[0] + 0.5, min(end, cuts[0] + float(self.settings.clip_seconds))]]
+        return ranges
+
+    def _range_colours(self, st: "_State", ranges: list[list[float]] | None = None,
+                       max_frames: int = 8) -> tuple[dict[str, float], list[list[float]]]:
+        """Mean colour shares (:func:`frame_colour_shares`) of up to ``max_frames`` frames spread over ``ranges``,
+        by default the range the question is about: its time words, else the evidence, else what was looked
+        at, else the whole video. Returns ``(shares, ranges)``; the frames are host measurements, not counted
+        against the frame budget."""
+        ranges = ranges or asked_ranges(self.ctx, st, looked=True)
+        try:
+            frames = self.ctx.video.frames_at(sample_times(ranges, self.settings.fps, max_frames))
+        except Exception:  # noqa: BLE001 - an undecodable range measures nothing; the model's answer stands
+            return {}, ranges
+        return frame_colour_shares([f.image for f in frames]), ranges
+
+    def _measured_colour_choice(self, st: "_State", trace: Trace) -> tuple[str, str] | None:
+        """For a multiple-choice colour question (:func:`colour_options`), the option the measured colours
+        support (:func:`colour_choice`): the colour of the thing's detector box when one was measured, else the
+        colours of the frames in the range asked about. Returns ``(answer, letter)`` or None (option scores
+        decide)."""
+        named = colour_options(st.question, st.options) if st.kind == "choice" and st.options else None
+        if named is None:
+            return None
+        box = measured_colour(st.perceive_data(), st.question)
+        box_colour = COLOUR_SYNONYMS.get(box[1], box[1]) if box else None
+        shares, ranges = self._range_colours(st)
+        got = colour_choice(named, shares, box_colour)
+        if got is None:
+            return None
+        letter, why = got
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                  observation_data={"colour_shares": shares, "ranges": ranges, "box_colour": box_colour},
+                  notes=[f"colour option {letter} measured: {why} (in {', '.join(fmt_range(a, b) for a, b in ranges)})"])
+        return f"{letter}. {st.options[letter]}", letter
+
+    def _measured_scale_choice(self, st: "_State", trace: Trace, max_frames: int = 6) -> tuple[str, str] | None:
+        """For a multiple-choice question with options naming a shot scale or a black screen
+        (:func:`scale_options`, e.g. "what fills the screen in the last seconds"), the option the frames of the
+        range asked about support (:func:`scale_choice`): each shot's middle frame inside the range is measured
+        with the detector's person and face boxes (:func:`avi.backends.box_words.shot_scale`) and its share of
+        black pixels. Returns ``(answer, letter)`` or None (option scores decide)."""
+        kinds = scale_options(st.options) if st.kind == "choice" and st.options else None
+        det = getattr(self.ctx.backends, "detector", None)
+        if kinds is None or det is None:
+            return None
+        from avi.backends.box_words import shot_scale
+        from avi.backends.detector import all_detections
+        from avi.video.analysis import colour_names
+
+        ranges = asked_ranges(self.ctx, st, looked=False)
+        shots = self.ctx.shot_list() if hasattr(self.ctx, "shot_list") else None
+        spans = shots.shots() if shots is not None else [(0.0, self.ctx.duration_s)]
+        times = []
+        for a, b in ranges:
+            for s, e in spans:
+                lo, hi = max(a, s), min(b, e)
+                if hi > lo:
+                    times.append((lo + hi) / 2)
+        times = sorted(times)[:max_frames]
+        try:
+            frames = self.ctx.video.frames_at(times)
+        except Exception:  # noqa: BLE001 - an undecodable range measures nothing; the option scores decide
+            return None
+        measured = [scale_kind(shot_scale(all_detections(det, f), f.image.shape[0]),
+                               dict(colour_names(f.image, top=1, min_share=0.0)).get("black", 0.0)) for f in frames]
+        got = scale_choice(kinds, measured)
+        if got is None:
+            return None
+        letter, kind = got
+        where = ", ".join(fmt_range(a, b) for a, b in ranges)
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                  observation_data={"frames_s": [round(f.t_s, 2) for f in frames], "kinds": measured},
+                  notes=[f"shot option {letter} measured: {kind} in {measured.count(kind)} of {len(measured)} shot "
+                         f"frames in {where}"])
+        return f"{letter}. {st.options[letter]}", letter
+
+    def _measured_shape(self, st: "_State", trace: Trace, max_frames: int = 8) -> tuple[str, None] | None:
+        """For "what shape is the <thing>" (:func:`asks_shape`), the kind of the shape measured where the question
+        is about (:func:`shape_answer`): shapes object_detect found, then shapes measured on up to ``max_frames``
+        frames of the range asked about (its time words, else the evidence, else what was looked at), then the
+        shapes the index's captions name over the whole video. Returns ``(answer, None)`` or None."""
+        if not asks_shape(st.question) or st.kind not in ("text", "choice"):
+            return None
+        from avi.backends.shapes import find_shapes
+
+        found = [{"kind": d["cls"].split(" ")[-1], "colour": d["cls"].split(" ")[0], "box": d["box"]}
+                 for n, d_ in st.perceive_data() if n == "object_detect" for d in d_.get("detections") or []
+                 if len(str(d.get("cls") or "").split(" ")) == 2 and str(d["cls"]).split(" ")[-1]
+                 in ("circle", "square", "rectangle", "triangle")]
+        got = shape_answer(st.question, found)
+        where = "object_detect's boxes"
+        if got is None:
+            ranges = asked_ranges(self.ctx, st, looked=True)
+            try:
+                frames = self.ctx.video.frames_at(sample_times(ranges, self.settings.fps, max_frames))
+            except Exception:  # noqa: BLE001 - an undecodable range measures nothing
+                frames = []
+            measured = [{"kind": b.kind, "colour": b.colour, "box": list(b.box)} for f in frames
+                        for b in find_shapes(f.image)]
+            got = shape_answer(st.question, measured)
+            where = "frames of " + ", ".join(fmt_range(a, b) for a, b in ranges)
+        if got is None:
+            captions = [c for c in self.ctx.index.captions if any(
+                a <= c.end_s and c.start_s <= b for a, b in self.ctx.focus_ranges)] if self.ctx.focus_ranges \
+                else list(self.ctx.index.captions)
+            got = shape_answer(st.question, [s for c in captions for s in (getattr(c, "data", None) or {})
+                                             .get("shapes") or []])
+            where = "the index's captions"
+        if got is None:
+            return None
+        kind, why = got
+        if st.kind == "choice":
+            hits = [k for k, v in st.options.items() if re.search(rf"\b{kind}s?\b", v, re.I)]
+            if len(hits) != 1:
+                return None
+            trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                      notes=[f"shape option {hits[0]} measured in {where}: {why}"])
+            return f"{hits[0]}. {st.options[hits[0]]}", hits[0]
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                  notes=[f"shape measured in {where}: {why} (the model wrote {(st.answer or '')[:60]!r})"])
+        return kind, None
+
+    def _black_interval(self, st: "_State", trace: Trace, interval: list[float] | None) -> list[float] | None:
+        """For "when does the screen go black", the shot (between the video's hard cuts) whose middle frame is
+        black (:func:`black_shot`): the one the model's answer overlaps, else the range asked about, else the
+        longest. None for other questions, a video without a shot list, or no black shot."""
+        if not asks_black_screen(st.question):
+            return None
+        shots = self.ctx.shot_list() if hasattr(self.ctx, "shot_list") else None
+        if shots is None:
+            return None
+        from avi.video.analysis import colour_names
+
+        spans = shots.shots()
+        try:
+            frames = self.ctx.video.frames_at([(a + b) / 2 for a, b in spans])
+        except Exception:  # noqa: BLE001 - an undecodable video measures nothing; the model's answer stands
+            return None
+        if len(frames) != len(spans):
+            return None
+        black = [dict(colour_names(f.image, top=1, min_share=0.0)).get("black", 0.0) for f in frames]
+        got = black_shot(spans, black, interval, [list(r) for r in self.ctx.focus_ranges])
+        if got is None:
+            return None
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                  notes=[f"black screen measured: the shot {fmt_range(*got)} is black ({sum(b >= 0.95 for b in black)} "
+                         f"black shots of {len(spans)}, {shots.method})"])
+        return [round(got[0], 2), round(got[1], 2)]
+
+    def _count_interval(self, st: "_State", trace: Trace) -> list[float] | None:
+        """For "when are there five circles on screen", the longest run of frames in which object_detect counted
+        exactly that many (:func:`count_span`), followed past the frames looked at by counting again in the next
+        ``clip_seconds`` windows (at most six per side) while the count holds at the edge. None when the
+        question names no count or it was never measured."""
+        span = count_span(st.perceive_data(), st.question)
+        if span is None:
+            return None
+        last = next(((n, a) for n, a, d in reversed(st.perceive_calls) if n == "object_detect"), None)
+        steps = list(st.perceive_data())
+        if last is not None:
+            tool, step, dur = ALL_TOOLS["object_detect"], float(self.settings.clip_seconds), self.ctx.duration_s
+            for direction in (-1, 1):
+                for _ in range(6):
+                    edge = span[0] if direction < 0 else span[1]
+                    window = [max(0.0, edge - step), edge] if direction < 0 else [edge, min(dur, edge + step)]
+                    if window[1] - window[0] < 0.5:
+                        break
+                    arguments = {**last[1], "time_ranges": [window]}
+                    obs = tool.run(self.ctx, arguments)
+                    trace.add(kind="tool_call", iteration=st.iteration, phase="review", tool="object_detect",
+                              arguments=arguments, observation=obs.text, observation_data=obs.data,
+                              error=obs.error, frames_s=obs.frames_s,
+                              notes=["host: following the count past the frames looked at (interval answer)"])
+                    if obs.error:
+                        break
+                    steps.append(("object_detect", obs.data))
+                    new = count_span(steps, st.question)
+                    if new is None or new == span:
+                        break
+                    span = new
+        n, what = count_span_question(st.question)
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                  notes=[f"interval measured: {n} {what} counted in {fmt_range(*span)}"])
+        return [round(span[0], 2), round(min(self.ctx.duration_s, span[1]), 2)]
+
+    def _count_yes_no(self, st: "_State", trace: Trace, answer: str) -> str:
+        """"Is there more than one person ...": yes or no from the counts object_detect measured
+        (:func:`compare_count`), replacing the model's word when they differ; other answers are kept."""
+        found = compare_count(st.question, st.perceive_data())
+        if found is None and not self.ctx.focus_ranges:  # about the whole video: the index's counts over all of it
+            found = compare_count(st.question, index_counts(self.ctx.index.captions))
+        if found is None:
+            return answer
+        word, measured = found
+        if re.match(rf"[\s*]*{word}\b", answer or "", re.I):
+            return answer
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                  notes=[f"count comparison measured: {measured}; answer {word} (the model wrote {answer[:60]!r})"])
+        return word
+
+    @staticmethod
+    def _rounded_as_asked(st: "_State", trace: Trace, answer: str) -> str:
+        """A question that asks for a number "rounded to the nearest whole second" (or "to the nearest whole
+        number", "in whole seconds") gets the number the answer holds, rounded half up; other answers are kept."""
+        if not re.search(r"\b(?:nearest (?:whole|full)|whole (?:seconds?|minutes?|numbers?)|rounded to the nearest "
+                         r"(?:second|minute|integer))\b", st.question, re.I):
+            return answer
+        nums = re.findall(r"(?<![\d.])(\d+\.\d+)(?![\d.])", answer or "")
+        if len(nums) != 1:
+            return answer
+        whole = str(int(float(nums[0]) + 0.5))
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                  notes=[f"rounded {nums[0]} to {whole}: the question asks for a whole number"])
+        return re.sub(re.escape(nums[0]), whole, answer, count=1)
+
+    def _measured_direction(self, st: "_State", trace: Trace) -> tuple[str, str | None] | None:
+        """For "does it move to the left or to the right", the way object_detect's boxes of the thing moved
+        (:func:`sideways_motion`); when the agent measured nothing the question names, object_detect is run on
+        the range asked about for the first thing the question names that the detector knows (a colour and a
+        shape word together, else a single word). Returns ``(answer, letter or None)`` or None."""
+        if not asks_direction(st.question):
+            return None
+        stem = question_stem(st.question)
+        steps = list(st.perceive_data())
+        got = sideways_motion(steps, stem)
+        if got is None:
+            det = self.ctx.backends.detector
+            words = re.findall(r"[a-z]+", stem.lower())
+            pairs = [f"{a} {b}" for a, b in zip(words, words[1:])]
+            label = next((w for w in pairs + words if len(w) > 2 and w not in ("left", "right", "the", "screen")
+                          and det.supports(w)), None)
+            if label is None:
+                return None
+            arguments = {"time_ranges": asked_ranges(self.ctx, st, looked=True), "objects": [label]}
+            obs = ALL_TOOLS["object_detect"].run(self.ctx, arguments)
+            trace.add(kind="tool_call", iteration=st.iteration, phase="review", tool="object_detect",
+                      arguments=arguments, observation=obs.text, observation_data=obs.data, error=obs.error,
+                      frames_s=obs.frames_s, notes=["host: measuring which way it moves (direction question)"])
+            got = None if obs.error else sideways_motion([("object_detect", obs.data)], label)
+        if got is None:
+            return None
+        way, why = got
+        letter = None
+        if st.kind == "choice" and st.options:
+            hits = [k for k, v in st.options.items() if re.search(rf"\b{way}\b", v, re.I)]
+            if len(hits) != 1:
+                return None
+            letter = hits[0]
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                  notes=[f"direction measured: {why} (the model wrote {(st.answer or '')[:60]!r})"])
+        return (f"{letter}. {st.options[letter]}" if letter else way), letter
+
+    def _measured_count_choice(self, st: "_State", trace: Trace) -> tuple[str, str] | None:
+        """For a multiple-choice "how many <things>" question whose options are numbers, the option with the count
+        object_detect measured (at the moment the question names, :func:`count_at`; else the largest count seen in
+        more than one frame, :func:`most_count`) of a label the question names. Returns ``(answer, letter)`` or
+        None ("how many times" asks for events, not things on screen; no option, or two, with that number)."""
+        q = st.question
+        if st.kind != "choice" or not st.options or not asks_count(q) or re.search(r"\bhow\s+many\s+times\b", q, re.I):
+            return None
+        numbers = {k: option_count(v) for k, v in st.options.items()}
+        if any(v is None for v in numbers.values()):
+            return None
+        stem = question_stem(q)
+        times = clock_times_in(stem)
+        if len(times) == 1:
+            found = count_at(st.perceive_data(), times[0][1], stem)
+            got = (found[0], found[1], f"at {fmt_range(*found[2])}") if found else None
+        else:
+            most = most_count(st.perceive_data(), stem)
+            got = (most[0], most[1], "the largest count seen in more than one frame") if most else None
+        if got is None or not label_named(got[0], stem):
+            return None
+        label, n, where = got
+        hits = [k for k, v in numbers.items() if v == n]
+        if len(hits) != 1:
+            return None
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                  notes=[f"count option {hits[0]} measured: {label} {n} ({where})"])
+        return f"{hits[0]}. {st.options[hits[0]]}", hits[0]
+
+    def _count_at_moment(self, st: "_State", trace: Trace, answer: str) -> str:
+        """For "how many ... at 0:44", the count object_detect measured at that moment (:func:`count_at`), not
+        the largest count of the frames looked at; with no moment named, a count that was never measured becomes
+        the usual measured count (:func:`usual_count`). The answer is kept when nothing was measured."""
+        if not asks_count(st.question):
+            return answer
+        times = clock_times_in(st.question)
+        written = re.fullmatch(r"[\s*]*(\d+)[\s*.]*", answer or "")  # a bare number, maybe in bold
+        if len(times) != 1 and asks_most(st.question):  # "the largest number ... at the same time"
+            most = most_count(st.perceive_data(), st.question)
+            if most is None or (written is not None and int(written.group(1)) == most[1]):
+                return answer
+            trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                      notes=[f"the question asks for the largest count: {most[0]} {most[1]} was the largest count "
+                             f"measured in more than one frame (the model wrote {answer[:60]!r})"])
+            return str(most[1])
+        if len(times) != 1:  # no single moment named: keep any count that was measured, else the usual one
+            usual = usual_count(st.perceive_data(), st.question)
+            if usual is None or written is None or int(written.group(1)) in usual[2]:
+                return answer
+            trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                      notes=[f"count {written.group(1)} was never measured; the usual count of {usual[0]} was "
+                             f"{usual[1]} (measured: {', '.join(map(str, sorted(usual[2])))})"])
+            return str(usual[1])
+        found = count_at(st.perceive_data(), times[0][1], st.question)
+        if found is None:
+            return answer
+        label, n, (a, b) = found
+        if written is not None and int(written.group(1)) == n:
+            return answer
+        where = f"at {a:.1f}s" if a == b else f"at {a:.1f}-{b:.1f}s"
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                  notes=[f"count read at the moment the question names: {label} {n} {where} (the model wrote "
+                         f"{answer[:60]!r})"])
+        return str(n)
+
+    def _measured_cuts(self, st: "_State", trace: Trace) -> tuple[str, str | None] | None:
+        """For a question about the hard cuts themselves (:func:`cut_question`: how many, is there any, is it
+        one continuous shot), the answer the video's cut list gives (:mod:`avi.video.shots`, every frame)
+        inside the range the question names (else the whole video), as ``(answer, choice letter or None)``.
+        None when the question is about something else, no cut list can be made, or no option fits."""
+        kind = cut_question(st.question)
+        if kind is None or st.kind not in ("choice", "text", "number"):
+            return None
+        shots = self.ctx.shot_list() if hasattr(self.ctx, "shot_list") else None
+        if shots is None:
+            return None
+        ranges = merge_spans([list(r) for r in self.ctx.focus_ranges]) or [[0.0, self.ctx.duration_s]]
+        cuts = [t for a, b in ranges for t in shots.cuts_in(a, b)]
+        got = cut_answer(kind, cuts, st.options)
+        if got is None:
+            return None
+        where = ", ".join(fmt_range(a, b) for a, b in ranges)
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                  observation_data={"cuts_s": cuts, "ranges": ranges, "method": shots.method},
+                  notes=[f"hard cuts measured on every frame ({shots.method}) in {where}: {len(cuts)}"
+                         + (" at " + ", ".join(f"{t:.2f}s" for t in cuts[:20]) if cuts else "")
+                         + f"; answer {got[0]!r} (the model wrote {(st.answer or '')[:60]!r})"])
+        return got
+
+    def _shot_question(self, st: "_State") -> bool:
+        """Whether an interval question asks when a shot is on screen (:func:`about_shot`) in a video that has cuts."""
+        if not about_shot(st.question):
+            return False
+        shots = self.ctx.shot_list() if hasattr(self.ctx, "shot_list") else None
+        return bool(shots is not None and shots.cuts_s)
+
+    def _shot_edges(self, st: "_State", trace: Trace, interval: list[float]) -> list[float]:
+        """An interval answer moved onto the video's shot edges (:func:`snap_to_shots`): whole shots when the
+        question asks when a shot is on screen, else ends within a second of a cut move onto it."""
+        shots = self.ctx.shot_list() if hasattr(self.ctx, "shot_list") else None
+        if shots is None or not shots.cuts_s:
+            return interval
+        whole = about_shot(st.question)
+        out = [round(x, 2) for x in snap_to_shots(interval, shots.shots(), whole_shots=whole)]
+        if out != [round(x, 2) for x in interval]:
+            trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                      notes=[f"interval {fmt_range(*interval)} moved onto shot edges ({shots.method}"
+                             + (", whole shots" if whole else "") + f"): {fmt_range(*out)}"])
+            return out
+        return interval
+
