@@ -1310,3 +1310,16 @@ def test_which_way_it_moves_is_measured_from_the_boxes(make_agent):
     notes = [n for s in result.trace.steps for n in s.notes]
     assert any("measuring which way it moves" in n for n in notes)
     assert any("direction measured: the red square's box moved" in n and "to the right" in n for n in notes)
+
+
+def test_an_option_quoting_the_text_on_screen_is_measured(make_agent):
+    """syn-mixed-10 / syn-lecture-07: options quoting on-screen text are matched against the OCR of the range
+    asked about (the index's clip OCR and text_extract's runs); the one option found there is the answer."""
+    agent, llm = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** A"], grounded_answers=True)
+    result = agent.run("Which sign is on screen at 0:05? A) ROOM 7B B) EXIT 42 C) NO ENTRY")
+    assert result.choice == "B" and result.choice_method == "measured"
+    assert any("only option whose words the video shows" in n for s in result.trace.steps for n in s.notes)
+    agent, _ = make_agent([call("text_extract", time_ranges=[[14, 14]]), TO_REVIEW, "**Answer:** B"],
+                          grounded_answers=True)
+    result = agent.run("Which sign is on screen at 0:14? A) ROOM 7B B) EXIT 42 C) NO ENTRY")
+    assert result.choice == "A"

@@ -256,7 +256,8 @@ class Agent(GroundedAnswers, MeasuredAnswers, TypedAnswers, Gates, CallExtractio
         method = "letter" if choice else None
         measured = st.measured or (self._measured_cuts(st, trace) or self._measured_colour_choice(st, trace)
                     or self._measured_scale_choice(st, trace) or self._measured_shape(st, trace)
-                    or self._measured_count_choice(st, trace) or self._measured_direction(st, trace)) \
+                    or self._measured_count_choice(st, trace) or self._measured_direction(st, trace)
+                    or self._measured_text_choice(st, trace)) \
             if grounded else None
         picked = self._debiased_choice(st, trace) if st.kind == "choice" and st.options and \
             not (measured and measured[1]) else None

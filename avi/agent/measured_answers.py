@@ -50,6 +50,7 @@ from avi.agent.measured_looks import (
     shape_answer,
     sideways_motion,
 )
+from avi.agent.option_evidence import text_choice
 from avi.agent.state import _State
 from avi.agent.trace import Trace
 from avi.tools import ALL_TOOLS
@@ -364,6 +365,39 @@ class MeasuredAnswers:
         trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
                   notes=[f"direction measured: {why} (the model wrote {(st.answer or '')[:60]!r})"])
         return (f"{letter}. {st.options[letter]}" if letter else way), letter
+
+    def _measured_text_choice(self, st: "_State", trace: Trace) -> tuple[str, str] | None:
+        """For a multiple-choice question whose options quote words shown or said, the one option that the OCR
+        and transcript lines of the range asked about hold (:func:`avi.agent.option_evidence.text_choice`): the
+        lines text_extract and transcript_read returned, the index's OCR of its clips and its transcript. The
+        range is the question's time words, else the whole video. Returns ``(answer, letter)`` or None."""
+        if st.kind != "choice" or not st.options:
+            return None
+        ranges = merge_spans([list(r) for r in self.ctx.focus_ranges]) or [[0.0, self.ctx.duration_s]]
+
+        def inside(a: float, b: float) -> bool:
+            return any(a <= e + 1.0 and b >= s - 1.0 for s, e in ranges)
+
+        strings: list[str] = []
+        for name, _, data in st.perceive_calls:
+            if name == "text_extract":
+                strings += [t.get("text", "") for t in data.get("texts", [])
+                            if inside(float(t.get("first_s", 0)), float(t.get("last_s", 0)))]
+            elif name == "transcript_read":
+                strings += [g.get("text", "") for g in data.get("segments", [])
+                            if inside(float(g.get("start_s", 0)), float(g.get("end_s", 0)))]
+        for cap in self.ctx.index.captions:
+            if inside(cap.start_s, cap.end_s):
+                strings += [str(o.get("text", "")) for o in (getattr(cap, "data", None) or {}).get("ocr") or []]
+        strings += [seg.text for seg in self.ctx.index.transcript if inside(seg.start_s, seg.end_s)]
+        got = text_choice(st.options, list(dict.fromkeys(strings)), question_stem(st.question))
+        if got is None:
+            return None
+        letter, line = got
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                  notes=[f"option {letter} is the only option whose words the video shows or says in "
+                         f"{', '.join(fmt_range(a, b) for a, b in ranges)}: {line[:120]!r}"])
+        return f"{letter}. {st.options[letter]}", letter
 
     def _measured_count_choice(self, st: "_State", trace: Trace) -> tuple[str, str] | None:
         """For a multiple-choice "how many <things>" question whose options are numbers, the option with the count

@@ -1,0 +1,39 @@
+"""Multiple-choice options matched against the words the video shows and says (avi/agent/option_evidence.py)."""
+
+from __future__ import annotations
+
+from avi.agent.option_evidence import in_order, option_keys, relevant, text_choice, words
+
+
+def test_words_and_keys():
+    assert words("Thirty-nine, he said: TWO goals!") == ["39", "he", "said", "2", "goals"]
+    assert words("the one who") == ["the", "one", "who"]  # "one" is kept as a word
+    assert option_keys("the HALF TIME card") == ["half", "time"]
+    assert option_keys("Rivers 3, Harbour 2") == ["rivers", "3", "harbour", "2"]
+    assert option_keys("THE FRESNEL LENS") == ["the", "fresnel", "lens"]
+    assert option_keys("a paved area between lawns") == ["paved", "area", "between", "lawns"]
+    assert option_keys("39") == ["39"]
+    assert in_order(["rivers", "3", "harbour", "2"], words("RIVERS 3 - HARBOUR 2"))
+    assert not in_order(["rivers", "2", "harbour", "3"], words("RIVERS 3 - HARBOUR 2"))
+    assert not in_order([], ["x"])
+
+
+def test_the_one_option_the_evidence_holds():
+    opts = {"A": "Rivers 2, Harbour 2", "B": "Rivers 3, Harbour 1", "C": "Rivers 3, Harbour 2", "D": "Rivers 2, Harbour 3"}
+    assert text_choice(opts, ["FULL TIME", "RIVERS 3 HARBOUR 2"], "What is the final score?") == \
+        ("C", "RIVERS 3 HARBOUR 2")
+    opts = {"A": "the MATCH DAY title card", "B": "the HALF TIME card", "C": "the GO RIVERS GO sign",
+            "D": "the FULL TIME card"}
+    assert text_choice(opts, ["HALF TIME", "Sponsored by Northwind Ferries"], "What is on screen?")[0] == "B"
+    assert text_choice(opts, ["nothing here"], "What is on screen?") is None
+    assert text_choice(opts, ["HALF TIME", "FULL TIME"], "What is on screen?") is None  # two options: no answer
+
+
+def test_speech_lines_about_the_question_decide():
+    opts = {"A": "45", "B": "27", "C": "39", "D": "52"}
+    lines = ["There were 27 lighthouses on the coast by then.",
+             "Fresnel died young, at the age of thirty-nine.", "The tower is 52 metres tall."]
+    q = "How old was Fresnel when he died, according to the lecturer?"
+    assert relevant(lines, q) == [lines[1]]
+    assert text_choice(opts, lines, q) == ("C", lines[1])
+    assert text_choice(opts, lines, "How tall is it?") is None  # no line about the question: 27 and 52 both match
