@@ -403,7 +403,7 @@ def test_shot_scale_from_the_tallest_face_and_person():
 def test_shot_scale_option_measured_on_real_footage(session_backends):
     """Megamind.avi, bench/REAL.md: the last three seconds are the close-up of the man (8.38-11.26 s). The
     option naming a close-up is the one the measured shot scale supports; the wide view is not."""
-    from avi.agent.measured_answers import MeasuredAnswers
+    from avi.agent.measured_choices import MeasuredChoices
     from avi.agent.trace import Trace
 
     path = sample_video("vtest.avi").with_name("Megamind.avi")
@@ -413,9 +413,9 @@ def test_shot_scale_option_measured_on_real_footage(session_backends):
                "D": "a close-up of the man with glasses"}
     st = SimpleNamespace(kind="choice", options=options, evidence=[], iteration=3, phase="review")
     trace = Trace(question="q", video=str(path))
-    got = MeasuredAnswers._measured_scale_choice(SimpleNamespace(ctx=ctx), st, trace)
+    got = MeasuredChoices._measured_scale_choice(SimpleNamespace(ctx=ctx), st, trace)
     assert got == ("D. a close-up of the man with glasses", "D"), trace.steps
     assert "close-up" in trace.steps[-1].notes[0]
     ctx.focus_ranges = [[0.0, 4.0]]  # the first shot: the woman, medium, not a close-up or a wide view
-    assert MeasuredAnswers._measured_scale_choice(SimpleNamespace(ctx=ctx), st, Trace(question="q", video="v")) \
+    assert MeasuredChoices._measured_scale_choice(SimpleNamespace(ctx=ctx), st, Trace(question="q", video="v")) \
         in (None, ("B. a wide view of the whole restaurant", "B"))

@@ -52,6 +52,7 @@ from avi.agent.grounding import (
 )
 from avi.agent.measured import cut_question
 from avi.agent.measured_answers import MeasuredAnswers
+from avi.agent.measured_choices import MeasuredChoices
 from avi.agent.parse import (
     Reply,
     answer_type,
@@ -103,7 +104,7 @@ class AgentResult:
     choice_method: str | None = None
 
 
-class Agent(GroundedAnswers, MeasuredAnswers, TypedAnswers, Gates, CallExtraction):
+class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gates, CallExtraction):
     """Runs one question against one video's index.
 
     Args:

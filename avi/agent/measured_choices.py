@@ -1,0 +1,157 @@
+"""Multiple-choice letters measured by the host (issue 14), part of :class:`avi.agent.loop.Agent`: the option
+with the measured colour, shot scale or count, and the one option whose words the video shows or says.
+
+Each method returns ``(answer text, letter)`` or None (the option scores decide then) and says in the trace
+why its letter replaces the model's.
+"""
+
+from __future__ import annotations
+
+import re
+
+from avi.agent.choice import question_stem
+from avi.agent.measured import asks_count, count_at, label_named, most_count, option_count
+from avi.agent.measured_answers import asked_ranges
+from avi.agent.measured_looks import (
+    COLOUR_SYNONYMS,
+    colour_choice,
+    colour_options,
+    measured_colour,
+    scale_choice,
+    scale_kind,
+    scale_options,
+)
+from avi.agent.option_evidence import text_choice
+from avi.agent.state import _State
+from avi.agent.trace import Trace
+from avi.video.spans import merge_spans
+from avi.video.timecode import clock_times_in, fmt_range
+
+
+class MeasuredChoices:
+    """Part of :class:`avi.agent.loop.Agent` (module docstring); uses the agent's ``ctx`` and ``settings`` and
+    :meth:`avi.agent.measured_answers.MeasuredAnswers._range_colours`."""
+
+    def _measured_colour_choice(self, st: "_State", trace: Trace) -> tuple[str, str] | None:
+        """For a multiple-choice colour question (:func:`colour_options`), the option the measured colours
+        support (:func:`colour_choice`): the colour of the thing's detector box when one was measured, else the
+        colours of the frames in the range asked about. Returns ``(answer, letter)`` or None (option scores
+        decide)."""
+        named = colour_options(st.question, st.options) if st.kind == "choice" and st.options else None
+        if named is None:
+            return None
+        box = measured_colour(st.perceive_data(), st.question)
+        box_colour = COLOUR_SYNONYMS.get(box[1], box[1]) if box else None
+        shares, ranges = self._range_colours(st)
+        got = colour_choice(named, shares, box_colour)
+        if got is None:
+            return None
+        letter, why = got
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                  observation_data={"colour_shares": shares, "ranges": ranges, "box_colour": box_colour},
+                  notes=[f"colour option {letter} measured: {why} (in {', '.join(fmt_range(a, b) for a, b in ranges)})"])
+        return f"{letter}. {st.options[letter]}", letter
+
+    def _measured_scale_choice(self, st: "_State", trace: Trace, max_frames: int = 6) -> tuple[str, str] | None:
+        """For a multiple-choice question with options naming a shot scale or a black screen
+        (:func:`scale_options`, e.g. "what fills the screen in the last seconds"), the option the frames of the
+        range asked about support (:func:`scale_choice`): each shot's middle frame inside the range is measured
+        with the detector's person and face boxes (:func:`avi.backends.box_words.shot_scale`) and its share of
+        black pixels. Returns ``(answer, letter)`` or None (option scores decide)."""
+        kinds = scale_options(st.options) if st.kind == "choice" and st.options else None
+        det = getattr(self.ctx.backends, "detector", None)
+        if kinds is None or det is None:
+            return None
+        from avi.backends.box_words import shot_scale
+        from avi.backends.detector import all_detections
+        from avi.video.analysis import colour_names
+
+        ranges = asked_ranges(self.ctx, st, looked=False)
+        shots = self.ctx.shot_list() if hasattr(self.ctx, "shot_list") else None
+        spans = shots.shots() if shots is not None else [(0.0, self.ctx.duration_s)]
+        times = []
+        for a, b in ranges:
+            for s, e in spans:
+                lo, hi = max(a, s), min(b, e)
+                if hi > lo:
+                    times.append((lo + hi) / 2)
+        times = sorted(times)[:max_frames]
+        try:
+            frames = self.ctx.video.frames_at(times)
+        except Exception:  # noqa: BLE001 - an undecodable range measures nothing; the option scores decide
+            return None
+        measured = [scale_kind(shot_scale(all_detections(det, f), f.image.shape[0]),
+                               dict(colour_names(f.image, top=1, min_share=0.0)).get("black", 0.0)) for f in frames]
+        got = scale_choice(kinds, measured)
+        if got is None:
+            return None
+        letter, kind = got
+        where = ", ".join(fmt_range(a, b) for a, b in ranges)
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                  observation_data={"frames_s": [round(f.t_s, 2) for f in frames], "kinds": measured},
+                  notes=[f"shot option {letter} measured: {kind} in {measured.count(kind)} of {len(measured)} shot "
+                         f"frames in {where}"])
+        return f"{letter}. {st.options[letter]}", letter
+
+    def _measured_text_choice(self, st: "_State", trace: Trace) -> tuple[str, str] | None:
+        """For a multiple-choice question whose options quote words shown or said, the one option that the OCR
+        and transcript lines of the range asked about hold (:func:`avi.agent.option_evidence.text_choice`): the
+        lines text_extract and transcript_read returned, the index's OCR of its clips and its transcript. The
+        range is the question's time words, else the whole video. Returns ``(answer, letter)`` or None."""
+        if st.kind != "choice" or not st.options:
+            return None
+        ranges = merge_spans([list(r) for r in self.ctx.focus_ranges]) or [[0.0, self.ctx.duration_s]]
+
+        def inside(a: float, b: float) -> bool:
+            return any(a <= e + 1.0 and b >= s - 1.0 for s, e in ranges)
+
+        strings: list[str] = []
+        for name, _, data in st.perceive_calls:
+            if name == "text_extract":
+                strings += [t.get("text", "") for t in data.get("texts", [])
+                            if inside(float(t.get("first_s", 0)), float(t.get("last_s", 0)))]
+            elif name == "transcript_read":
+                strings += [g.get("text", "") for g in data.get("segments", [])
+                            if inside(float(g.get("start_s", 0)), float(g.get("end_s", 0)))]
+        for cap in self.ctx.index.captions:
+            if inside(cap.start_s, cap.end_s):
+                strings += [str(o.get("text", "")) for o in (getattr(cap, "data", None) or {}).get("ocr") or []]
+        strings += [seg.text for seg in self.ctx.index.transcript if inside(seg.start_s, seg.end_s)]
+        got = text_choice(st.options, list(dict.fromkeys(strings)), question_stem(st.question))
+        if got is None:
+            return None
+        letter, line = got
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                  notes=[f"option {letter} is the only option whose words the video shows or says in "
+                         f"{', '.join(fmt_range(a, b) for a, b in ranges)}: {line[:120]!r}"])
+        return f"{letter}. {st.options[letter]}", letter
+
+    def _measured_count_choice(self, st: "_State", trace: Trace) -> tuple[str, str] | None:
+        """For a multiple-choice "how many <things>" question whose options are numbers, the option with the count
+        object_detect measured (at the moment the question names, :func:`count_at`; else the largest count seen in
+        more than one frame, :func:`most_count`) of a label the question names. Returns ``(answer, letter)`` or
+        None ("how many times" asks for events, not things on screen; no option, or two, with that number)."""
+        q = st.question
+        if st.kind != "choice" or not st.options or not asks_count(q) or re.search(r"\bhow\s+many\s+times\b", q, re.I):
+            return None
+        numbers = {k: option_count(v) for k, v in st.options.items()}
+        if any(v is None for v in numbers.values()):
+            return None
+        stem = question_stem(q)
+        times = clock_times_in(stem)
+        if len(times) == 1:
+            found = count_at(st.perceive_data(), times[0][1], stem)
+            got = (found[0], found[1], f"at {fmt_range(*found[2])}") if found else None
+        else:
+            most = most_count(st.perceive_data(), stem)
+            got = (most[0], most[1], "the largest count seen in more than one frame") if most else None
+        if got is None or not label_named(got[0], stem):
+            return None
+        label, n, where = got
+        hits = [k for k, v in numbers.items() if v == n]
+        if len(hits) != 1:
+            return None
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                  notes=[f"count option {hits[0]} measured: {label} {n} ({where})"])
+        return f"{hits[0]}. {st.options[hits[0]]}", hits[0]
+
