@@ -579,3 +579,24 @@ def test_text_extract_merges_misreads_of_one_text_and_drops_stray_glyphs():
     assert ("CAMPRODON", 0.0, 1.5) in texts and ("CAMPRODON", 9.0, 9.0) in texts
     assert '"CAMPRODON" at 0.0s–1.5s (score 0.80; 4 reads, also read as "MPRODON", "CAAERRODON")' in obs.text
     assert "mmmm" in obs.text and '"7"' in obs.text and '"a"' not in obs.text  # a weak single glyph is dropped
+
+
+def test_frames_thinned_by_the_cap_are_still_neighbours():
+    """syn-lecture-13: 16 frames over 25 s are ~1.5 s apart; text on screen all that time is one run, not one
+    entry per frame (the observation listed every line 16 times and the interval answer was one frame wide)."""
+
+    class EveryFrameOcr(FakeOcr):
+        def read(self, frame):
+            self.read_times.append(frame.t_s)
+            return [OcrLine("Fig. 2: a first-order lens weighs about 5 tonnes", 0.9, (1.0, 2.0, 3.0, 4.0), frame.t_s)]
+
+    ctx = make_ctx(ocr=EveryFrameOcr())
+    obs = text_extract.run(ctx, {"time_ranges": [[10, 35]]})
+    assert len(ctx.video.requests[0]) == 16
+    assert len(obs.data["texts"]) == 1 and obs.evidence == [[10.0, 35.0]]
+    assert obs.text.count("first-order lens") == 1
+    from avi.tools.perceive import neighbour_gap
+
+    assert neighbour_gap([0.0, 0.5, 1.0], 2.0) == pytest.approx(0.75, abs=1e-3)
+    assert neighbour_gap([0.0, 4.0, 8.0], 2.0) == pytest.approx(6.0, abs=1e-3)
+    assert neighbour_gap([3.0], 2.0) == pytest.approx(0.75, abs=1e-3)

@@ -42,6 +42,18 @@ def _where(ranges: list[list[float]], times: list[float]) -> str:
     return f"looked at {len(times)} frames in " + ", ".join(fmt_range(s, e) for s, e in ranges)
 
 
+def neighbour_gap(times: list[float], fps: float) -> float:
+    """Seconds within which two sampled frames count as neighbours: one and a half sampling steps of the index
+    rate, or of the frames' own usual spacing when a frame cap thinned them (a 60 s range read at 16 frames
+    has them ~4 s apart; with the index step alone no two of them were neighbours, so text seen in every frame
+    was reported once per frame and single-frame detections were all dropped)."""
+    step = 1.0 / fps
+    ts = sorted(times)
+    gaps = sorted(b - a for a, b in zip(ts, ts[1:]) if b > a)
+    usual = gaps[len(gaps) // 2] if gaps else step
+    return 1.5 * max(step, usual) + 1e-6
+
+
 def _with_notes(text: str, notes: list[str]) -> str:
     return text + ("\nNote: " + "; ".join(notes) if notes else "")
 
@@ -124,6 +136,7 @@ def text_extract(ctx: ToolContext, time_ranges: TimeRanges) -> Observation:
     ocr = ctx.backends.ocr
     detect_all = getattr(ctx.backends.detector, "detect_all", None)  # cpu: vehicle/screen boxes to read closely
     step = 1.0 / ctx.settings.fps
+    join_s = max(2.5 * step, neighbour_gap([f.t_s for f in frames], ctx.settings.fps))
     # De-duplicate across neighbouring frames: one entry per text per run of frames.
     runs: list[dict] = []
     open_runs: dict[str, dict] = {}
@@ -137,7 +150,7 @@ def text_extract(ctx: ToolContext, time_ranges: TimeRanges) -> Observation:
             seen.add(key)
             lines_all.append(line.to_dict())
             run = open_runs.get(key)
-            if run is not None and f.t_s - run["last_s"] <= 2.5 * step + 1e-6:
+            if run is not None and f.t_s - run["last_s"] <= join_s + 1e-6:
                 run["last_s"] = f.t_s
                 run["frames"] += 1
                 if line.score > run["score"]:
@@ -206,7 +219,7 @@ def object_detect(ctx: ToolContext, time_ranges: TimeRanges, objects: StrList) -
     for f, res in zip(frames, results):
         for label in supported:
             by_label[label].append((f.t_s, [d for d in res.detections if d.label == label]))
-    gap_s = 1.5 / ctx.settings.fps + 1e-6  # neighbouring sampled frames
+    gap_s = neighbour_gap([f.t_s for f in frames], ctx.settings.fps)  # neighbouring sampled frames
     head = f"object_detect ({det.name}) {_where(ranges, [f.t_s for f in frames])}"
     body, evidence, summary, boxes = [], [], {}, []
     for label, seq in by_label.items():
