@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from avi.agent.option_evidence import in_order, option_keys, relevant, text_choice, words
+from avi.agent.option_evidence import in_order, loosely, option_keys, relevant, text_choice, words
 
 
 def test_words_and_keys():
@@ -22,6 +22,13 @@ def test_the_one_option_the_evidence_holds():
     opts = {"A": "Rivers 2, Harbour 2", "B": "Rivers 3, Harbour 1", "C": "Rivers 3, Harbour 2", "D": "Rivers 2, Harbour 3"}
     assert text_choice(opts, ["FULL TIME", "RIVERS 3 HARBOUR 2"], "What is the final score?") == \
         ("C", "RIVERS 3 HARBOUR 2")
+    # the scoreboard as drawn (names at both ends, the numbers between): no option is in order, one loosely
+    board = "RIVERS 3-2 HARBOUR"
+    assert text_choice(opts, ["RIVERS v HARBOUR", board], "What is the final score?") == ("C", board)
+    assert loosely(["rivers", "3", "harbour", "2"], words(board))
+    assert not loosely(["rivers", "2", "harbour", "3"], words(board))
+    assert not loosely(["rivers", "harbour"], words(board))  # no numbers: nothing to order
+    assert text_choice(opts, ["RIVERS 3-2 HARBOUR", "RIVERS 3-1 HARBOUR"], "What is the score?") is None
     opts = {"A": "the MATCH DAY title card", "B": "the HALF TIME card", "C": "the GO RIVERS GO sign",
             "D": "the FULL TIME card"}
     assert text_choice(opts, ["HALF TIME", "Sponsored by Northwind Ferries"], "What is on screen?")[0] == "B"

@@ -67,6 +67,18 @@ def in_order(keys: list[str], toks: list[str]) -> bool:
     return bool(keys) and all(any(k == t for t in it) for k in keys)
 
 
+def loosely(keys: list[str], toks: list[str]) -> bool:
+    """Whether ``keys``' words all appear in ``toks`` and its numbers appear there in this order.
+
+    The looser match of a scoreboard line, whose names and numbers interleave differently from an option's:
+    "Rivers 3, Harbour 2" (keys ``["rivers", "3", "harbour", "2"]``) holds for "RIVERS 3 - 2 HARBOUR", and
+    "Rivers 2, Harbour 3" does not (its numbers in the other order).
+    """
+    nums = [k for k in keys if k.isdigit()]
+    return bool(keys) and set(keys) <= set(toks) and in_order(nums, [t for t in toks if t.isdigit()]) \
+        if nums else False
+
+
 def relevant(strings: list[str], question: str) -> list[str]:
     """The strings that share a word of five letters or more (not a stop word) with the question, or all of
     them when none does: "How old was Fresnel when he died" keeps the lines about Fresnel."""
@@ -76,7 +88,8 @@ def relevant(strings: list[str], question: str) -> list[str]:
 
 
 def text_choice(options: dict[str, str], strings: list[str], question: str) -> tuple[str, str] | None:
-    """The one option whose key words (:func:`option_keys`) appear in order in one of the evidence strings.
+    """The one option whose key words (:func:`option_keys`) appear in order in one of the evidence strings
+    (where no option's do, the one that matches :func:`loosely`).
 
     Args:
         options: ``{letter: text}``.
@@ -89,12 +102,15 @@ def text_choice(options: dict[str, str], strings: list[str], question: str) -> t
     pool = relevant([s for s in strings if s and s.strip()], question)
     tokenised = [(s, words(s)) for s in pool]
     hits: dict[str, str] = {}
-    for letter, text in options.items():
-        keys = option_keys(text)
-        for s, toks in tokenised:
-            if in_order(keys, toks):
-                hits[letter] = s
-                break
+    for match in (in_order, loosely):  # the looser match only where no option's words are in order anywhere
+        for letter, text in options.items():
+            keys = option_keys(text)
+            for s, toks in tokenised:
+                if match(keys, toks):
+                    hits[letter] = s
+                    break
+        if hits:
+            break
     if len(hits) != 1:
         return None
     (letter, s), = hits.items()
