@@ -1131,6 +1131,24 @@ def test_perceive_range_nothing_supports_is_questioned_once(make_agent):
     assert "Where to look first" in llm.calls[1].messages[-1]["content"]
 
 
+
+def test_time_words_start_in_perceive(make_agent):
+    # the question names where to look: no Retrieve step that would only hand over (issue 17, item 5)
+    agent, llm = make_agent([call("text_extract", time_ranges=[[0, 5]]), TO_REVIEW, "**Answer:** ROOM 7B"],
+                            grounded_answers=True)
+    result = agent.run("What does the sign in the first five seconds say?")
+    assert kinds(result.trace) == ["stage_switch", "tool_call", "stage_switch", "answer"]
+    assert "Perceive first" in result.trace.steps[0].notes[1] and result.trace.steps[1].phase == "perceive"
+    first = llm.calls[0].messages[1]["content"]
+    assert "time words point to" in first and "Where to look first" in first
+    assert result.trace.totals()["llm_replies"] == 3  # the host's step is not a model reply
+    # a "when" question still searches first
+    agent, llm = make_agent([TO_PERCEIVE, call("text_extract", time_ranges=[[0, 5]]), TO_REVIEW,
+                             "**Answer:** [4, 9]"], grounded_answers=True)
+    result = agent.run("When is the EXIT sign on screen in the first ten seconds?")
+    assert result.trace.steps[0].phase == "retrieve" and result.trace.steps[0].iteration == 1
+
+
 # ------------------------------------------------------- hard cuts measured on every frame (sign video: a cut at 10 s)
 
 

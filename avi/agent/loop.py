@@ -62,7 +62,7 @@ from avi.agent.parse import (
 )
 from avi.agent.prompts import PromptLibrary
 from avi.agent.state import _evidence_note, _State
-from avi.agent.trace import Trace
+from avi.agent.trace import HOST_STEP, Trace
 from avi.agent.traps import TRAP_REPEATS, _call_key, _trap_run
 from avi.backends.llm import ChatClient, ContextOverflowError
 from avi.config import Settings
@@ -195,13 +195,20 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
             time_hint = (time_hint + "\n" if time_hint else "") + "The question's time words point to: " + \
                 "; ".join(f'"{p}" = {fmt_range(*span)}' for p, span in named) + ". Look there first."
         st.kind, st.answer_format = self._answer_kind(question, st.options)
+        if named and st.kind != "interval" and getattr(self.settings, "grounded_answers", True):
+            # the question says where to look: a Retrieve step would only hand over to Perceive (one model
+            # step of prompt reading for nothing, issue 17 item 5); a "when" question still searches
+            st.phase = "perceive"
         transcript = self.ctx.index.transcript
         speech = self.prompts.render("speech_yes", segments=len(transcript),
                                      source=", ".join(sorted({s.source for s in transcript}))) \
             if transcript else self.prompts.text("speech_no")
         st.history.append({"role": "user", "content": self._question_message(
             question, st.options_text, time_hint, speech, st.answer_format)
-            + "\n\n" + self._stage_message(st, "retrieve")})
+            + "\n\n" + self._stage_message(st, st.phase)})
+        if st.phase == "perceive":
+            trace.add(kind="stage_switch", switch_to="perceive", iteration=0, phase="retrieve",
+                      notes=[HOST_STEP, "the question's time words name where to look: Perceive first, no Retrieve step"])
 
         grounded = getattr(self.settings, "grounded_answers", True)
         if grounded and cut_question(question) is not None:
@@ -212,7 +219,7 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
                 st.answer = st.measured[0]
                 st.evidence += [[max(0.0, t - 0.5), t + 0.5] for t in trace.steps[-1].observation_data["cuts_s"]]
                 trace.add(kind="answer", answer=st.answer, iteration=0, phase="retrieve",
-                          notes=["answered from the video's cut list before any model step"])
+                          notes=[HOST_STEP, "answered from the video's cut list before any model step"])
         while st.iteration < self.settings.max_iterations and st.answer is None:
             st.iteration += 1
             res, reply, common = self._decide(st, trace)

@@ -14,6 +14,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 
+HOST_STEP = "host step, no model reply"
+"""A step's note saying the host made it without asking the model (not counted as a model reply)."""
+
+
 @dataclass
 class Step:
     """One step of the agent.
@@ -106,8 +110,9 @@ class Trace:
         reply that had to be re-asked).
         """
         frames = sorted({t for s in self.steps for t in s.frames_s})
-        # every step is one model reply, except the host's move on after replies that were all unusable
-        replies = [s for s in self.steps if "no usable reply after retries" not in s.notes]
+        # every step is one model reply, except the host's move on after replies that were all unusable and
+        # the host's own steps (HOST_STEP: Perceive first, the cut list's answer)
+        replies = [s for s in self.steps if "no usable reply after retries" not in s.notes and HOST_STEP not in s.notes]
         steps_per_phase: dict[str, int] = {}
         seconds_per_phase: dict[str, float] = {}
         calls_per_tool: dict[str, int] = {}
