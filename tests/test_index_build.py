@@ -581,3 +581,19 @@ def test_every_stage_finishes_a_pending_index(stub_backends, sign_video, root):
     assert index.pending == ["graph"] and (index.path / "summary.json").exists()  # no LLM: built at once
     full = ensure_index(sign_video, settings, stub_backends, progress=False)
     assert full.pending == [] and (full.path / "graph.json").exists()
+
+
+def test_several_videos_wait_only_for_the_search_stages(stub_backends, sign_video, short_video, root):
+    """``avi-run`` over several videos: each index is put in place with its LLM stages pending (they are built
+    after the answer, as for one video), and finishing one leaves the other as it was."""
+    from avi.index.build import finish_index
+    from avi.videos.pipeline import prepare_many
+
+    settings = Settings(index_root=root, graph_llm=True, summary_llm=True)
+    stub_backends.llm = FakeIndexLLM()
+    prepared = prepare_many([sign_video, short_video], settings, stub_backends, progress=False, stages="search")
+    assert [p.index.pending for p in prepared.values()] == [["graph", "summary"]] * 2
+    assert stub_backends.llm.calls == 0
+    first, second = prepared.values()
+    assert finish_index(first.index, settings, stub_backends, progress=False).pending == []
+    assert VideoIndex(second.index.path).pending == ["graph", "summary"]

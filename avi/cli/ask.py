@@ -43,8 +43,8 @@ def cmd_ask(args) -> int:
     check_places(question_places(settings, args.trace))  # before any work: the answer must not be lost
     videos = expand_videos(args.video)
     backends = Backends(settings)
-    # one video: the question waits only for the captions and embeddings; the LLM stages follow the answer
-    stages = "search" if settings.index_llm_stages == "after" and len(videos) == 1 else "all"
+    # the question waits only for the captions and embeddings; the LLM stages follow the answer
+    stages = "search" if settings.index_llm_stages == "after" else "all"
     try:
         if len(videos) == 1:
             result = ask(videos[0], args.question, settings, backends, rebuild_index=args.rebuild_index,
@@ -53,21 +53,23 @@ def cmd_ask(args) -> int:
             from avi.videos.pipeline import ask_many
 
             result = ask_many(videos, args.question, settings, backends, rebuild_index=args.rebuild_index,
-                              progress=not args.quiet)
+                              progress=not args.quiet, stages=stages)
         status = _print_result(args, result, settings)
         if stages == "search":
-            _finish_index(result.trace, videos[0], settings, backends, quiet=args.quiet)
+            rows = getattr(result.trace, "videos", None) or [{"index_dir": result.trace.index_dir}]
+            for video, row in zip(videos, rows):  # several videos: the trace lists them in the given order
+                _finish_index(row.get("index_dir"), video, settings, backends, quiet=args.quiet)
     finally:
         backends.close()
     return status
 
 
-def _finish_index(trace, video: Path, settings, backends, *, quiet: bool) -> None:
-    """After the answer: build the index's pending LLM stages (entity graph, summary) for later questions."""
+def _finish_index(index_dir: str | None, video: Path, settings, backends, *, quiet: bool) -> None:
+    """After the answer: build the pending LLM stages (entity graph, summary) of the index at ``index_dir``
+    (``video``'s) for later questions; a failure is a warning (the answer is already out)."""
     from avi.index.build import finish_index
     from avi.index.store import VideoIndex
 
-    index_dir = getattr(trace, "index_dir", None)
     if not index_dir:
         return
     index = VideoIndex(Path(index_dir))

@@ -38,9 +38,10 @@ class MultiTrace(QuestionTrace):
 
 
 def prepare_many(paths: list[Path], settings: Settings, backends: Backends, *, rebuild_index: bool = False,
-                 progress: bool = True) -> dict[str, PreparedVideo]:
+                 progress: bool = True, stages: str = "all") -> dict[str, PreparedVideo]:
     """Probe and index every video (:func:`avi.pipeline.prepare`, one after the other); name -> prepared video,
-    names by :func:`avi.videos.naming.video_names`.
+    names by :func:`avi.videos.naming.video_names`. ``stages="search"`` leaves every video's LLM stages for
+    later (:func:`avi.index.build.ensure_index`).
 
     Raises:
         InputError: fewer than two videos, or one is unreadable (the message names it).
@@ -55,7 +56,7 @@ def prepare_many(paths: list[Path], settings: Settings, backends: Backends, *, r
         probe(path)
     out: dict[str, PreparedVideo] = {}
     for name, path in zip(video_names(paths), paths):
-        out[name] = prepare(path, settings, backends, rebuild_index=rebuild_index, progress=progress)
+        out[name] = prepare(path, settings, backends, rebuild_index=rebuild_index, progress=progress, stages=stages)
     return out
 
 
@@ -101,13 +102,14 @@ def answer_many(prepared: dict[str, PreparedVideo], question: str, settings: Set
 
 
 def ask_many(paths: list[Path], question: str, settings: Settings, backends: Backends, *,
-             rebuild_index: bool = False, progress: bool = True) -> AgentResult:
-    """Answer ``question`` over the videos at ``paths`` (:func:`prepare_many`, then :func:`answer_many`).
+             rebuild_index: bool = False, progress: bool = True, stages: str = "all") -> AgentResult:
+    """Answer ``question`` over the videos at ``paths`` (:func:`prepare_many` with ``stages``, then
+    :func:`answer_many`).
 
     Raises:
         InputError: a bad question, fewer than two videos, an unreadable video.
         LLMUnavailableError: the orchestrator cannot be reached or started.
     """
     question = clean_question(question or "", settings.question_max_chars)
-    prepared = prepare_many(paths, settings, backends, rebuild_index=rebuild_index, progress=progress)
+    prepared = prepare_many(paths, settings, backends, rebuild_index=rebuild_index, progress=progress, stages=stages)
     return answer_many(prepared, question, settings, backends)
