@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from avi.agent.option_evidence import in_order, loosely, option_keys, relevant, text_choice, words
+from avi.agent.option_evidence import in_order, loosely, number_beside, option_keys, relevant, text_choice, words
 
 
 def test_words_and_keys():
@@ -44,3 +44,13 @@ def test_speech_lines_about_the_question_decide():
     assert relevant(lines, q) == [lines[1]]
     assert text_choice(opts, lines, q) == ("C", lines[1])
     assert text_choice(opts, lines, "How tall is it?") is None  # no line about the question: 27 and 52 both match
+
+
+def test_a_number_beside_the_name_asked_about():
+    board = "RIVERS 2 - 1 HARBOUR"
+    assert number_beside("How many goals have Rivers scored at 4:30?", [board, "GO RIVERS GO"]) == ("2", board)
+    assert number_beside("How many goals have Harbour scored?", [board]) == ("1", board)
+    assert number_beside("How many goals have Rivers scored?", [board, "RIVERS 3 - 1 HARBOUR"]) is None  # disagree
+    sentence = "Rivers scored 2 goals in the first half of the match at home today"
+    assert number_beside("How many goals have Rivers scored?", [sentence]) is None  # a sentence, not a label
+    assert number_beside("How many goals were scored?", [board]) is None  # no name

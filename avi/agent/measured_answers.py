@@ -302,6 +302,9 @@ class MeasuredAnswers:
         the usual measured count (:func:`usual_count`). The answer is kept when nothing was measured."""
         if not asks_count(st.question):
             return answer
+        read = self._count_read(st, trace, answer)  # a scoreboard's number beside the name asked about
+        if read is not None:
+            return read
         times = clock_times_in(st.question)
         written = re.fullmatch(r"[\s*]*(\d+)[\s*.]*", answer or "")  # a bare number, maybe in bold
         if len(times) != 1 and asks_most(st.question):  # "the largest number ... at the same time"

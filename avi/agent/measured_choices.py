@@ -21,7 +21,7 @@ from avi.agent.measured_looks import (
     scale_kind,
     scale_options,
 )
-from avi.agent.option_evidence import text_choice
+from avi.agent.option_evidence import number_beside, text_choice
 from avi.agent.state import _State
 from avi.agent.trace import Trace
 from avi.video.spans import merge_spans
@@ -100,6 +100,20 @@ class MeasuredChoices:
         range is the question's time words, else the whole video. Returns ``(answer, letter)`` or None."""
         if st.kind != "choice" or not st.options:
             return None
+        ranges, strings = self._range_lines(st)
+        got = text_choice(st.options, strings, question_stem(st.question))
+        if got is None:
+            return None
+        letter, line = got
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                  notes=[f"option {letter} is the only option whose words the video shows or says in "
+                         f"{', '.join(fmt_range(a, b) for a, b in ranges)}: {line[:120]!r}"])
+        return f"{letter}. {st.options[letter]}", letter
+
+    def _range_lines(self, st: "_State", speech: bool = True) -> tuple[list[list[float]], list[str]]:
+        """The OCR lines (and, with ``speech``, transcript lines) of the range the question is about: those
+        text_extract and transcript_read returned, the index's OCR of its clips and its transcript. The range
+        is the question's time words, else the whole video. Returns ``(ranges, lines without repeats)``."""
         ranges = merge_spans([list(r) for r in self.ctx.focus_ranges]) or [[0.0, self.ctx.duration_s]]
 
         def inside(a: float, b: float) -> bool:
@@ -110,21 +124,36 @@ class MeasuredChoices:
             if name == "text_extract":
                 strings += [t.get("text", "") for t in data.get("texts", [])
                             if inside(float(t.get("first_s", 0)), float(t.get("last_s", 0)))]
-            elif name == "transcript_read":
+            elif name == "transcript_read" and speech:
                 strings += [g.get("text", "") for g in data.get("segments", [])
                             if inside(float(g.get("start_s", 0)), float(g.get("end_s", 0)))]
         for cap in self.ctx.index.captions:
             if inside(cap.start_s, cap.end_s):
                 strings += [str(o.get("text", "")) for o in (getattr(cap, "data", None) or {}).get("ocr") or []]
-        strings += [seg.text for seg in self.ctx.index.transcript if inside(seg.start_s, seg.end_s)]
-        got = text_choice(st.options, list(dict.fromkeys(strings)), question_stem(st.question))
+        if speech:
+            strings += [seg.text for seg in self.ctx.index.transcript if inside(seg.start_s, seg.end_s)]
+        return ranges, list(dict.fromkeys(s for s in strings if s))
+
+    def _count_read(self, st: "_State", trace: Trace, answer: str) -> str | None:
+        """For "how many goals have Rivers scored at 4:30", the number an on-screen label writes beside the name
+        (:func:`avi.agent.option_evidence.number_beside`, OCR lines of the range asked about). None when no
+        label gives one, or the thing counted is one the detector counts (those are counted in the frames)."""
+        counted = re.search(r"\bhow\s+many\s+([a-z]+)", st.question, re.I)
+        try:  # things the detector counts (people, cars, squares) are counted, not read
+            seen = counted is None or bool(self.ctx.backends.detector.supports(counted.group(1).lower()))
+        except Exception:  # noqa: BLE001 - a detector that cannot say counts nothing
+            seen = False
+        if seen or counted.group(1).lower() == "times":  # "how many times": events, not a number shown
+            return None
+        ranges, lines = self._range_lines(st, speech=False)
+        got = number_beside(question_stem(st.question), lines)
         if got is None:
             return None
-        letter, line = got
         trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
-                  notes=[f"option {letter} is the only option whose words the video shows or says in "
-                         f"{', '.join(fmt_range(a, b) for a, b in ranges)}: {line[:120]!r}"])
-        return f"{letter}. {st.options[letter]}", letter
+                  notes=[f"count read from the screen beside the name the question gives: {got[0]} in "
+                         f"{got[1][:80]!r} ({', '.join(fmt_range(a, b) for a, b in ranges)}; the model wrote "
+                         f"{(answer or '')[:60]!r})"])
+        return got[0]
 
     def _measured_count_choice(self, st: "_State", trace: Trace) -> tuple[str, str] | None:
         """For a multiple-choice "how many <things>" question whose options are numbers, the option with the count

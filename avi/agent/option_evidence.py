@@ -11,6 +11,7 @@ not needed. All matching is on normalised words (lower case, no punctuation, num
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 _UNITS = {w: i for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
@@ -115,3 +116,45 @@ def text_choice(options: dict[str, str], strings: list[str], question: str) -> t
         return None
     (letter, s), = hits.items()
     return letter, s
+
+
+_NAME = re.compile(r"\b[A-Z][a-z]{2,}\b")
+
+
+def number_beside(question: str, lines: list[str], max_words: int = 8) -> tuple[str, str] | None:
+    """The number an on-screen label writes next to a name the question gives: "How many goals have Rivers
+    scored?" read from a scoreboard "RIVERS 2 - 1 HARBOUR" is 2 (the number nearest the name; one after it
+    before one as far before it).
+
+    Args:
+        question: the question without its options; its names are its capitalised words after the first word
+            (not in :data:`STOP`).
+        lines: on-screen text lines of the range asked about (OCR; not speech, whose sentences hold numbers of
+            every kind). Only lines of at most ``max_words`` words count: labels, not sentences.
+
+    Returns:
+        ``(number, the line it was read from)`` when the lines agree on one number (the most frequent reading
+        by a clear margin), else None.
+    """
+    names = [w.lower() for w in _NAME.findall(question or "")[0 if not re.match(r"\s*[A-Z][a-z]{2,}\b",
+                                                                                 question or "") else 1:]]
+    names = [n for n in names if n not in STOP]
+    votes: Counter = Counter()
+    where: dict[str, str] = {}
+    for line in lines:
+        toks = words(line)
+        if not toks or len(toks) > max_words:
+            continue
+        for name in names:
+            if name not in toks:
+                continue
+            i = toks.index(name)
+            near = sorted((abs(j - i) + (0.5 if j < i else 0.0), t) for j, t in enumerate(toks) if t.isdigit())
+            if near:
+                votes[near[0][1]] += 1
+                where.setdefault(near[0][1], line)
+            break
+    top = votes.most_common(2)
+    if not top or (len(top) > 1 and top[1][1] * 2 > top[0][1]):
+        return None
+    return top[0][0], where[top[0][0]]
