@@ -231,6 +231,20 @@ def test_count_at_picks_the_label_the_question_names():
     assert asks_count("How many people?") and not asks_count("Is there a person?")
 
 
+
+def _counting_host():
+    """An Agent stand-in for the count-answer methods: its detector counts every noun, so no count is read from
+    on-screen labels (:meth:`Agent._count_read` returns None) and the counts measured in frames decide."""
+    from types import MethodType, SimpleNamespace
+
+    from avi.agent.loop import Agent
+
+    host = SimpleNamespace(ctx=SimpleNamespace(backends=SimpleNamespace(
+        detector=SimpleNamespace(supports=lambda label: True))))
+    host._count_read = MethodType(Agent._count_read, host)
+    return host
+
+
 def test_agent_replaces_a_count_with_the_one_measured_at_the_named_moment():
     from types import SimpleNamespace
 
@@ -241,13 +255,13 @@ def test_agent_replaces_a_count_with_the_one_measured_at_the_named_moment():
     st = SimpleNamespace(question="Around 0:44, how many people can be seen?", perceive_data=lambda: steps,
                          iteration=4, phase="review")
     trace = Trace(question=st.question)
-    assert Agent._count_at_moment(None, st, trace, "4") == "3"
+    assert Agent._count_at_moment(_counting_host(), st, trace, "4") == "3"
     assert "count read at the moment the question names: person 3 at 43.0-45.0s" in trace.steps[-1].notes[0]
-    assert Agent._count_at_moment(None, st, Trace(question=st.question), "**3**") == "**3**"  # already right
+    assert Agent._count_at_moment(_counting_host(), st, Trace(question=st.question), "**3**") == "**3**"  # already right
     st.question = "How many people walk past in the whole video?"  # no moment named: a believed count stays
-    assert Agent._count_at_moment(None, st, trace, "4") == "3"  # 4 in one frame of four: a spike, not believed
+    assert Agent._count_at_moment(_counting_host(), st, trace, "4") == "3"  # 4 in one frame of four: a spike, not believed
     steps.append(_counts("person", [[47.0, 4]]))  # seen in two frames: the model's answer stays
-    assert Agent._count_at_moment(None, st, trace, "4") == "4"
+    assert Agent._count_at_moment(_counting_host(), st, trace, "4") == "4"
 
 
 def test_a_count_never_measured_becomes_the_usual_count():
@@ -262,11 +276,11 @@ def test_a_count_never_measured_becomes_the_usual_count():
     st = SimpleNamespace(question="How many people appear in the video?", perceive_data=lambda: steps,
                          iteration=3, phase="review")
     trace = Trace(question=st.question)
-    assert Agent._count_at_moment(None, st, trace, "3") == "1"
+    assert Agent._count_at_moment(_counting_host(), st, trace, "3") == "1"
     assert "count 3 was never measured" in trace.steps[-1].notes[0]
-    assert Agent._count_at_moment(None, st, trace, "2") == "1"
+    assert Agent._count_at_moment(_counting_host(), st, trace, "2") == "1"
     steps.append(_counts("person", [[2.0, 2]]))  # seen twice: believed, the model's reading stays
-    assert Agent._count_at_moment(None, st, trace, "2") == "2"
+    assert Agent._count_at_moment(_counting_host(), st, trace, "2") == "2"
     three = [_counts("person", [[0.0, 1], [0.5, 2], [1.0, 1]])]  # too few frames to call one a spike
     assert usual_count(three, "How many people?") == ("person", 1, {1, 2})
     assert usual_count([], "How many?") is None
@@ -447,9 +461,9 @@ def test_the_largest_count_is_the_largest_count_seen_in_more_than_one_frame():
     st = SimpleNamespace(question="What is the largest number of circles on screen at the same time?",
                          perceive_data=lambda: steps, iteration=3, phase="review")
     trace = Trace(question=st.question)
-    assert Agent._count_at_moment(None, st, trace, "2") == "5"
+    assert Agent._count_at_moment(_counting_host(), st, trace, "2") == "5"
     assert "largest count" in trace.steps[-1].notes[0]
-    assert Agent._count_at_moment(None, st, trace, "**5**") == "**5**"
+    assert Agent._count_at_moment(_counting_host(), st, trace, "**5**") == "**5**"
 
 
 def test_count_span_is_the_run_of_frames_with_the_count_asked():
