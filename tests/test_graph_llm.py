@@ -572,3 +572,30 @@ def test_subjects_the_captions_do_not_mention_are_left_out():
     assert "subject:woman in blue coat" not in g and "subject:person" in g
     assert g.graph["extraction"]["ungrounded_subjects"] == ["woman in blue coat"]
     assert not any(d.get("relation") == "interacts" for _, _, d in g.edges(data=True))
+
+
+def test_repeated_captions_are_sent_once_and_clips_without_people_not_at_all():
+    """lecture.mp4: a slide held for a minute is twelve identical captions, and no clip shows a person; the graph
+    stage sent all of them to the LLM (12,273 prompt tokens, 257 s) and got empty lists back."""
+    from avi.index.caption_runs import merge_repeats, no_person_seen
+
+    nobody = {"people_per_frame": [[0.0, 0], [0.5, 0]], "faces_per_frame": [[0.0, 0], [0.5, 0]]}
+    someone = {"people_per_frame": [[0.0, 0], [0.5, 1]], "faces_per_frame": [[0.0, 0], [0.5, 0]]}
+    slide = 'People: no people detected. On-screen text: "KEEPERS".'
+    caps = [_cap(0, slide, **nobody), _cap(1, slide + "  ", **nobody), _cap(2, slide, **nobody),
+            _cap(3, "A man in a red shirt walks in.", **someone), _cap(4, slide, **nobody)]
+    runs = merge_repeats(caps)
+    assert [(c.start_s, c.end_s) for c in runs] == [(0.0, 15.0), (15.0, 20.0), (20.0, 25.0)]
+    assert runs[0].clip_index == 0 and runs[0].text == slide
+    assert merge_repeats([_cap(0, slide), _cap(2, slide)])[1].start_s == 10.0  # not back to back: kept apart
+    assert no_person_seen(caps[:3]) and not no_person_seen(caps[2:4])
+    assert not no_person_seen([_cap(0, "A quiet street.")])  # prose with no counts: the LLM decides
+    assert not no_person_seen([_cap(0, slide, people_per_frame=[[0.0, 0]], faces_per_frame=[[0.0, 1]])])
+
+    llm = ScriptedGraphLLM([{"subjects": [], "interactions": []}])
+    line = len(caption_lines([caps[3]])[0])
+    g = build_entity_graph(caps, llm=llm, prompts=PROMPTS, chunk_chars=line + 2)
+    ext = g.graph["extraction"]
+    assert len(llm.calls) == 1 and ext["chunks"] == 3  # only the clip with a person was sent
+    assert "[15.0s–20.0s] A man in a red shirt walks in." in llm.calls[0]["messages"][1]["content"]
+    assert [(s["start_s"], s["end_s"]) for s in ext["skipped_chunks"]] == [(0.0, 15.0), (20.0, 25.0)]

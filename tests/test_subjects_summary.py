@@ -82,9 +82,30 @@ def test_summary_is_hierarchical():
 
 
 def test_summary_records_failures_and_handles_no_llm():
-    caps = [cap(i, text="words " * 30) for i in range(2)]
+    caps = [cap(i, text=f"clip {i} " + "words " * 30) for i in range(2)]
     out = build_summary(caps, SummaryLLM(empty_first=True), PromptLibrary(Settings().prompts_dir), chunk_chars=100)
     assert len(out["segments"]) == 1 and out["failed"][0]["start_s"] == 0.0
     assert out["video"] == out["segments"][0]["summary"]
     none = build_summary(caps, None, PromptLibrary(Settings().prompts_dir))
     assert none["segments"] == [] and none["video"] is None
+
+
+def test_summary_reads_a_run_of_repeated_captions_once():
+    class Recorder:
+        model = "recorder"
+
+        def __init__(self):
+            self.prompts = []
+
+        def chat(self, messages, tools=None, **kw):
+            self.prompts.append(messages[0]["content"])
+            return ChatResult(content="A slide is shown.", finish_reason="stop", prompt_tokens=1,
+                              completion_tokens=1, seconds=0.0)
+
+    from pathlib import Path
+
+    caps = [Caption(i, 5.0 * i, 5.0 * (i + 1), 'On-screen text: "KEEPERS".', "test") for i in range(12)]
+    llm = Recorder()
+    out = build_summary(caps, llm, PromptLibrary(Path(__file__).resolve().parent.parent / "prompts"))
+    assert len(llm.prompts) == 1 and llm.prompts[0].count("KEEPERS") == 1
+    assert "[0.0s–60.0s]" in llm.prompts[0] and out["video"] == "A slide is shown."

@@ -1,6 +1,7 @@
 """Hierarchical summary of a video's captions, the material of ``global_explore`` (AVI §3.3.1).
 
-Consecutive captions are grouped into segments of at most ``chunk_chars``
+Runs of identical consecutive captions are folded into one line over the run
+(:func:`avi.index.caption_runs.merge_repeats`), then consecutive captions are grouped into segments of at most ``chunk_chars``
 characters; the LLM summarises each segment (prompts/summary_segment.md), then
 the whole video from the segment summaries (prompts/summary_video.md). Times
 stay attached to every segment, so global_explore can point at candidate
@@ -13,6 +14,7 @@ from __future__ import annotations
 import time
 
 from avi.backends.types import Caption
+from avi.index.caption_runs import merge_repeats
 from avi.video.timecode import fmt_range
 
 
@@ -58,7 +60,7 @@ def build_summary(captions: list[Caption], llm, prompts, *, chunk_chars: int = 4
     out = {"segments": [], "video": None, "failed": [], "llm": getattr(llm, "model", None), "seconds": 0.0}
     if llm is None:
         return out
-    groups = chunk_captions(captions, chunk_chars)
+    groups = chunk_captions(merge_repeats(sorted(captions, key=lambda c: c.start_s)), chunk_chars)
     total = len(groups) + (1 if len(groups) > 1 else 0)
     for i, group in enumerate(groups):
         start, end = group[0][0].start_s, group[-1][0].end_s

@@ -25,7 +25,7 @@ def build_entity_graph(captions: list[Caption], *, llm: ChatClient | None = None
 
     Always: the structured layer (subject registry, on-screen text, scenes; see the
     module docstring). With ``llm``: the captions' lines ``"[12.0s–17.0s] text"``
-    are sent in chronological chunks of at most ``chunk_chars`` characters with
+    (a run of identical captions as one line over the run) are sent in chronological chunks of at most ``chunk_chars`` characters with
     the ``graph_extract`` prompt and the JSON schema of :class:`GraphExtraction`
     as structured output (temperature 0, seed 0). Each reply is validated
     (:func:`parse_extraction`); an invalid one is shown to the model with the
@@ -56,7 +56,8 @@ def build_entity_graph(captions: list[Caption], *, llm: ChatClient | None = None
         ``failed_chunks`` ([{"chunk", "start_s", "end_s", "error"}]), ``seconds``
         (wall time of the extraction), ``dropped_references`` and, with an LLM,
         ``calls``, ``repairs``, ``prompt_tokens``, ``completion_tokens``,
-        ``chunk_seconds``, ``unpaired_interactions``, ``ungrounded_ids``, ``truncated_lines``.
+        ``chunk_seconds``, ``unpaired_interactions``, ``ungrounded_ids``, ``truncated_lines`` and
+        ``skipped_chunks`` (chunks not sent: their clips' perception saw no person or face).
 
     Raises:
         ValueError: ``chunk_chars`` < 2 (with an LLM).

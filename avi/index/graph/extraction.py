@@ -1,5 +1,7 @@
 """The LLM extraction driver (AVI §3.2.3): chronological caption lines in chunks, one structured request
-per chunk, replies parsed, repaired once, and merged."""
+per chunk, replies parsed, repaired once, and merged. Runs of repeated captions are sent once
+(:func:`avi.index.caption_runs.merge_repeats`), and a chunk whose clips' perception counted no person and no face
+is not sent at all (:func:`avi.index.caption_runs.no_person_seen`; recorded in ``skipped_chunks``)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import networkx as nx
 
 from avi.backends.llm import ContextOverflowError
 from avi.backends.types import Caption
+from avi.index.caption_runs import merge_repeats, no_person_seen
 from avi.index.graph.merge import _Merger
 from avi.index.graph.schema import extraction_schema, parse_extraction
 from avi.video.timecode import fmt_range
@@ -69,18 +72,25 @@ def _extract(g: nx.DiGraph, captions: list[Caption], llm: ChatClient, prompts: P
              embedder: Embedder | None, chunk_chars: int, max_tokens: int,
              progress: Callable[[int, int], None] | None) -> dict:
     t_start = time.perf_counter()
-    chunks = chunk_captions(captions, chunk_chars)
+    chunks = chunk_captions(merge_repeats(captions), chunk_chars)
     system = prompts.render("graph_extract")
     schema = extraction_schema()
     merger = _Merger(g, captions, embedder)
     stats = {"llm": getattr(llm, "model", None), "chunks": len(chunks), "failed_chunks": [],
-             "seconds": 0.0, "calls": 0, "repairs": 0, "prompt_tokens": 0, "completion_tokens": 0,
+             "skipped_chunks": [], "seconds": 0.0, "calls": 0, "repairs": 0, "prompt_tokens": 0, "completion_tokens": 0,
              "chunk_seconds": [], "truncated_lines": sum(line.endswith("…") and len(line) == chunk_chars
                                                          for ch in chunks for _, line in ch)}
     for i, chunk in enumerate(chunks):
         t_chunk = time.perf_counter()
         lines = [line for _, line in chunk]
         t0, t1 = min(c.start_s for c, _ in chunk), max(c.end_s for c, _ in chunk)
+        if no_person_seen([c for c in captions if c.start_s >= t0 - 1e-6 and c.end_s <= t1 + 1e-6]):
+            stats["skipped_chunks"].append({"chunk": i, "start_s": t0, "end_s": t1,
+                                            "reason": "no person or face detected in these clips"})
+            stats["chunk_seconds"].append(0.0)
+            if progress is not None:
+                progress(i + 1, len(chunks))
+            continue
         messages = [{"role": "system", "content": system},
                     {"role": "user", "content": _user_message(lines, t0, t1, merger.known_subjects())}]
         ext, error = None, None
