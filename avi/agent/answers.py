@@ -27,6 +27,7 @@ from avi.agent.parse import (
     find_answer,
     split_thought,
 )
+from avi.agent.readings import agreed_reading
 from avi.agent.state import _State
 from avi.agent.trace import Trace
 from avi.backends.llm import ContextOverflowError
@@ -106,6 +107,33 @@ class GroundedAnswers:
                   notes=[f"answer {answer[:80]!r} holds no evidence string; "
                          + (f"taken from the evidence: {picked!r}" if ok else "no evidence string fits; kept")])
         return picked if ok else answer
+
+    def _agreed_answer_reading(self, st: "_State", trace: Trace, answer: str) -> str:
+        """A free-text answer that quotes one OCR read, replaced by the read of that word the frames agree on
+        (:func:`avi.agent.readings.agreed_reading`): every read of the range the question names (else the
+        whole video) by text_extract and by the index's OCR of its clips. The answer is kept when it is no
+        read, or its own read is the best supported."""
+        ranges = merge_spans([list(r) for r in self.ctx.focus_ranges]) or [[0.0, self.ctx.duration_s]]
+
+        def inside(t: float) -> bool:
+            return any(s - 1.0 <= t <= e + 1.0 for s, e in ranges)
+
+        reads: dict[tuple[str, float], float] = {}  # one per text and frame, whichever source read it
+        rows = [line for name, _, data in st.perceive_calls if name == "text_extract" for line in data.get("lines", [])]
+        rows += [o for cap in self.ctx.index.captions for o in (getattr(cap, "data", None) or {}).get("ocr") or []]
+        for row in rows:
+            t = float(row.get("t_s", -1.0))
+            if inside(t) and str(row.get("text", "")).strip():
+                key = (str(row["text"]).strip(), round(t, 1))
+                reads[key] = max(reads.get(key, 0.0), float(row.get("score", 0.0)))
+        got = agreed_reading(answer, [(text, score) for (text, _), score in reads.items()])
+        if got is None:
+            return answer
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                  notes=[f"answer {answer[:60]!r} is one read of a word the frames read as {got[0]!r} more often "
+                         f"(support {got[1]} against {got[2]} over {len(reads)} reads in "
+                         f"{', '.join(fmt_range(a, b) for a, b in ranges)})"])
+        return got[0]
 
     def _event_interval(self, st: "_State", trace: Trace, interval: list[float]) -> list[float]:
         """An interval answer widened (or narrowed) to the whole evidence run it points at: the perceive
