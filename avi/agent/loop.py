@@ -263,6 +263,7 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
         choice, choices, interval, order, note = self._typed(st, raw)
         method = "letter" if choice else None
         measured = st.measured or (self._measured_cuts(st, trace) or self._measured_colour_choice(st, trace)
+                    or self._measured_area_choice(st, trace)
                     or self._measured_scale_choice(st, trace) or self._measured_shape(st, trace)
                     or self._measured_count_choice(st, trace) or self._measured_direction(st, trace)
                     or self._measured_text_choice(st, trace)) \

@@ -14,8 +14,12 @@ from avi.agent.measured import asks_count, count_at, label_named, most_count, op
 from avi.agent.measured_answers import asked_ranges
 from avi.agent.measured_looks import (
     COLOUR_SYNONYMS,
+    area_choice,
+    area_region,
     colour_choice,
     colour_options,
+    frame_colour_shares,
+    implied_colours,
     measured_colour,
     scale_choice,
     scale_kind,
@@ -24,6 +28,7 @@ from avi.agent.measured_looks import (
 from avi.agent.option_evidence import number_beside, text_choice
 from avi.agent.state import _State
 from avi.agent.trace import Trace
+from avi.tools.base import sample_times
 from avi.video.spans import merge_spans
 from avi.video.timecode import clock_times_in, fmt_range
 
@@ -50,6 +55,36 @@ class MeasuredChoices:
         trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
                   observation_data={"colour_shares": shares, "ranges": ranges, "box_colour": box_colour},
                   notes=[f"colour option {letter} measured: {why} (in {', '.join(fmt_range(a, b) for a, b in ranges)})"])
+        return f"{letter}. {st.options[letter]}", letter
+
+    def _measured_area_choice(self, st: "_State", trace: Trace, max_frames: int = 8) -> tuple[str, str] | None:
+        """For "what fills/covers most of the (lower half of the) picture" with options naming or implying a
+        colour (:func:`area_region`, :func:`implied_colours`), the option whose colour fills the most of that
+        part of up to ``max_frames`` frames over the question's time words, else the whole video
+        (:func:`area_choice`). Returns ``(answer, letter)`` or None (option scores decide)."""
+        region = area_region(st.question) if st.kind == "choice" and st.options else None
+        if region is None:
+            return None
+        implied = {k: implied_colours(v) for k, v in st.options.items()}
+        if not all(implied.values()):
+            return None
+        ranges = merge_spans([list(r) for r in self.ctx.focus_ranges]) or [[0.0, self.ctx.duration_s]]
+        try:
+            frames = self.ctx.video.frames_at(sample_times(ranges, self.settings.fps, max_frames))
+        except Exception:  # noqa: BLE001 - an undecodable range measures nothing; the option scores decide
+            return None
+        y0, y1, x0, x1 = region
+        crops = [f.image[int(y0 * f.image.shape[0]):int(y1 * f.image.shape[0]),
+                         int(x0 * f.image.shape[1]):int(x1 * f.image.shape[1])] for f in frames]
+        shares = frame_colour_shares([c for c in crops if c.size])
+        got = area_choice(implied, shares)
+        if got is None:
+            return None
+        letter, why = got
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                  observation_data={"colour_shares": shares, "ranges": ranges, "region": list(region)},
+                  notes=[f"option {letter} fills the part of the picture asked about: {why}; {len(crops)} frames "
+                         f"in {', '.join(fmt_range(a, b) for a, b in ranges)}"])
         return f"{letter}. {st.options[letter]}", letter
 
     def _measured_scale_choice(self, st: "_State", trace: Trace, max_frames: int = 6) -> tuple[str, str] | None:

@@ -127,6 +127,78 @@ def colour_choice(named: dict[str, set[str]], shares: dict[str, float], box_colo
     return best, f"colours measured in the frames asked about: {top}"
 
 
+# ----------------------------------------------------------------------------- what fills the picture, measured
+
+_AREA = re.compile(r"\b(?:fills?|covers?|takes?\s+up|dominates?|occupies)\b[^?]*\b(?:most|much|majority)\b[^?]*"
+                   r"\b(?:picture|frame|screen|image|view|shot)\b"
+                   r"|\bmost\s+of\s+the\s+(?:(?:lower|upper|top|bottom|left|right)\s+half\s+of\s+the\s+)?"
+                   r"(?:picture|frame|screen|image)\b", re.I)
+_HALVES = {"lower": (0.5, 1.0, 0.0, 1.0), "bottom": (0.5, 1.0, 0.0, 1.0), "upper": (0.0, 0.5, 0.0, 1.0),
+           "top": (0.0, 0.5, 0.0, 1.0), "left": (0.0, 1.0, 0.0, 0.5), "right": (0.0, 1.0, 0.5, 1.0)}
+
+SCENE_COLOURS = {
+    **dict.fromkeys("grass grassy lawn meadow tree trees leaf leaves leafy forest foliage bushes hedge jungle".split(),
+                    {"green"}),
+    **dict.fromkeys("snow snowy ice icy".split(), {"white"}),
+    **dict.fromkeys("sky sea ocean lake water".split(), {"blue"}),
+    **dict.fromkeys("sand sandy desert beach".split(), {"yellow", "orange"}),
+    **dict.fromkeys("brick bricks".split(), {"red", "orange"}),
+    **dict.fromkeys("face skin".split(), {"orange", "pink"}),
+    **dict.fromkeys("asphalt tarmac concrete pavement road".split(), {"gray"}),
+    **dict.fromkeys("night darkness".split(), {"black"}),
+}
+"""Words for what can fill a picture and the measured colour names they show in daylight footage (assumed here,
+not measured: grass and leaves are green, snow white, sky and water blue, sand yellow to orange, brick red to
+orange, skin orange to pink, asphalt gray)."""
+
+
+def area_region(question: str) -> tuple[float, float, float, float] | None:
+    """For "what fills/covers most of the (lower half of the) picture", the part of the frame asked about as
+    fractions ``(y0, y1, x0, x1)`` of its height and width; None for any other question."""
+    m = _AREA.search(question or "")
+    if m is None:
+        return None
+    half = re.search(r"\b(lower|bottom|upper|top|left|right)\s+half\b", question, re.I)
+    return _HALVES[half.group(1).lower()] if half else (0.0, 1.0, 0.0, 1.0)
+
+
+def implied_colours(option: str) -> set[str]:
+    """The measured colour names an option names ("green grass") or, naming none, the first scene word of it
+    implies (:data:`SCENE_COLOURS`: "a snowy field" -> white, its adjective before its noun)."""
+    named = colours_named(option)
+    if named:
+        return named
+    for word in re.findall(r"[a-z]+", (option or "").lower()):
+        if word in SCENE_COLOURS:
+            return set(SCENE_COLOURS[word])
+    return set()
+
+
+def area_choice(implied: dict[str, set[str]], shares: dict[str, float], near: float = 0.9) -> tuple[str, str] | None:
+    """The option whose colour fills most of the region: the largest measured colour, when exactly one option
+    shows it and no option's colour covers at least ``near`` times its share without being it.
+
+    Args:
+        implied: each option's colours (:func:`implied_colours`), every option with at least one.
+        shares: mean share (0-1) of each measured colour over the frames' region (:func:`frame_colour_shares`).
+
+    Returns:
+        ``(letter, why)`` or None (no colour measured, two options show it, or a close rival).
+    """
+    if not shares or not all(implied.values()):
+        return None
+    top, share = next(iter(shares.items()))
+    hits = [k for k, cs in implied.items() if top in cs]
+    if len(hits) != 1:
+        return None
+    rival = max((shares.get(c, 0.0) for k, cs in implied.items() if k != hits[0] for c in cs if c != top),
+                default=0.0)
+    if rival >= near * share:
+        return None
+    listed = ", ".join(f"{c} {round(100 * s)}%" for c, s in list(shares.items())[:4])
+    return hits[0], f"{top} fills the most of it ({listed})"
+
+
 # ----------------------------------------------------------------------------- shot scale, measured
 
 _SCALE_WORDS = (("close-up", re.compile(r"\bclose[-\s]?ups?\b|\bextreme\s+close\b", re.I)),
