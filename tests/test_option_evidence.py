@@ -54,3 +54,23 @@ def test_a_number_beside_the_name_asked_about():
     sentence = "Rivers scored 2 goals in the first half of the match at home today"
     assert number_beside("How many goals have Rivers scored?", [sentence]) is None  # a sentence, not a label
     assert number_beside("How many goals were scored?", [board]) is None  # no name
+
+
+def test_a_count_with_number_options_is_not_read_from_text_on_screen():
+    """syn-shapes-03: "how many triangles ... (A) 2 (B) 3 (C) 4 (D) 5" was answered A because a title card
+    reads "ROUND 2"; a count of things is measured in the frames, never matched against on-screen words."""
+    from types import SimpleNamespace
+
+    from avi.agent.measured_choices import MeasuredChoices
+    from avi.agent.trace import Trace
+
+    caption = SimpleNamespace(start_s=0.0, end_s=5.0, data={"ocr": [{"text": "ROUND 2"}]})
+    host = SimpleNamespace(ctx=SimpleNamespace(focus_ranges=[], duration_s=10.0,
+                                               index=SimpleNamespace(captions=[caption], transcript=[])))
+    host._range_lines = lambda st, speech=True: MeasuredChoices._range_lines(host, st, speech)
+    options = {"A": "2", "B": "3", "C": "4", "D": "5"}
+    count = SimpleNamespace(kind="choice", options=options, perceive_calls=[], iteration=3, phase="review",
+                            question="How many triangles are there once they have all appeared? (A) 2 (B) 3 (C) 4 (D) 5")
+    assert MeasuredChoices._measured_text_choice(host, count, Trace(question="q")) is None
+    shown = SimpleNamespace(**{**vars(count), "question": "Which round is announced on the title card? (A) 2 (B) 3"})
+    assert MeasuredChoices._measured_text_choice(host, shown, Trace(question="q")) == ("A. 2", "A")

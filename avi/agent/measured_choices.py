@@ -132,8 +132,12 @@ class MeasuredChoices:
         """For a multiple-choice question whose options quote words shown or said, the one option that the OCR
         and transcript lines of the range asked about hold (:func:`avi.agent.option_evidence.text_choice`): the
         lines text_extract and transcript_read returned, the index's OCR of its clips and its transcript. The
-        range is the question's time words, else the whole video. Returns ``(answer, letter)`` or None."""
+        range is the question's time words, else the whole video. Returns ``(answer, letter)`` or None; None
+        also for a count whose options are numbers (things on screen are counted, not read: "ROUND 2" on a
+        title card is no answer to "how many triangles", syn-shapes-03)."""
         if st.kind != "choice" or not st.options:
+            return None
+        if asks_count(st.question) and all(option_count(v) is not None for v in st.options.values()):
             return None
         ranges, strings = self._range_lines(st)
         got = text_choice(st.options, strings, question_stem(st.question))
