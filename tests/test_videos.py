@@ -200,15 +200,35 @@ def test_agent_order_answer_and_unreadable_answer(two, settings):
     agent, _, names = _agent(two, settings, [
         call("clip_retrieve", query="sign"), call("text_extract", video=names[0], time_ranges=[[5, 6]]),
         TO_REVIEW, f"**Answer:** {names[1]}, {names[0]}"])
-    result = agent.run("Order the videos by their length, shortest first.")
+    result = agent.run("Order the videos by how many signs they show, most first.")
     assert result.answer_type == "video_order" and result.order == [names[1], names[0]]
     agent, llm, names = _agent(two, settings, [
         call("clip_retrieve", query="sign"), call("text_extract", video=names[0], time_ranges=[[5, 6]]),
         TO_REVIEW, "**Answer:** the garden one", f"**Answer:** {names[0]}"])
-    result = agent.run("Which video is longer?")
+    result = agent.run("Which video shows more signs?")
     retry = llm.calls[-1].messages[-1]["content"]  # an answer naming no video is sent back with the format
     assert "does not follow the answer format" in retry and "the name of the one video" in retry
     assert result.answer == names[0] and result.note is None
+
+
+def test_questions_about_the_videos_lengths_are_answered_from_their_durations(two, settings):
+    """cross-order-length (bench/questions_multi): the 1.5B model ordered three lengths wrongly; the host knows
+    them (sign video 20 s, lobby video 15 s) and answers before any model step."""
+    from avi.videos.kinds import by_length
+
+    ctx, names = two
+    agent, llm, names = _agent(two, settings, [], structured=True)
+    result = agent.run("Order the videos by their length, shortest first.")
+    assert result.order == [names[1], names[0]] and result.answer == f"{names[1]}, {names[0]}" and not llm.calls
+    assert "durations" in result.trace.steps[0].notes[1]
+    agent, llm, names = _agent(two, settings, [])
+    assert agent.run("Which video is the longest?").answer == names[0] and not llm.calls
+    lengths = {"a": 10.0, "b": 30.0, "c": 20.0}
+    assert by_length("video_order", "Sort the videos from longest to shortest.", lengths) == ["b", "c", "a"]
+    assert by_length("video_order", "Order the videos by length.", lengths) is None  # no direction given
+    assert by_length("video", "Which video shows the longest queue?", lengths) is None  # not the video's length
+    assert by_length("video", "Which video is shorter?", {"a": 10.0, "b": 30.0}) == "a"
+    assert by_length("video", "Which video is the longest?", {"a": 10.0, "b": 10.01}) is None  # as long
 
 
 def test_structured_answer_over_videos_is_an_enum(two, settings):

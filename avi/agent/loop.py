@@ -174,6 +174,11 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
 
     # ------------------------------------------------------------------ run
 
+    def _host_answer(self, st: "_State", trace: Trace) -> bool:
+        """An answer the host knows before any model step (none for one video; :class:`avi.agent.multi.MultiAgent`
+        answers questions about the videos' lengths). True when ``st.answer`` was set."""
+        return False
+
     def run(self, question: str, trace: Trace | None = None) -> AgentResult:
         """Answer ``question``; never raises for model or tool misbehaviour.
 
@@ -211,7 +216,7 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
                       notes=[HOST_STEP, "the question's time words name where to look: Perceive first, no Retrieve step"])
 
         grounded = getattr(self.settings, "grounded_answers", True)
-        if grounded and cut_question(question) is not None:
+        if not self._host_answer(st, trace) and grounded and cut_question(question) is not None:
             # a question about the cuts themselves: the cut list, measured on every frame, answers it; the
             # model's steps would add nothing but a minute or two of prompt reading (issue 17, item 5)
             st.measured = self._measured_cuts(st, trace)

@@ -10,7 +10,8 @@ prompts) with
   order of videos; read from the answer text and, as for the other typed answers, through one constrained final
   call whose names are an enum;
 * evidence and looked-at ranges as ``[start_s, end_s, video]`` (merged per video);
-* no single-video grounding (measured colours, counts at a moment, shot edges): those read one video's frames.
+* no single-video grounding (measured colours, counts at a moment, shot edges): those read one video's frames;
+* questions about the videos' lengths answered from their durations before any model step.
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ import json
 from avi.agent.loop import Agent, AgentResult
 from avi.agent.parse import split_thought
 from avi.agent.state import _State
-from avi.agent.trace import Trace
+from avi.agent.trace import HOST_STEP, Trace
 from avi.backends.llm import ContextOverflowError
 from avi.tools import Tool
 from avi.video.spans import merge_spans
 from avi.videos.context import MultiContext
-from avi.videos.kinds import VIDEO_KINDS, answer_schema, read_structured, read_video_answer, video_kind
+from avi.videos.kinds import VIDEO_KINDS, answer_schema, by_length, read_structured, read_video_answer, video_kind
 from avi.videos.tools import video_tools
 
 
@@ -40,6 +41,7 @@ class MultiAgent(Agent):
 
     def __init__(self, llm, ctx: MultiContext, prompts, settings):
         self.names = list(ctx.names)
+        self._video_value = self._host_value = None
         super().__init__(llm, ctx, prompts, settings.model_copy(update={"grounded_answers": False}))
 
     def _tool_set(self) -> dict[str, Tool]:
@@ -60,7 +62,7 @@ class MultiAgent(Agent):
         Raises:
             LLMUnavailableError: the orchestrator server is unreachable.
         """
-        self._video_value = None
+        self._video_value = self._host_value = None
         result = super().run(question, trace)
         value = self._video_value if result.answer_type in VIDEO_KINDS and result.note is None else None
         if value is not None:
@@ -71,6 +73,22 @@ class MultiAgent(Agent):
         return result
 
     # ------------------------------------------------------------------ answer types over videos
+
+    def _host_answer(self, st: _State, trace: Trace) -> bool:
+        """Questions about the videos' lengths ("order the videos by length, shortest first", "which video is
+        the longest") are answered from their durations (:func:`avi.videos.kinds.by_length`) before any model
+        step: the model ordered three numbers wrongly (bench/questions_multi cross-order-length)."""
+        durations = self.ctx.durations()
+        value = by_length(st.kind, st.question, durations)
+        if value is None:
+            return False
+        self._host_value = value
+        st.answer = value if isinstance(value, str) else ", ".join(value)
+        trace.add(kind="answer", answer=st.answer, iteration=0, phase=st.phase,
+                  observation_data={"durations_s": durations},
+                  notes=[HOST_STEP, "answered from the videos' durations: "
+                         + ", ".join(f"{n} {d:.1f}s" for n, d in durations.items())])
+        return True
 
     def _answer_kind(self, question: str, options: dict[str, str]) -> tuple[str, str]:
         kind = video_kind(question) if getattr(self.settings, "answer_type", "auto") == "auto" else None
@@ -91,6 +109,9 @@ class MultiAgent(Agent):
     def _structured_answer(self, st: _State, trace: Trace) -> dict | None:
         if st.kind not in VIDEO_KINDS:
             return super()._structured_answer(st, trace)
+        if self._host_value is not None:  # measured by the host: no model call to restate it
+            self._video_value = self._host_value
+            return {"order": self._host_value if st.kind == "video_order" else None}
         if not getattr(self.settings, "structured_answer", True):
             return None
         prompt = self.prompts.render("final_answer", question=st.question, options=st.options_text, answer=st.answer)

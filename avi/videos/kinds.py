@@ -93,3 +93,44 @@ def read_structured(kind: str, data: object, names: list[str]) -> str | list[str
         if v not in seen:
             seen.append(v)
     return seen if len(seen) >= 2 else None
+
+
+_LENGTH = re.compile(r"\b(?:by|in order of|according to)\s+(?:their\s+|its\s+)?(?:lengths?|durations?|running times?)\b"
+                     r"|\b(?:longest|shortest|longer|shorter)\s+(?:video|clip|recording|file)s?\b"
+                     r"|\bvideos\b[^.?!]{0,40}\b(?:from (?:the )?(?:longest|shortest)|(?:longest|shortest) first)\b"
+                     r"|\b(?:video|clip|one)\s+is\s+(?:the\s+)?(?:longest|shortest|longer|shorter)\b", re.I)
+_SHORT_FIRST = re.compile(r"\bshortest\b[^.?!]{0,20}\bfirst\b|\bfrom (?:the )?shortest\b|\bshortest to\b"
+                          r"|\bascending\b|\bincreasing\b", re.I)
+_LONG_FIRST = re.compile(r"\blongest\b[^.?!]{0,20}\bfirst\b|\bfrom (?:the )?longest\b|\blongest to\b"
+                         r"|\bdescending\b|\bdecreasing\b", re.I)
+
+
+def by_length(kind: str, question: str, durations: dict[str, float]) -> str | list[str] | None:
+    """A question about the videos' lengths answered from their durations (the host knows them exactly):
+    "order the videos by length, shortest first" (``video_order``), "which video is the longest" (``video``;
+    "longer" and "shorter" too). Length words about something else ("the longest queue") do not count.
+
+    Args:
+        kind: the question's :func:`video_kind`.
+        durations: ``{name: seconds}`` of the question's videos.
+
+    Returns:
+        the names in order, or one name; None when the question is not about length, says no direction, or two
+        videos are equally long (within 0.05 s).
+    """
+    q = question or ""
+    if kind not in ("video", "video_order") or not _LENGTH.search(q) or len(durations) < 2:
+        return None
+    ranked = sorted(durations, key=lambda n: durations[n])
+    if any(abs(durations[a] - durations[b]) < 0.05 for a, b in zip(ranked, ranked[1:])):
+        return None
+    if kind == "video_order":
+        short, long_ = bool(_SHORT_FIRST.search(q)), bool(_LONG_FIRST.search(q))
+        if short == long_:
+            return None
+        return ranked if short else ranked[::-1]
+    short = re.search(r"\bshort(?:est|er)\b", q, re.I) is not None
+    long_ = re.search(r"\blong(?:est|er)\b", q, re.I) is not None
+    if short == long_:
+        return None
+    return ranked[0] if short else ranked[-1]
