@@ -19,6 +19,7 @@ from avi.agent.grounding import (
     normalise,
     unmeasurable,
 )
+from avi.agent.measured_answers import named_ranges
 from avi.agent.measured_looks import (
     asks_colour,
     asks_shape,
@@ -113,7 +114,7 @@ class GroundedAnswers:
         (:func:`avi.agent.readings.agreed_reading`): every read of the range the question names (else the
         whole video) by text_extract and by the index's OCR of its clips. The answer is kept when it is no
         read, or its own read is the best supported."""
-        ranges = merge_spans([list(r) for r in self.ctx.focus_ranges]) or [[0.0, self.ctx.duration_s]]
+        ranges = named_ranges(self.ctx)
 
         def inside(t: float) -> bool:
             return any(s - 1.0 <= t <= e + 1.0 for s, e in ranges)

@@ -50,6 +50,11 @@ from avi.video.spans import merge_spans
 from avi.video.timecode import clock_times_in, fmt_range
 
 
+def named_ranges(ctx) -> list[list[float]]:
+    """The ranges the question's time words name (``ctx.focus_ranges``), merged, else the whole video; seconds."""
+    return merge_spans([list(r) for r in ctx.focus_ranges]) or [[0.0, ctx.duration_s]]
+
+
 def asked_ranges(ctx, st: "_State", *, looked: bool) -> list[list[float]]:
     """The ranges a question is about, merged, in seconds: its time words (``ctx.focus_ranges``), else the
     evidence, else (with ``looked``) the frames looked at, else the whole video."""
@@ -346,7 +351,7 @@ class MeasuredAnswers:
         shots = self.ctx.shot_list() if hasattr(self.ctx, "shot_list") else None
         if shots is None:
             return None
-        ranges = merge_spans([list(r) for r in self.ctx.focus_ranges]) or [[0.0, self.ctx.duration_s]]
+        ranges = named_ranges(self.ctx)
         cuts = [t for a, b in ranges for t in shots.cuts_in(a, b)]
         got = cut_answer(kind, cuts, st.options)
         if got is None:

@@ -11,7 +11,7 @@ import re
 
 from avi.agent.choice import question_stem
 from avi.agent.measured import asks_count, count_at, label_named, most_count, option_count
-from avi.agent.measured_answers import asked_ranges
+from avi.agent.measured_answers import asked_ranges, named_ranges
 from avi.agent.measured_looks import (
     COLOUR_SYNONYMS,
     area_choice,
@@ -29,7 +29,6 @@ from avi.agent.option_evidence import number_beside, text_choice
 from avi.agent.state import _State
 from avi.agent.trace import Trace
 from avi.tools.base import sample_times
-from avi.video.spans import merge_spans
 from avi.video.timecode import clock_times_in, fmt_range
 
 
@@ -68,7 +67,7 @@ class MeasuredChoices:
         implied = {k: implied_colours(v) for k, v in st.options.items()}
         if not all(implied.values()):
             return None
-        ranges = merge_spans([list(r) for r in self.ctx.focus_ranges]) or [[0.0, self.ctx.duration_s]]
+        ranges = named_ranges(self.ctx)
         try:
             frames = self.ctx.video.frames_at(sample_times(ranges, self.settings.fps, max_frames))
         except Exception:  # noqa: BLE001 - an undecodable range measures nothing; the option scores decide
@@ -153,7 +152,7 @@ class MeasuredChoices:
         """The OCR lines (and, with ``speech``, transcript lines) of the range the question is about: those
         text_extract and transcript_read returned, the index's OCR of its clips and its transcript. The range
         is the question's time words, else the whole video. Returns ``(ranges, lines without repeats)``."""
-        ranges = merge_spans([list(r) for r in self.ctx.focus_ranges]) or [[0.0, self.ctx.duration_s]]
+        ranges = named_ranges(self.ctx)
 
         def inside(a: float, b: float) -> bool:
             return any(a <= e + 1.0 and b >= s - 1.0 for s, e in ranges)

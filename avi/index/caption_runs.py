@@ -3,10 +3,10 @@ into one, and which clips show no one at all.
 
 A static shot captioned every 5 s repeats the same caption clip after clip (a lecture slide held for a minute:
 twelve copies of one line). Sent as they are, the repeats are half the prompt tokens of the graph and summary
-stages on the cpu profile (lecture.mp4: 23,182 characters of captions, 12,267 with the runs folded), and prefill on these machines is
-about 40 tokens a second. The graph's LLM extraction (AVI §3.2.3) is about people; clips whose perception found no
-person and no face in any frame give it nothing to extract (on the synthetic lecture and broadcast videos the
-1.5B model replied with empty lists for every chunk, 260-290 s each).
+stages on the cpu profile (lecture.mp4: 23,182 characters of captions, 12,267 with the runs folded), and prefill on
+these machines is about 40 tokens a second. The graph's LLM extraction (AVI §3.2.3) is about people; clips whose
+perception found no person and no face in any frame give it nothing to extract (on the synthetic lecture and
+broadcast videos the 1.5B model replied with empty lists for every chunk, 260-290 s each).
 """
 
 from __future__ import annotations

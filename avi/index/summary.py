@@ -1,12 +1,11 @@
 """Hierarchical summary of a video's captions, the material of ``global_explore`` (AVI §3.3.1).
 
 Runs of identical consecutive captions are folded into one line over the run
-(:func:`avi.index.caption_runs.merge_repeats`), then consecutive captions are grouped into segments of at most ``chunk_chars``
-characters; the LLM summarises each segment (prompts/summary_segment.md), then
-the whole video from the segment summaries (prompts/summary_video.md). Times
-stay attached to every segment, so global_explore can point at candidate
-segments. A segment whose summary comes back empty is recorded as failed, not
-filled in.
+(:func:`avi.index.caption_runs.merge_repeats`), then consecutive captions are grouped into segments of at most
+``chunk_chars`` characters; the LLM summarises each segment (prompts/summary_segment.md), then the whole video
+from the segment summaries (prompts/summary_video.md). Times stay attached to every segment, so global_explore
+can point at candidate segments. A segment whose summary comes back empty is recorded as failed, not filled
+in.
 """
 
 from __future__ import annotations

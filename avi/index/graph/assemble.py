@@ -25,8 +25,9 @@ def build_entity_graph(captions: list[Caption], *, llm: ChatClient | None = None
 
     Always: the structured layer (subject registry, on-screen text, scenes; see the
     module docstring). With ``llm``: the captions' lines ``"[12.0s–17.0s] text"``
-    (a run of identical captions as one line over the run) are sent in chronological chunks of at most ``chunk_chars`` characters with
-    the ``graph_extract`` prompt and the JSON schema of :class:`GraphExtraction`
+    (a run of identical captions as one line over the run) are sent in
+    chronological chunks of at most ``chunk_chars`` characters with the
+    ``graph_extract`` prompt and the JSON schema of :class:`GraphExtraction`
     as structured output (temperature 0, seed 0). Each reply is validated
     (:func:`parse_extraction`); an invalid one is shown to the model with the
     error (``graph_repair`` prompt) once, and if the second reply is invalid too
