@@ -242,6 +242,7 @@ def _counting_host():
     host = SimpleNamespace(ctx=SimpleNamespace(backends=SimpleNamespace(
         detector=SimpleNamespace(supports=lambda label: True))))
     host._count_read = MethodType(Agent._count_read, host)
+    host._confirm_count_spike = MethodType(Agent._confirm_count_spike, host)  # no tools: measures nothing
     return host
 
 
@@ -511,17 +512,17 @@ def test_a_count_choice_takes_the_option_with_the_measured_count():
     q = "How many shapes are on screen at 1:35? A) 1 B) 2 C) 4 D) 3"
     steps = [_counts("shapes", [[94.0, 3], [94.5, 3], [95.0, 3], [95.5, 3]])]
     trace = Trace(question=q)
-    assert Agent._measured_count_choice(None, st_for(q, steps), trace) == ("D. 3", "D")
+    assert Agent._measured_count_choice(_counting_host(), st_for(q, steps), trace) == ("D. 3", "D")
     assert "count option D measured: shapes 3" in trace.steps[-1].notes[0]
     q = "The yellow triangles appear one after another. How many are there once they have all appeared? " \
         "(A) 2 (B) 3 (C) 4 (D) 5"
     steps = [_counts("yellow triangles", [[80.0, 1], [87.0, 2], [88.0, 2], [94.0, 3], [95.0, 3], [96.0, 4]])]
-    assert Agent._measured_count_choice(None, st_for(q, steps), Trace(question=q)) == ("B. 3", "B")
+    assert Agent._measured_count_choice(_counting_host(), st_for(q, steps), Trace(question=q)) == ("B. 3", "B")
     # the label measured is not what the question counts, or it asks for events: the option scores decide
     steps = [_counts("person", [[10.0, 2], [10.5, 2]])]
-    assert Agent._measured_count_choice(None, st_for("How many cars are there? A) 1 B) 2 C) 3", steps),
+    assert Agent._measured_count_choice(_counting_host(), st_for("How many cars are there? A) 1 B) 2 C) 3", steps),
                                         Trace(question="q")) is None
-    assert Agent._measured_count_choice(None, st_for("How many times does the man wave? A) 1 B) 2", steps),
+    assert Agent._measured_count_choice(_counting_host(), st_for("How many times does the man wave? A) 1 B) 2", steps),
                                         Trace(question="q")) is None
 
 

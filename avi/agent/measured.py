@@ -112,6 +112,26 @@ def usual_count(steps: list[tuple[str, dict]], question: str) -> tuple[str, int,
     return label, mode, believed | {mode}
 
 
+def count_spike(steps: list[tuple[str, dict]], question: str) -> tuple[str, int, float] | None:
+    """The largest count object_detect saw in a single frame only, when it is larger than every believed count
+    (:func:`usual_count`): ``(label, count, t_s)``, else None.
+
+    A one-frame spike is not believed, yet it is also what a sparse sample shows of a short moment (three
+    triangles on screen for the last 1.5 s of a range sampled every 2 s); the host confirms it by measuring
+    the frames next to it (``MeasuredChoices._confirm_count_spike``) instead of dropping or trusting it.
+    """
+    usual = usual_count(steps, question)
+    found = _measured_counts(steps, question)
+    if usual is None or found is None:
+        return None
+    label, frames = found
+    counts = list(frames.values())
+    top = max(counts)
+    if top <= max(usual[2]) or counts.count(top) != 1:
+        return None
+    return label, top, next(t for t, n in frames.items() if n == top)
+
+
 _MOST = re.compile(r"\b(?:largest|greatest|highest|biggest|maximum|max|most)\s+(?:number|count)\b|"
                    r"\bhow\s+many\b.*\b(?:at\s+(?:the\s+)?most|at\s+(?:the\s+)?same\s+time|at\s+once|"
                    r"simultaneously)\b", re.I)

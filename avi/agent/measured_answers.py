@@ -313,6 +313,7 @@ class MeasuredAnswers:
         times = clock_times_in(st.question)
         written = re.fullmatch(r"[\s*]*(\d+)[\s*.]*", answer or "")  # a bare number, maybe in bold
         if len(times) != 1 and asks_most(st.question):  # "the largest number ... at the same time"
+            self._confirm_count_spike(st, trace, st.question)
             most = most_count(st.perceive_data(), st.question)
             if most is None or (written is not None and int(written.group(1)) == most[1]):
                 return answer

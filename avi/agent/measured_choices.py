@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from avi.agent.choice import question_stem
-from avi.agent.measured import asks_count, count_at, label_named, most_count, option_count
+from avi.agent.measured import asks_count, count_at, count_spike, label_named, most_count, option_count
 from avi.agent.measured_answers import asked_ranges, named_ranges
 from avi.agent.measured_looks import (
     COLOUR_SYNONYMS,
@@ -27,7 +27,7 @@ from avi.agent.measured_looks import (
 )
 from avi.agent.option_evidence import number_beside, text_choice
 from avi.agent.state import _State
-from avi.agent.trace import Trace
+from avi.agent.trace import HOST_STEP, Trace
 from avi.tools.base import sample_times
 from avi.video.timecode import clock_times_in, fmt_range
 
@@ -210,6 +210,7 @@ class MeasuredChoices:
             found = count_at(st.perceive_data(), times[0][1], stem)
             got = (found[0], found[1], f"at {fmt_range(*found[2])}") if found else None
         else:
+            self._confirm_count_spike(st, trace, stem, wanted=set(numbers.values()))
             most = most_count(st.perceive_data(), stem)
             got = (most[0], most[1], "the largest count seen in more than one frame") if most else None
         if got is None or not label_named(got[0], stem):
@@ -222,3 +223,24 @@ class MeasuredChoices:
                   notes=[f"count option {hits[0]} measured: {label} {n} ({where})"])
         return f"{hits[0]}. {st.options[hits[0]]}", hits[0]
 
+    def _confirm_count_spike(self, st: "_State", trace: Trace, question: str, wanted: set[int] | None = None,
+                             reach_s: float = 1.0) -> None:
+        """Measure the frames next to a count seen in one frame only (:func:`count_spike`), so that the largest
+        count is believed when its neighbours show it too and stays a spike when they do not: a host
+        ``object_detect`` call on ``[t - reach_s, t + reach_s]`` for the label, added to the perceive calls
+        and the trace. Nothing happens when there is no spike, or (with ``wanted``) when no option has its
+        number."""
+        spike = count_spike(st.perceive_data(), question)
+        tool = getattr(self, "tools", {}).get("object_detect")
+        if spike is None or tool is None or (wanted is not None and spike[1] not in wanted):
+            return
+        label, n, t = spike
+        args = {"time_ranges": [[max(0.0, t - reach_s), min(self.ctx.duration_s, t + reach_s)]], "objects": [label]}
+        obs = tool.run(self.ctx, args)
+        if not obs.error:
+            st.perceive_calls.append(("object_detect", args, {**obs.data, "evidence": obs.evidence}))
+        trace.add(kind="tool_call", tool="object_detect", arguments=args, observation=obs.text,
+                  observation_data=obs.data, error=obs.error, tool_seconds=obs.data.get("seconds", 0.0),
+                  frames_s=obs.frames_s, iteration=st.iteration, phase=st.phase,
+                  notes=[HOST_STEP, f"{label} {n} was seen in one frame only (at {t:.1f}s): its neighbours measured "
+                                    f"before the largest count is read"] + obs.notes)
