@@ -17,6 +17,9 @@ from avi.video.decode import Frame
     ("glass", ("wine glass", "cup")), ("phone", ("cell phone",)), ("a red car", ("car",)), ("vans", ("car", "truck")),
     ("people", ("person",)), ("knives", ("knife",)), ("ties", ("tie",)), ("traffic lights", ("traffic light",)),
     ("glasses", ()), ("tree", ()), ("face", ()), ("", ()),
+    # a phrase with a preposition is its head: the cyclist, not the helmet; the man, not the cup
+    ("cyclist in a helmet", ("person",)), ("man with a cup", ("person",)), ("helmet on a cyclist", ()),
+    ("cup of tea", ("cup",)), ("person riding a bicycle", ("person",)),
 ])
 def test_words_map_to_coco_classes(word, classes):
     assert coco_classes_for(word) == classes

@@ -98,12 +98,19 @@ def _singulars(word: str) -> list[str]:
     return out
 
 
+#: A preposition or participle after the head noun of a phrase ("man *with* a cup", "cyclist *in* a helmet").
+_PREPOSITION = re.compile(r"\s+(?:in|with|on|at|of|wearing|holding|carrying|riding|behind|near|beside|next\s+to|"
+                          r"under|over|from|by|inside|without)\s+")
+
+
 def coco_classes_for(label: str) -> tuple[str, ...]:
     """The COCO classes a word or phrase names, or ``()`` when none does.
 
     Matching is case-insensitive, ignores a leading article and a plural ending ("bikes" -> bicycle, "buses" ->
-    bus, "wine glasses" -> wine glass), and tries the last word of a longer phrase ("red car" -> car). Words in
-    :data:`NOT_CLASSES` ("glasses", "orange") name no class: the one is worn, the other is mostly a colour.
+    bus, "wine glasses" -> wine glass), reads a phrase with a preposition by its head ("man with a cup" ->
+    person, not cup; "helmet on a cyclist" -> no class), and tries the last word of a longer phrase ("red car" ->
+    car). Words in :data:`NOT_CLASSES` ("glasses", "orange") name no class: the one is worn, the other is mostly a
+    colour.
     """
     key = re.sub(r"\s+", " ", label.strip().lower())
     key = re.sub(r"^(a|an|the|some|any)\s+", "", key)
@@ -114,6 +121,9 @@ def coco_classes_for(label: str) -> tuple[str, ...]:
             return (cand,)
         if cand in SYNONYMS:
             return SYNONYMS[cand]
+    head = _PREPOSITION.split(key, maxsplit=1)[0]
+    if head != key:  # "cyclist in a helmet" is a cyclist, "cup of tea" a cup: the words before the preposition
+        return coco_classes_for(head)
     words = key.split(" ")
     if len(words) > 1:
         return coco_classes_for(words[-1])
