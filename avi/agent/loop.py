@@ -53,6 +53,7 @@ from avi.agent.grounding import (
 from avi.agent.measured import cut_question
 from avi.agent.measured_answers import MeasuredAnswers
 from avi.agent.measured_choices import MeasuredChoices
+from avi.agent.ordinals import ordinal_ranges
 from avi.agent.parse import (
     Reply,
     answer_type,
@@ -62,6 +63,7 @@ from avi.agent.parse import (
 )
 from avi.agent.prompts import PromptLibrary
 from avi.agent.state import _evidence_note, _State
+from avi.agent.surfaces import ground_question
 from avi.agent.trace import HOST_STEP, Trace
 from avi.agent.traps import TRAP_REPEATS, _call_key, _trap_run
 from avi.backends.llm import ChatClient, ContextOverflowError
@@ -194,6 +196,9 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
         time_hint = ("Times in the question, in seconds: " + ", ".join(f"{c} = {v:g}s" for c, v in times) + ".") \
             if times else ""
         named = question_ranges(question, self.ctx.duration_s)
+        if not named and getattr(self.settings, "grounded_answers", True):
+            # "the first goal": where the index shows or says it (time words, when given, say where to look)
+            named = ordinal_ranges(question, getattr(self.ctx, "index", None), self.ctx.duration_s)
         st.places.add_named(named)
         self.ctx.focus_ranges = [list(span) for _, span in named]
         if named:
@@ -225,6 +230,14 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
                 st.evidence += [[max(0.0, t - 0.5), t + 0.5] for t in trace.steps[-1].observation_data["cuts_s"]]
                 trace.add(kind="answer", answer=st.answer, iteration=0, phase="retrieve",
                           notes=[HOST_STEP, "answered from the video's cut list before any model step"])
+        if st.answer is None and grounded and ground_question(question) is not None:
+            # a person on some ground: the colour beside the feet in frames over the range answers it
+            st.measured = self._measured_ground(st, trace)
+            if st.measured is not None:
+                st.answer = st.measured[0]
+                trace.add(kind="answer", answer=st.answer, iteration=0, phase="retrieve",
+                          notes=[HOST_STEP, "answered from the ground measured beside people's feet before any "
+                                            "model step"])
         while st.iteration < self.settings.max_iterations and st.answer is None:
             st.iteration += 1
             res, reply, common = self._decide(st, trace)

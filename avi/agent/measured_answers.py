@@ -43,7 +43,8 @@ from avi.agent.measured_looks import (
     sideways_motion,
 )
 from avi.agent.state import _State
-from avi.agent.trace import Trace
+from avi.agent.surfaces import ground_question, ground_runs, on_ground
+from avi.agent.trace import HOST_STEP, Trace
 from avi.tools import ALL_TOOLS
 from avi.tools.base import sample_times
 from avi.video.spans import merge_spans
@@ -340,6 +341,53 @@ class MeasuredAnswers:
                   notes=[f"count read at the moment the question names: {label} {n} {where} (the model wrote "
                          f"{answer[:60]!r})"])
         return str(n)
+
+    def _measured_ground(self, st: "_State", trace: Trace, fps: float = 1.0, max_frames: int = 120,
+                         max_cover: float = 0.75) -> tuple[str, None] | None:
+        """For an interval or yes/no question about a person on some ground ("when is the woman walking on the
+        lawn in the foreground", "is anyone on the grass at 1:00"; :func:`ground_question`), the answer the
+        frames give: people detected at ``fps`` (at most ``max_frames`` frames) over the ranges the question's
+        time words name, else the whole video, each on the ground whose colour is beside its feet
+        (:func:`on_ground`), in runs of two or more frames (:func:`ground_runs`).
+
+        Interval: the longest run, unless the runs cover more than ``max_cover`` of the frames (the ground does
+        not single anyone out then: everyone walks on the paving). Yes/no: yes when there is a run. Returns
+        ``(answer, None)`` or None (the model answers)."""
+        asked = ground_question(st.question) if st.kind in ("interval", "yesno") else None
+        det = getattr(self.ctx.backends, "detector", None)
+        if asked is None or det is None or not det.supports("person"):
+            return None
+        word, colours, part = asked
+        ranges = named_ranges(self.ctx)
+        times = sample_times(ranges, fps, max_frames)
+        try:
+            frames = self.ctx.video.frames_at(times)
+        except Exception:  # noqa: BLE001 - an undecodable range measures nothing; the model answers
+            return None
+        if len(frames) < 4:
+            return None
+        on = [on_ground(f.image, [d.box for d in det.detect(f, ["person"]).detections], colours, part)
+              for f in frames]
+        times = [f.t_s for f in frames]
+        runs = ground_runs(times, on)
+        where = f"{word} ({'/'.join(sorted(colours))} beside the feet{', ' + part if part else ''})"
+        if st.kind == "yesno":
+            answer = "yes" if runs else "no"
+            why = (f"someone on the {where} in {', '.join(fmt_range(a, b) for a, b in runs)}" if runs else
+                   f"nobody on the {where} in two or more frames in a row")
+        else:
+            if not runs or sum(on) > max_cover * len(on):
+                return None
+            a, b = max(runs, key=lambda r: (r[1] - r[0], -r[0]))
+            a, b = round(a, 2), round(min(b, self.ctx.duration_s), 2)
+            answer = f"[{a:.1f}s, {b:.1f}s]"
+            why = f"the longest run of frames with someone on the {where}: {fmt_range(a, b)}"
+            st.evidence.append([a, b])
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase, frames_s=times,
+                  observation_data={"frames_s": times, "on_ground": on, "runs": runs},
+                  notes=[HOST_STEP, f"ground measured in {len(frames)} frames over "
+                                    f"{', '.join(fmt_range(a, b) for a, b in ranges)}: {why}"])
+        return answer, None
 
     def _measured_cuts(self, st: "_State", trace: Trace) -> tuple[str, str | None] | None:
         """For a question about the hard cuts themselves (:func:`cut_question`: how many, is there any, is it
