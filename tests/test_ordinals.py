@@ -32,9 +32,17 @@ def test_the_first_and_last_event_are_where_the_index_first_and_last_shows_or_sa
     assert ordinal_ranges("What does the final goal look like?", idx, 252.0) == [("the final goal", [250.0, 252.0])]
 
 
-def test_boundaries_units_and_unseen_words_name_no_range():
+def test_after_and_before_an_event_name_the_rest_of_the_video_and_the_part_up_to_it():
     idx = _index()
-    assert ordinal_ranges("Is the score ever level after the first goal?", idx) == []  # a boundary, not a place
+    assert ordinal_ranges("Is the score ever level after the first goal?", idx, 400.0) == \
+        [("after the first goal", [70.0, 400.0])]
+    assert ordinal_ranges("What was the score before the last goal?", idx, 400.0) == \
+        [("before the last goal", [0.0, 260.0])]
+
+
+def test_units_and_unseen_words_name_no_range():
+    idx = _index()
+    assert ordinal_ranges("Is the score ever level after the first goal?", idx) == []  # no length: no "rest"
     assert ordinal_ranges("What happens in the first minute?", idx) == []  # a time word (timecode's job)
     assert ordinal_ranges("What colour is the first car?", idx) == []  # no read holds the word
     assert ordinal_ranges("Who scored the first goal?", SimpleNamespace()) == []  # an index without reads

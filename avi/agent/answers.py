@@ -59,13 +59,15 @@ class GroundedAnswers:
                                                    st.options, seed=self.settings.llm_seed)
             except ContextOverflowError:
                 scores, calls = {}, []
+            absent = self._absent_options(st, trace) if scores else set()
             if scores:
-                best = max(scores, key=lambda k: (scores[k], -ord(k)))
+                best = max((k for k in scores if k not in absent), key=lambda k: (scores[k], -ord(k)))
                 trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
                           llm_seconds=round(sum(c["seconds"] for c in calls), 3),
                           prompt_tokens=sum(c["prompt_tokens"] for c in calls), completion_tokens=len(calls),
                           notes=[f"choice {best} by option scores averaged over {len(calls)} cyclic permutations: "
-                                 + ", ".join(f"{k} {v:.2f}" for k, v in scores.items())],
+                                 + ", ".join(f"{k} {v:.2f}" for k, v in scores.items())
+                                 + (f" (ruled out by the frames: {', '.join(sorted(absent))})" if absent else "")],
                           observation_data={"option_scores": scores, "permutations": calls})
                 return best, "option-scores"
         try:

@@ -28,8 +28,15 @@ from avi.agent.measured_looks import (
 from avi.agent.option_evidence import number_beside, text_choice
 from avi.agent.state import _State
 from avi.agent.trace import HOST_STEP, Trace
+from avi.backends.coco_detector import coco_classes_for
+from avi.tools import ALL_TOOLS
 from avi.tools.base import sample_times
 from avi.video.timecode import clock_times_in, fmt_range
+
+
+#: Option words for something made of text: a sign or a caption shows words, so OCR reads them when it is there.
+_WRITTEN = re.compile(r"\b(?:signs?|signboards?|captions?|titles?|banners?|logos?|writing|text|words|posters?|"
+                      r"billboards?|placards?|subtitles?|headlines?)\b", re.I)
 
 
 class MeasuredChoices:
@@ -244,3 +251,61 @@ class MeasuredChoices:
                   frames_s=obs.frames_s, iteration=st.iteration, phase=st.phase,
                   notes=[HOST_STEP, f"{label} {n} was seen in one frame only (at {t:.1f}s): its neighbours measured "
                                     f"before the largest count is read"] + obs.notes)
+
+    def _absent_options(self, st: "_State", trace: Trace, max_frames: int = 8, min_frames: int = 3) -> set[str]:
+        """The options that name a thing the detector finds ("a cyclist in a helmet": a person; "a red car") and
+        that it found in none of the frames of the ranges the question's time words name (at the index rate,
+        at most ``max_frames``, at least ``min_frames``): what is shown "in the first second" is not a man in a
+        suit when no person is in any of its frames. Options naming something written ("a taxi sign", "a
+        caption") are ruled out when OCR (a host ``text_extract`` call on those ranges) reads no word of two or
+        more letters or digits there. Options naming nothing measurable ("a view looking down onto a street")
+        are never ruled out. Empty when the question names no range, or when every option would be ruled out
+        (the measurement then says nothing about the options)."""
+        det = getattr(self.ctx.backends, "detector", None)
+        if st.kind != "choice" or not st.options or not self.ctx.focus_ranges or det is None:
+            return set()
+        written = {k for k, v in st.options.items() if _WRITTEN.search(v)}
+        checkable = {}
+        for k, v in st.options.items():
+            label = re.sub(r"^(?:an?|the)\s+", "", v.strip().lower()).rstrip(".")
+            try:
+                if det.supports(label):
+                    checkable[k] = label
+            except Exception:  # noqa: BLE001 - a detector that cannot say rules nothing out
+                continue
+        if not checkable and not written:
+            return set()
+        ranges = named_ranges(self.ctx)
+        try:
+            frames = self.ctx.video.frames_at(sample_times(ranges, self.settings.fps, max_frames))
+        except Exception:  # noqa: BLE001 - an undecodable range measures nothing
+            return set()
+        if len(frames) < min_frames:
+            return set()
+        # one detector run per kind of thing: a closed-set detector gives each box to one of the words naming its
+        # class ("a cyclist" and "a man" are both COCO person), so words of one class are asked once
+        kinds = {k: coco_classes_for(label) or (label,) for k, label in checkable.items()}
+        asked = {kind: checkable[k] for k, kind in reversed(list(kinds.items()))}
+        seen = {k: 0 for k in checkable}
+        for f in frames:
+            found = {kind for kind, label in asked.items() if det.detect(f, [label]).detections}
+            for k in checkable:
+                seen[k] += kinds[k] in found
+        absent = {k for k, n in seen.items() if n == 0}
+        why = [f"the detector found {' / '.join(checkable[k] for k in sorted(absent))} in none of {len(frames)} "
+               f"frames"] if absent else []
+        if written - absent:  # a sign or a caption is text: no legible word in the range rules it out
+            obs = ALL_TOOLS["text_extract"].run(self.ctx, {"time_ranges": ranges})
+            words = [line.get("text", "") for line in (obs.data.get("lines") or [])
+                     if len(re.findall(r"[A-Za-z0-9]", line.get("text", ""))) >= 2]
+            if not obs.error and not words:
+                absent |= written
+                why.append(f"OCR read no word in {len(obs.frames_s)} frames for "
+                           f"{' / '.join(st.options[k] for k in sorted(written))}")
+        if not absent or len(absent) == len(st.options):
+            return set()
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase, frames_s=[f.t_s for f in frames],
+                  observation_data={"checked": checkable, "frames_with": seen, "written": sorted(written)},
+                  notes=[HOST_STEP, f"option(s) {', '.join(sorted(absent))} ruled out in "
+                                    f"{', '.join(fmt_range(a, b) for a, b in ranges)}: {'; '.join(why)}"])
+        return absent

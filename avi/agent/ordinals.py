@@ -49,15 +49,16 @@ def ordinal_ranges(question: str, index, duration_s: float | None = None, min_s:
     ``min_s`` long and followed by ``follow_s`` seconds (what is said or shown about an event comes right after
     it: the scorer's name after the "GOAL!" caption).
 
-    An ordinal after "after"/"before"/"since"/"until" names a boundary, not the place to look ("is the score
-    ever level after the first goal"), and nouns that are units or parts of the video ("the first minute", "the
-    last shot") are left to the time words: both give no range.
+    An ordinal after "after"/"since"/"following" names the rest of the video from the event ("is the score
+    ever level after the first goal": from its clip to the end), after "before"/"until"/"preceding" the video up
+    to it. Nouns that are units or parts of the video ("the first minute", "the last shot") are left to the time
+    words and give no range.
 
     Args:
         question: the question text.
         index: the video index (``captions`` with ``data["ocr"]`` reads, ``transcript`` segments); anything
             without them gives no range.
-        duration_s: the video's length; ranges end there.
+        duration_s: the video's length; ranges end there ("after the first goal" needs it).
 
     Returns:
         ``[(phrase, [start_s, end_s])]`` in question order, e.g. ``[("the first goal", [...])]``.
@@ -65,7 +66,7 @@ def ordinal_ranges(question: str, index, duration_s: float | None = None, min_s:
     found: list[tuple[str, list[float]]] = []
     for m in _ORDINAL.finditer(question or ""):
         noun = m.group("noun").lower()
-        if m.group("before") or noun in NOT_EVENTS:
+        if noun in NOT_EVENTS:
             continue
         hits = _hits(index, _word_re(noun))
         if not hits:
@@ -74,5 +75,12 @@ def ordinal_ranges(question: str, index, duration_s: float | None = None, min_s:
         s, e, _ = min(hits) if first else max(hits)
         e = max(e, s + min_s) + follow_s
         e = min(e, duration_s) if duration_s else e
+        side = (m.group("before") or "").lower()
+        if side in ("after", "since", "following"):
+            if not duration_s:
+                continue
+            s, e = s, duration_s
+        elif side:
+            s, e = 0.0, e
         found.append((m.group(0).strip(), [round(s, 2), round(e, 2)]))
     return found
