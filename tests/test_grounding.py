@@ -557,3 +557,33 @@ def test_black_shot_is_the_black_shot_the_question_points_at():
     assert black_shot(shots, black, answer=[330.0, 340.0]) == (337.4, 359.0)  # the one the answer overlaps
     assert black_shot(shots, black, asked=[[0.0, 30.0]]) == (0.0, 97.6)
     assert black_shot(shots, [0.0] * 5) is None
+
+
+def test_a_shape_on_a_named_screen_colour_is_read_from_the_clips_of_that_colour():
+    """syn-shapes-12: "the big yellow object that slowly crosses the dark blue screen" is the circle of the blue
+    clips, while the frames the model looked at (retrieved by "yellow") held yellow triangles on black."""
+    from types import SimpleNamespace
+
+    from avi.agent.loop import Agent
+    from avi.agent.measured_looks import backdrop_colour
+    from avi.agent.trace import Trace
+
+    assert backdrop_colour("the yellow object that crosses the dark blue screen") == "blue"
+    assert backdrop_colour("a logo against a white background") == "white"
+    assert backdrop_colour("What colour is the screen?") is None
+
+    def clip(s, colour, shapes):
+        return SimpleNamespace(start_s=s, end_s=s + 5, data={"colours": [[colour, 0.94]], "shapes": shapes})
+
+    tri = {"kind": "triangle", "colour": "yellow", "box": [65, 64, 137, 139]}
+    circle = {"kind": "circle", "colour": "yellow", "box": [449, 122, 567, 239]}
+    host = SimpleNamespace(ctx=SimpleNamespace(index=SimpleNamespace(captions=[
+        clip(90, "black", [tri, tri, tri]), clip(95, "black", [tri, tri]), clip(250, "blue", [circle]),
+        clip(255, "blue", [circle])]), focus_ranges=[]), settings=SimpleNamespace(fps=2.0))
+    looked = ("object_detect", {"detections": [{"cls": "yellow triangle", "box": [65, 64, 137, 139]}]})
+    st = SimpleNamespace(question="What shape is the yellow object that slowly crosses the dark blue screen?",
+                         kind="text", options={}, answer="triangle", iteration=4, phase="review",
+                         perceive_data=lambda: [looked])
+    trace = Trace(question=st.question)
+    assert Agent._measured_shape(host, st, trace) == ("circle", None)
+    assert "clips that are mostly blue" in trace.steps[-1].notes[0]

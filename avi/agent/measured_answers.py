@@ -34,6 +34,7 @@ from avi.agent.measured_looks import (
     asks_colour,
     asks_direction,
     asks_shape,
+    backdrop_colour,
     black_shot,
     colours_named,
     frame_colour_shares,
@@ -128,19 +129,29 @@ class MeasuredAnswers:
 
     def _measured_shape(self, st: "_State", trace: Trace, max_frames: int = 8) -> tuple[str, None] | None:
         """For "what shape is the <thing>" (:func:`asks_shape`), the kind of the shape measured where the question
-        is about (:func:`shape_answer`): shapes object_detect found, then shapes measured on up to ``max_frames``
+        is about (:func:`shape_answer`): when the question names the picture's colour ("crosses the dark blue
+        screen", :func:`backdrop_colour`) the shapes the index's captions name in the clips mostly of that colour,
+        else shapes object_detect found, then shapes measured on up to ``max_frames``
         frames of the range asked about (its time words, else the evidence, else what was looked at), then the
         shapes the index's captions name over the whole video. Returns ``(answer, None)`` or None."""
         if not asks_shape(st.question) or st.kind not in ("text", "choice"):
             return None
         from avi.backends.shapes import find_shapes
 
+        got, where = None, ""
+        backdrop = backdrop_colour(st.question)
+        if backdrop is not None:  # "crosses the dark blue screen": the clips whose picture is mostly that colour
+            clips = [c for c in self.ctx.index.captions if ((getattr(c, "data", None) or {}).get("colours") or
+                                                            [[None, 0.0]])[0][0] == backdrop]
+            got = shape_answer(st.question, [s for c in clips for s in c.data.get("shapes") or []])
+            where = f"the index's captions of the {len(clips)} clips that are mostly {backdrop}"
         found = [{"kind": d["cls"].split(" ")[-1], "colour": d["cls"].split(" ")[0], "box": d["box"]}
                  for n, d_ in st.perceive_data() if n == "object_detect" for d in d_.get("detections") or []
                  if len(str(d.get("cls") or "").split(" ")) == 2 and str(d["cls"]).split(" ")[-1]
                  in ("circle", "square", "rectangle", "triangle")]
-        got = shape_answer(st.question, found)
-        where = "object_detect's boxes"
+        if got is None:
+            got = shape_answer(st.question, found)
+            where = "object_detect's boxes"
         if got is None:
             ranges = asked_ranges(self.ctx, st, looked=True)
             try:

@@ -252,6 +252,19 @@ def asks_shape(question: str) -> bool:
     return bool(_WHAT_SHAPE.search(question or ""))
 
 
+_BACKDROP = re.compile(r"\b(?:the|a|an)\s+(?:(?:dark|light|bright|pale|deep|plain)\s+)?([a-z]+)\s+"
+                       r"(?:screen|background|backdrop)\b", re.I)
+
+
+def backdrop_colour(question: str) -> str | None:
+    """The measured colour name of the picture's background a question names ("the big yellow object that
+    crosses the dark blue screen" -> ``"blue"``, "against a white background" -> ``"white"``), else None."""
+    from avi.video.analysis import COLOUR_NAMES
+
+    m = _BACKDROP.search(question or "")
+    return COLOUR_NAMES.get(m.group(1).lower()) if m else None
+
+
 def shape_answer(question: str, shapes: list[dict]) -> tuple[str, str] | None:
     """The kind of the shape a "what shape" question is about, from measured shapes.
 
