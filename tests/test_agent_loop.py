@@ -18,7 +18,7 @@ import pytest
 
 from avi.agent.loop import Agent
 from avi.agent.prompts import PromptLibrary
-from avi.agent.trace import Trace
+from avi.agent.trace import HOST_STEP, Trace
 from avi.backends.llm import ChatResult, ContextOverflowError
 from avi.errors import LLMUnavailableError
 from avi.tools import ToolContext
@@ -1354,3 +1354,22 @@ def test_an_option_quoting_the_text_on_screen_is_measured(make_agent):
                           grounded_answers=True)
     result = agent.run("Which sign is on screen at 0:14? A) ROOM 7B B) EXIT 42 C) NO ENTRY")
     assert result.choice == "A"
+
+
+def test_host_retrieve_searches_for_the_question_and_opens_in_perceive(make_agent):
+    """Setting host_retrieve (issue 17, item 5): the host's clip_retrieve with the question's words replaces the
+    model's Retrieve call and stage switch; the first model reply is already a perceive call, and the search
+    result is in the first message. Questions about the whole video keep the model's Retrieve stage."""
+    agent, llm = make_agent([call("text_extract", time_ranges=[[4, 9]]), TO_REVIEW, "**Answer:** EXIT 42"],
+                            host_retrieve=True, grounded_answers=True)
+    result = agent.run(Q)
+    assert result.answer is not None and "EXIT" in result.answer
+    first = llm.calls[0].messages[1]["content"]
+    assert "already done for you (clip_retrieve)" in first and "CURRENT STAGE: PERCEIVE" in first
+    host = [s for s in result.trace.steps if s.kind == "tool_call" and s.tool == "clip_retrieve"]
+    assert host and HOST_STEP in host[0].notes and host[0].arguments["query"] == "the sign say"
+    assert result.trace.totals()["llm_replies"] == len(llm.calls)  # no model step for the search
+    agent, llm = make_agent([TO_PERCEIVE, call("text_extract", time_ranges=[[4, 9]]), TO_REVIEW,
+                             "**Answer:** EXIT 42"], host_retrieve=True, grounded_answers=True)
+    agent.run("What is the whole video about?")
+    assert "CURRENT STAGE: RETRIEVE" in llm.calls[0].messages[1]["content"]

@@ -64,6 +64,7 @@ from avi.agent.parse import (
 from avi.agent.prompts import PromptLibrary
 from avi.agent.state import _evidence_note, _State
 from avi.agent.surfaces import ground_question
+from avi.agent.search import search_query, whole_video_question
 from avi.agent.trace import HOST_STEP, Trace
 from avi.agent.traps import TRAP_REPEATS, _call_key, _trap_run
 from avi.backends.llm import ChatClient, ContextOverflowError
@@ -209,13 +210,16 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
             # the question says where to look: a Retrieve step would only hand over to Perceive (one model
             # step of prompt reading for nothing, issue 17 item 5); a "when" question still searches
             st.phase = "perceive"
+        searched = self._host_retrieve(st, trace) if st.phase == "retrieve" and \
+            getattr(self.settings, "grounded_answers", True) and getattr(self.settings, "host_retrieve", False) \
+            else ""
         transcript = self.ctx.index.transcript
         speech = self.prompts.render("speech_yes", segments=len(transcript),
                                      source=", ".join(sorted({s.source for s in transcript}))) \
             if transcript else self.prompts.text("speech_no")
         st.history.append({"role": "user", "content": self._question_message(
             question, st.options_text, time_hint, speech, st.answer_format)
-            + "\n\n" + self._stage_message(st, st.phase)})
+            + (f"\n\n{searched}" if searched else "") + "\n\n" + self._stage_message(st, st.phase)})
         if st.phase == "perceive":
             trace.add(kind="stage_switch", switch_to="perceive", iteration=0, phase="retrieve",
                       notes=[HOST_STEP, "the question's time words name where to look: Perceive first, no Retrieve step"])
@@ -451,6 +455,33 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
     def _looked_span(self, obs) -> list:
         """``[first, last]`` frame time of a perceive call (for :meth:`_merged_evidence`)."""
         return [min(obs.frames_s), max(obs.frames_s)]
+
+    def _host_retrieve(self, st: "_State", trace: Trace) -> str:
+        """Run ``clip_retrieve`` for the question before the first model step (setting ``host_retrieve``): its
+        hits become the places to look and the agent opens in Perceive, saving the model's Retrieve call and its
+        stage switch (issue 17, item 5: two steps of prompt reading and decoding). Questions about the whole
+        video (:func:`whole_video_question`) keep the model's Retrieve stage, where global_explore is.
+
+        Returns:
+            the text that shows the model the search result ("" when nothing was searched or found).
+        """
+        tool = self.tools.get("clip_retrieve")
+        query = search_query(st.question)
+        if tool is None or not query or whole_video_question(st.question):
+            return ""
+        args = {"query": query, "top_k": 16}
+        obs = tool.run(self.ctx, args)
+        trace.add(kind="tool_call", tool=tool.name, arguments=args, observation=obs.text, observation_data=obs.data,
+                  error=obs.error, tool_seconds=obs.data.get("seconds", 0.0), iteration=0, phase="retrieve",
+                  notes=[HOST_STEP, "the host searched the clips for the question; the agent opens in Perceive"])
+        if obs.error or not obs.data.get("clips"):
+            return ""
+        st.retrieved += 1
+        self._add_places(st, tool.name, obs)
+        st.phase = "perceive"
+        trace.add(kind="stage_switch", switch_to="perceive", iteration=0, phase="retrieve",
+                  notes=[HOST_STEP, "searched by the host: Perceive first, no Retrieve step"])
+        return self.prompts.render("host_search", result=obs.text)
 
     def _add_places(self, st: "_State", tool: str, obs) -> None:
         """Remember where a retrieve tool points (the Perceive instruction's places)."""
