@@ -63,8 +63,7 @@ from avi.agent.parse import (
 )
 from avi.agent.prompts import PromptLibrary
 from avi.agent.state import _evidence_note, _State
-from avi.agent.surfaces import ground_question
-from avi.agent.search import search_query, whole_video_question
+from avi.agent.search import HostSearch
 from avi.agent.trace import HOST_STEP, Trace
 from avi.agent.traps import TRAP_REPEATS, _call_key, _trap_run
 from avi.backends.llm import ChatClient, ContextOverflowError
@@ -107,7 +106,7 @@ class AgentResult:
     choice_method: str | None = None
 
 
-class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gates, CallExtraction):
+class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gates, CallExtraction, HostSearch):
     """Runs one question against one video's index.
 
     Args:
@@ -234,14 +233,8 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
                 st.evidence += [[max(0.0, t - 0.5), t + 0.5] for t in trace.steps[-1].observation_data["cuts_s"]]
                 trace.add(kind="answer", answer=st.answer, iteration=0, phase="retrieve",
                           notes=[HOST_STEP, "answered from the video's cut list before any model step"])
-        if st.answer is None and grounded and ground_question(question) is not None:
-            # a person on some ground: the colour beside the feet in frames over the range answers it
-            st.measured = self._measured_ground(st, trace)
-            if st.measured is not None:
-                st.answer = st.measured[0]
-                trace.add(kind="answer", answer=st.answer, iteration=0, phase="retrieve",
-                          notes=[HOST_STEP, "answered from the ground measured beside people's feet before any "
-                                            "model step"])
+        if st.answer is None and grounded:  # a person on some ground: measured before any model step
+            st.measured = self._ground_first(st, trace)
         while st.iteration < self.settings.max_iterations and st.answer is None:
             st.iteration += 1
             res, reply, common = self._decide(st, trace)
@@ -455,33 +448,6 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
     def _looked_span(self, obs) -> list:
         """``[first, last]`` frame time of a perceive call (for :meth:`_merged_evidence`)."""
         return [min(obs.frames_s), max(obs.frames_s)]
-
-    def _host_retrieve(self, st: "_State", trace: Trace) -> str:
-        """Run ``clip_retrieve`` for the question before the first model step (setting ``host_retrieve``): its
-        hits become the places to look and the agent opens in Perceive, saving the model's Retrieve call and its
-        stage switch (issue 17, item 5: two steps of prompt reading and decoding). Questions about the whole
-        video (:func:`whole_video_question`) keep the model's Retrieve stage, where global_explore is.
-
-        Returns:
-            the text that shows the model the search result ("" when nothing was searched or found).
-        """
-        tool = self.tools.get("clip_retrieve")
-        query = search_query(st.question)
-        if tool is None or not query or whole_video_question(st.question):
-            return ""
-        args = {"query": query, "top_k": 16}
-        obs = tool.run(self.ctx, args)
-        trace.add(kind="tool_call", tool=tool.name, arguments=args, observation=obs.text, observation_data=obs.data,
-                  error=obs.error, tool_seconds=obs.data.get("seconds", 0.0), iteration=0, phase="retrieve",
-                  notes=[HOST_STEP, "the host searched the clips for the question; the agent opens in Perceive"])
-        if obs.error or not obs.data.get("clips"):
-            return ""
-        st.retrieved += 1
-        self._add_places(st, tool.name, obs)
-        st.phase = "perceive"
-        trace.add(kind="stage_switch", switch_to="perceive", iteration=0, phase="retrieve",
-                  notes=[HOST_STEP, "searched by the host: Perceive first, no Retrieve step"])
-        return self.prompts.render("host_search", result=obs.text)
 
     def _add_places(self, st: "_State", tool: str, obs) -> None:
         """Remember where a retrieve tool points (the Perceive instruction's places)."""

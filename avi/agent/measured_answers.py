@@ -353,6 +353,15 @@ class MeasuredAnswers:
                          f"{answer[:60]!r})"])
         return str(n)
 
+    def _ground_first(self, st: "_State", trace: Trace) -> tuple[str, None] | None:
+        """:meth:`_measured_ground` before any model step, recorded as the answer; None when it does not apply."""
+        measured = self._measured_ground(st, trace) if ground_question(st.question) is not None else None
+        if measured is not None:
+            st.answer = measured[0]
+            trace.add(kind="answer", answer=st.answer, iteration=0, phase="retrieve",
+                      notes=[HOST_STEP, "answered from the ground measured beside people's feet before any model step"])
+        return measured
+
     def _measured_ground(self, st: "_State", trace: Trace, fps: float = 1.0, max_frames: int = 120,
                          max_cover: float = 0.75) -> tuple[str, None] | None:
         """For an interval or yes/no question about a person on some ground ("when is the woman walking on the

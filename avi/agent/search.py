@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 
 from avi.agent.choice import question_stem
+from avi.agent.state import _State
+from avi.agent.trace import HOST_STEP, Trace
 
 _LEAD = re.compile(
     r"^\s*(?:during\s+which\s+time\s+span|at\s+what\s+time|in\s+which\s+part\s+of\s+the\s+video|what\s+time|"
@@ -37,3 +39,35 @@ def whole_video_question(question: str) -> bool:
     """Whether a question is about the whole video (what it is about, the order of events, how often something
     happens): those keep the model's Retrieve stage, whose global_explore reads the video summary."""
     return bool(_WHOLE.search(question_stem(question or "")))
+
+
+class HostSearch:
+    """Part of :class:`avi.agent.loop.Agent`: the host's search before the first model step; uses the agent's
+    ``tools``, ``ctx``, ``prompts`` and ``_add_places``."""
+
+    def _host_retrieve(self, st: "_State", trace: Trace) -> str:
+        """Run ``clip_retrieve`` for the question before the first model step (setting ``host_retrieve``): its
+        hits become the places to look and the agent opens in Perceive, saving the model's Retrieve call and its
+        stage switch (issue 17, item 5: two steps of prompt reading and decoding). Questions about the whole
+        video (:func:`whole_video_question`) keep the model's Retrieve stage, where global_explore is.
+
+        Returns:
+            the text that shows the model the search result ("" when nothing was searched or found).
+        """
+        tool = self.tools.get("clip_retrieve")
+        query = search_query(st.question)
+        if tool is None or not query or whole_video_question(st.question):
+            return ""
+        args = {"query": query, "top_k": 16}
+        obs = tool.run(self.ctx, args)
+        trace.add(kind="tool_call", tool=tool.name, arguments=args, observation=obs.text, observation_data=obs.data,
+                  error=obs.error, tool_seconds=obs.data.get("seconds", 0.0), iteration=0, phase="retrieve",
+                  notes=[HOST_STEP, "the host searched the clips for the question; the agent opens in Perceive"])
+        if obs.error or not obs.data.get("clips"):
+            return ""
+        st.retrieved += 1
+        self._add_places(st, tool.name, obs)
+        st.phase = "perceive"
+        trace.add(kind="stage_switch", switch_to="perceive", iteration=0, phase="retrieve",
+                  notes=[HOST_STEP, "searched by the host: Perceive first, no Retrieve step"])
+        return self.prompts.render("host_search", result=obs.text)
