@@ -355,7 +355,7 @@ class MeasuredAnswers:
 
     def _ground_first(self, st: "_State", trace: Trace) -> tuple[str, None] | None:
         """:meth:`_measured_ground` before any model step, recorded as the answer; None when it does not apply."""
-        measured = self._measured_ground(st, trace) if ground_question(st.question) is not None else None
+        measured = self._measured_ground(st, trace)
         if measured is not None:
             st.answer = measured[0]
             trace.add(kind="answer", answer=st.answer, iteration=0, phase="retrieve",

@@ -27,7 +27,7 @@ from avi.agent.measured_looks import (
 )
 from avi.agent.option_evidence import number_beside, text_choice
 from avi.agent.state import _State
-from avi.agent.trace import HOST_STEP, Trace
+from avi.agent.trace import HOST_STEP, Trace, host_tool_call
 from avi.backends.coco_detector import coco_classes_for
 from avi.tools import ALL_TOOLS
 from avi.tools.base import sample_times
@@ -243,14 +243,11 @@ class MeasuredChoices:
             return
         label, n, t = spike
         args = {"time_ranges": [[max(0.0, t - reach_s), min(self.ctx.duration_s, t + reach_s)]], "objects": [label]}
-        obs = tool.run(self.ctx, args)
+        obs = host_tool_call(trace, tool, self.ctx, args, iteration=st.iteration, phase=st.phase,
+                             note=f"{label} {n} was seen in one frame only (at {t:.1f}s): its neighbours measured "
+                                  f"before the largest count is read")
         if not obs.error:
             st.perceive_calls.append(("object_detect", args, {**obs.data, "evidence": obs.evidence}))
-        trace.add(kind="tool_call", tool="object_detect", arguments=args, observation=obs.text,
-                  observation_data=obs.data, error=obs.error, tool_seconds=obs.data.get("seconds", 0.0),
-                  frames_s=obs.frames_s, iteration=st.iteration, phase=st.phase,
-                  notes=[HOST_STEP, f"{label} {n} was seen in one frame only (at {t:.1f}s): its neighbours measured "
-                                    f"before the largest count is read"] + obs.notes)
 
     def _absent_options(self, st: "_State", trace: Trace, max_frames: int = 8, min_frames: int = 3) -> set[str]:
         """The options that name a thing the detector finds ("a cyclist in a helmet": a person; "a red car") and

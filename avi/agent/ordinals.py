@@ -28,17 +28,16 @@ def _word_re(noun: str) -> re.Pattern:
     return re.compile(rf"\b{re.escape(stem)}(?:s|es)?\b", re.I)
 
 
-def _hits(index, word: re.Pattern) -> list[tuple[float, float, str]]:
-    """``(start_s, end_s, where)`` of every clip whose OCR text, and every transcript line whose words, hold
-    the word."""
-    out: list[tuple[float, float, str]] = []
+def _hits(index, word: re.Pattern) -> list[tuple[float, float]]:
+    """``(start_s, end_s)`` of every clip whose OCR text, and every transcript line whose words, hold the word."""
+    out: list[tuple[float, float]] = []
     for cap in getattr(index, "captions", None) or []:
         texts = [str(o.get("text", "")) for o in (getattr(cap, "data", None) or {}).get("ocr") or []]
         if any(word.search(t) for t in texts):
-            out.append((float(cap.start_s), float(cap.end_s), "on screen"))
+            out.append((float(cap.start_s), float(cap.end_s)))
     for seg in getattr(index, "transcript", None) or []:
         if word.search(seg.text or ""):
-            out.append((float(seg.start_s), float(seg.end_s), "said"))
+            out.append((float(seg.start_s), float(seg.end_s)))
     return out
 
 
@@ -72,15 +71,15 @@ def ordinal_ranges(question: str, index, duration_s: float | None = None, min_s:
         if not hits:
             continue
         first = m.group("which").lower() in ("first", "opening")
-        s, e, _ = min(hits) if first else max(hits)
+        s, e = min(hits) if first else max(hits)
         e = max(e, s + min_s) + follow_s
         e = min(e, duration_s) if duration_s else e
         side = (m.group("before") or "").lower()
         if side in ("after", "since", "following"):
             if not duration_s:
                 continue
-            s, e = s, duration_s
+            e = duration_s
         elif side:
-            s, e = 0.0, e
+            s = 0.0
         found.append((m.group(0).strip(), [round(s, 2), round(e, 2)]))
     return found

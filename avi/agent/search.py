@@ -12,7 +12,7 @@ import re
 
 from avi.agent.choice import question_stem
 from avi.agent.state import _State
-from avi.agent.trace import HOST_STEP, Trace
+from avi.agent.trace import HOST_STEP, Trace, host_tool_call
 
 _LEAD = re.compile(
     r"^\s*(?:during\s+which\s+time\s+span|at\s+what\s+time|in\s+which\s+part\s+of\s+the\s+video|what\s+time|"
@@ -59,10 +59,8 @@ class HostSearch:
         if tool is None or not query or whole_video_question(st.question):
             return ""
         args = {"query": query, "top_k": 16}
-        obs = tool.run(self.ctx, args)
-        trace.add(kind="tool_call", tool=tool.name, arguments=args, observation=obs.text, observation_data=obs.data,
-                  error=obs.error, tool_seconds=obs.data.get("seconds", 0.0), iteration=0, phase="retrieve",
-                  notes=[HOST_STEP, "the host searched the clips for the question; the agent opens in Perceive"])
+        obs = host_tool_call(trace, tool, self.ctx, args, iteration=0, phase="retrieve",
+                             note="the host searched the clips for the question; the agent opens in Perceive")
         if obs.error or not obs.data.get("clips"):
             return ""
         st.retrieved += 1
