@@ -293,10 +293,13 @@ class Settings(BaseSettings):
                                                              "the evidence strings, interval answers widened to the "
                                                              "whole evidence run, and questions the profile's tools "
                                                              "cannot measure answered as such (issue 14)")
-    host_retrieve: bool = Field(default=False, description="the host runs clip_retrieve with the question before "
-                                                          "the first model step and the agent opens in Perceive "
-                                                          "with its hits (two model steps fewer; questions about "
-                                                          "the whole video keep the model's Retrieve stage)")
+    host_retrieve: bool = Field(default=True, description="the host runs clip_retrieve with the question before "
+                                                         "the first model step and the agent opens in Perceive "
+                                                         "with its hits (two model steps fewer; questions about "
+                                                         "the whole video keep the model's Retrieve stage)")
+    host_retrieve_max_chars: int = Field(default=800, ge=200, le=1000000,
+                                         description="the host search's result shown to the model: its most "
+                                                     "similar clips (their ranges are also the Perceive places)")
     extract_pass: bool = Field(default=True, description="a reply that names a tool in words but holds no usable "
                                                          "call goes through a short constrained extraction request "
                                                          "before any retry (think, then extract)")

@@ -2,7 +2,8 @@
 
 ``sign_reader(body)`` is a ``reply_fn`` for :class:`fake_openai_server.FakeOpenAIServer`.
 It is stateless (it reads the conversation in each request), so concurrent questions and
-separate worker processes get consistent replies: clip_retrieve, switch to Perceive,
+separate worker processes get consistent replies: clip_retrieve, switch to Perceive (both left out when
+the conversation opens in Perceive because the host searched),
 text_extract at 3 s, switch to Review, then an answer made of the words the real OCR
 returned in the text_extract observation; asked for a structured final answer, the option
 whose text was read (else A), or the span ``INTERVAL`` for a time-span question. A question containing ``FAIL`` gets HTTP 400
@@ -58,6 +59,9 @@ def sign_reader(body: dict):
             return json.dumps(INTERVAL)
         return json.dumps({"choice": choice_letter(messages)["answer"]})
     n = sum(1 for m in messages if m.get("role") == "assistant")
+    first = next((t for t, m in zip(_texts(messages), messages) if m.get("role") == "user"), "")
+    if "CURRENT STAGE: PERCEIVE" in first:  # the host searched (setting host_retrieve): no Retrieve steps
+        n += 2
     if n < len(STEPS):
         return STEPS[n]
     return f"THOUGHT: text_extract read it.\n**Answer:** {read_words(messages)}"

@@ -320,6 +320,25 @@ def test_repeated_identical_call_is_a_retry(make_agent):
     assert result.answer == "EXIT 42"
 
 
+def test_a_repeated_perceive_call_moves_on_to_review_and_twice_forces_the_answer(make_agent):
+    """syn-shapes-08: the 1.5B model bounced back from Review and sent its text_extract call again, and again on
+    every retry (20 retries, 5 minutes). A Perceive call that repeats one whose result is above is not re-asked:
+    Review decides on that evidence; a second repeat ends the loop with the answer forced from the evidence."""
+    agent, llm = make_agent([call("clip_retrieve", query="sign"), TO_PERCEIVE, TEXT_AT_5, TEXT_AT_5,
+                             "**Answer:** EXIT 42"])
+    result = agent.run(Q)
+    assert kinds(result.trace) == ["tool_call", "stage_switch", "tool_call", "retry", "stage_switch", "answer"]
+    assert "a repeated call is not asked again" in result.trace.steps[3].notes
+    assert result.trace.steps[4].switch_to == "review" and result.answer == "EXIT 42"
+    assert len(llm.calls) == 5  # no retry turn
+
+    agent, llm = make_agent([call("clip_retrieve", query="sign"), TO_PERCEIVE, TEXT_AT_5, TEXT_AT_5,
+                             "[STAGE_SWITCH: perceive]", TEXT_AT_5, "**Answer:** EXIT 42"])
+    result = agent.run(Q)
+    assert kinds(result.trace)[-3:] == ["stage_switch", "retry", "forced_answer"]
+    assert result.trace.forced
+
+
 def test_trap_same_query_warns_on_the_fourth_call_and_refuses_the_fifth(make_agent):
     """DVD Fig. 3: the same tool more than 3 times in a row with near-identical arguments."""
     queries = ["exit sign", "Exit sign", "exit sign.", "EXIT  sign", "exit sign!"]
@@ -886,6 +905,7 @@ def test_context_overflow_keeps_the_question(make_agent):
 
 def test_speech_tools_offered_only_with_speech(settings, narrated_index, narrated_video, make_agent, backends):
     """With a transcript, the gates include the speech tools and the stage messages mention them."""
+    settings.host_retrieve = False  # the model's own Retrieve stage, where transcript_search is offered
     llm = ScriptedLLM([call("transcript_search", query="code word"), TO_PERCEIVE,
                        call("transcript_read", time_ranges=[[3, 7]]), TO_REVIEW, "**Answer:** pineapple"])
     ctx = ToolContext(settings=settings, index=narrated_index, video=VideoReader(probe(narrated_video[0])),
@@ -1142,11 +1162,15 @@ def test_time_words_start_in_perceive(make_agent):
     first = llm.calls[0].messages[1]["content"]
     assert "time words point to" in first and "Where to look first" in first
     assert result.trace.totals()["llm_replies"] == 3  # the host's step is not a model reply
-    # a "when" question still searches first
+    # a "when" question still searches first: the model (host_retrieve off) or the host
     agent, llm = make_agent([TO_PERCEIVE, call("text_extract", time_ranges=[[0, 5]]), TO_REVIEW,
-                             "**Answer:** [4, 9]"], grounded_answers=True)
+                             "**Answer:** [4, 9]"], grounded_answers=True, host_retrieve=False)
     result = agent.run("When is the EXIT sign on screen in the first ten seconds?")
     assert result.trace.steps[0].phase == "retrieve" and result.trace.steps[0].iteration == 1
+    agent, llm = make_agent([call("text_extract", time_ranges=[[0, 5]]), TO_REVIEW, "**Answer:** [4, 9]"],
+                            grounded_answers=True, host_retrieve=True)
+    result = agent.run("When is the EXIT sign on screen in the first ten seconds?")
+    assert result.trace.steps[0].tool == "clip_retrieve" and HOST_STEP in result.trace.steps[0].notes
 
 
 

@@ -83,6 +83,8 @@ def test_places_rank_named_ranges_then_hits_and_question_unsupported_ranges():
     assert p.best(1)[0].source == "question"
     assert p.unsupported([[40, 45]]) == [[40.0, 45.0]]  # the question names where to look
     assert "named in the question" in p.describe() and "similarity 0.70" in p.describe()
+    # touching hits are one range to copy into a perceive call (issue 17: decoding five ranges took ~9 s)
+    assert "[40.0s–50.0s]: clip_retrieve hits, similarity 0.70" in p.describe()
 
 
 def test_evidence_strings_and_grounding():

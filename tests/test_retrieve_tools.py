@@ -467,3 +467,18 @@ def test_clip_retrieve_recall_at_16(tmp_path, embedder):
           f"recall@5 {recall[5]:.2f}, recall@16 {recall[16]:.2f}; ranks {ranks}; "
           f"{(time.perf_counter() - t0) / len(ranks) * 1000:.0f} ms/query")
     assert recall[16] >= 0.9
+
+
+def test_clip_retrieve_shows_a_repeated_caption_once_with_all_its_ranges(tmp_path, embedder):
+    """A slide held for half a minute has the same caption in every clip: the model reads it once, with the
+    ranges it covers (adjacent clips merged), and the budget the copies would have used shows other clips."""
+    slide = 'On-screen text: "THE FRESNEL LENS"; "Invented in 1822 by Augustin Fresnel". Motion: static.'
+    texts = [slide] * 6 + ["A woman reads a book on a sofa.", "Fireworks explode over a river.",
+                           "A man repairs a bicycle tyre.", "Snow falls on a quiet village square.", slide]
+    ctx = make_ctx(tmp_path, caps_from(texts), embedder)
+    obs = clip_retrieve.run(ctx, {"query": "Fresnel lens invented", "top_k": 11})
+    assert not obs.error, obs.text
+    assert obs.text.count("THE FRESNEL LENS") == 1
+    assert "[0.0s–30.0s], [50.0s–55.0s] sim" in obs.text and "(7 clips, same caption)" in obs.text
+    assert len(obs.data["clips"]) == 11  # every hit reaches the model and the trace
+    assert "A woman reads a book on a sofa." in obs.text

@@ -91,11 +91,37 @@ class Places:
     def describe(self, n: int = 5) -> str:
         """The places as one line each for the Perceive instruction ("" when there are none)."""
         lines = []
-        for p in self.best(n):
+        for p, joined in self._joined(self.best(n)):
             why = f'named in the question ("{p.label}")' if p.source == "question" else \
-                f"{p.source} hit, similarity {p.score:.2f}" if p.score else f"{p.source} result"
+                f"{p.source} hit{'s' if joined > 1 else ''}, similarity {p.score:.2f}" if p.score \
+                else f"{p.source} result"
             lines.append(f"  - {fmt_range(*p.span)}: {why}")
         return "\n".join(lines)
+
+    @staticmethod
+    def _joined(places: list[Place], gap_s: float = 0.05) -> list[tuple[Place, int]]:
+        """Search hits of one tool that touch (within ``gap_s`` seconds) shown as one range, best first, with
+        how many were joined: five neighbouring 5 s clips of a held slide are one range to copy into a perceive
+        call, not five (issue 17, item 5: the 1.5B model spent about 9 s decoding such lists). Ranges the
+        question names are never joined. Returns ``(place, count)`` pairs; the joined place has the union span
+        and the best score."""
+        out: list[list] = [[p, 1] for p in places]
+        changed = True
+        while changed:
+            changed = False
+            for i in range(len(out)):
+                for j in range(i + 1, len(out)):
+                    a, b = out[i][0], out[j][0]
+                    if a.source != "question" and a.source == b.source and \
+                            b.span[0] <= a.span[1] + gap_s and b.span[1] >= a.span[0] - gap_s:
+                        out[i] = [Place([min(a.span[0], b.span[0]), max(a.span[1], b.span[1])], a.source,
+                                        max(a.score, b.score), a.label), out[i][1] + out[j][1]]
+                        del out[j]
+                        changed = True
+                        break
+                if changed:
+                    break
+        return [(p, k) for p, k in out]
 
     def unsupported(self, ranges: list[list[float]]) -> list[list[float]]:
         """The ranges of a perceive call that no place supports (none when there are no places yet).

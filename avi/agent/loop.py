@@ -60,9 +60,10 @@ from avi.agent.parse import (
     extract_choice,
     parse_options,
     parse_reply,
+    phase_call_as_directive,
 )
 from avi.agent.prompts import PromptLibrary
-from avi.agent.state import _evidence_note, _State
+from avi.agent.state import _evidence_note, _State, compact_history
 from avi.agent.search import HostSearch
 from avi.agent.trace import HOST_STEP, Trace
 from avi.agent.traps import TRAP_REPEATS, _call_key, _trap_run
@@ -170,7 +171,7 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
         try:
             return self.llm.chat(messages, tools, **kwargs)
         except ContextOverflowError:
-            _compact(history)
+            compact_history(history)
             messages = [{"role": "system", "content": self._system()}] + history + (extra or [])
             return self.llm.chat(messages, tools, **kwargs)
 
@@ -239,13 +240,18 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
             st.iteration += 1
             res, reply, common = self._decide(st, trace)
             if reply is None:
-                # No usable reply after the retries: Retrieve moves on to Perceive (the agent
-                # can still look at frames); Perceive and Review spend the iteration.
-                if st.phase == "retrieve":
-                    notes: list[str] = ["no usable reply after retries"]
-                    self._enter(st, "perceive", notes)
-                    trace.add(kind="stage_switch", switch_to="perceive", notes=notes, iteration=st.iteration,
-                              phase="retrieve")
+                # No usable reply after the retries: Retrieve moves on to Perceive (the agent can still look
+                # at frames); a Perceive call that repeats one whose result is above moves on to Review (twice:
+                # the answer is forced from the evidence found); otherwise the iteration is spent.
+                was = st.phase
+                if was == "retrieve" or (st.repeats and was == "perceive"):
+                    if was == "perceive" and st.repeats > 1:
+                        break
+                    target = "perceive" if was == "retrieve" else "review"
+                    notes: list[str] = ["no usable reply after retries" if target == "perceive" else
+                                        "a call repeated with its result above: Review decides on that evidence"]
+                    self._enter(st, target, notes)
+                    trace.add(kind="stage_switch", switch_to=target, notes=notes, iteration=st.iteration, phase=was)
                 continue
             if reply.call is not None:
                 self._run_tool(st, trace, res, reply, common)
@@ -381,7 +387,7 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
         temperature = self.settings.llm_temperature
         for _attempt in range(self.settings.max_retries + 1):
             res = self._call_llm(st.history, retries, require, temperature)
-            reply = _phase_call_as_directive(parse_reply(res.content, res.reasoning, res.tool_calls))
+            reply = phase_call_as_directive(parse_reply(res.content, res.reasoning, res.tool_calls))
             problem = self._problem(reply, st)
             common = dict(iteration=st.iteration, phase=st.phase, thought=reply.thought, content=res.content,
                           llm_seconds=round(res.seconds, 3), prompt_tokens=res.prompt_tokens,
@@ -389,6 +395,11 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
                           call_source=None if reply.call is None else "native" if reply.native else "content")
             if problem is None:
                 return res, reply, common
+            if reply.call is not None and st.phase == "perceive" and st.perceive_calls and \
+                    _call_key(reply.call.name, reply.call.arguments) in st.seen:
+                st.repeats += 1  # re-asked, the 1.5B model repeats it again (syn-shapes-08: 20 retries, 5 min)
+                trace.add(kind="retry", notes=[problem, "a repeated call is not asked again"], **common)
+                return res, None, common
             extracted = self._extract_call(st, trace, reply, common, require) if not _attempt else None
             if extracted is not None:
                 return extracted
@@ -465,35 +476,3 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
         else:
             history.append({"role": "assistant", "content": res.content or ""})
             history.append({"role": "user", "content": f"Result of {tool.name}:\n{obs}"})
-
-
-def _compact(history: list[dict], keep_last: int = 4) -> None:
-    """Shorten old tool results in place so the conversation fits the context again.
-
-    The first message (question, options, Retrieve instructions) and the model's own
-    turns are never shortened; only tool results older than the last ``keep_last`` messages.
-    """
-    for msg in history[1:-keep_last]:
-        content = msg.get("content")
-        is_result = msg["role"] == "tool" or (msg["role"] == "user" and isinstance(content, str)
-                                              and content.startswith("Result of "))
-        if is_result and isinstance(content, str) and len(content) > 300:
-            msg["content"] = content[:280] + "\n…(older result shortened)"
-
-
-def _phase_call_as_directive(reply: Reply) -> Reply:
-    """Read a "tool call" named after a stage (``{"name": "review"}``, ``stage_switch`` with a stage
-    argument) as the stage directive it means: small models write directives as calls (seen in
-    traces of the 1.5B orchestrator), and a retry costs a whole model turn."""
-    call = reply.call
-    if call is None or call.error or reply.switch is not None:
-        return reply
-    name = call.name.strip().lower().replace("-", "_")
-    args = call.arguments if isinstance(call.arguments, dict) else {}
-    if name in ("stage_switch", "switch_stage", "stage"):
-        name = str(args.get("stage") or args.get("to") or args.get("phase") or "").strip().lower()
-    if name not in ("perceive", "review"):
-        return reply
-    reply.switch, reply.call = name, None
-    reply.notes.append(f"a call named {call.name!r} was read as [STAGE_SWITCH: {name}]")
-    return reply

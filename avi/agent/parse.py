@@ -390,3 +390,21 @@ def parse_reply(content: str | None, reasoning: str | None = None, native_calls:
     if not thought:
         thought = visible
     return Reply(thought, text, call, find_stage_switch(text), find_answer(text), native, extra)
+
+
+def phase_call_as_directive(reply: Reply) -> Reply:
+    """Read a "tool call" named after a stage (``{"name": "review"}``, ``stage_switch`` with a stage
+    argument) as the stage directive it means: small models write directives as calls (seen in
+    traces of the 1.5B orchestrator), and a retry costs a whole model turn."""
+    call = reply.call
+    if call is None or call.error or reply.switch is not None:
+        return reply
+    name = call.name.strip().lower().replace("-", "_")
+    args = call.arguments if isinstance(call.arguments, dict) else {}
+    if name in ("stage_switch", "switch_stage", "stage"):
+        name = str(args.get("stage") or args.get("to") or args.get("phase") or "").strip().lower()
+    if name not in ("perceive", "review"):
+        return reply
+    reply.switch, reply.call = name, None
+    reply.notes.append(f"a call named {call.name!r} was read as [STAGE_SWITCH: {name}]")
+    return reply

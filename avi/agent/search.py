@@ -8,6 +8,7 @@ that a host call with the question's own words replaces.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from avi.agent.choice import question_stem
@@ -59,7 +60,11 @@ class HostSearch:
         if tool is None or not query or whole_video_question(st.question):
             return ""
         args = {"query": query, "top_k": 16}
-        obs = host_tool_call(trace, tool, self.ctx, args, iteration=0, phase="retrieve",
+        # a shorter result than the model's own search: the hits' ranges are listed again as the Perceive places
+        limit = int(getattr(self.ctx.settings, "host_retrieve_max_chars", 800))
+        ctx = dataclasses.replace(self.ctx, settings=self.ctx.settings.model_copy(
+            update={"retrieve_max_chars": min(limit, int(self.ctx.settings.retrieve_max_chars))}))
+        obs = host_tool_call(trace, tool, ctx, args, iteration=0, phase="retrieve",
                              note="the host searched the clips for the question; the agent opens in Perceive")
         if obs.error or not obs.data.get("clips"):
             return ""

@@ -35,6 +35,7 @@ class _State:
     places: Places = field(default_factory=Places)  # where to look: the question's time words, search hits
     perceive_calls: list = field(default_factory=list)  # (tool, arguments, data + evidence) of successful calls
     questioned: set = field(default_factory=set)  # perceive calls questioned once for unsupported ranges
+    repeats: int = 0  # model calls that repeated an earlier call exactly (not re-asked; see Agent._decide)
     measured: tuple | None = None  # (answer, letter or None) measured by the host before any LLM step
 
     def perceive_data(self) -> list[tuple[str, dict]]:
@@ -50,3 +51,17 @@ def _evidence_note(observation: str, limit: int = 400) -> str:
     """One perceive result as a compact line for the Review message."""
     text = " ".join(observation.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def compact_history(history: list[dict], keep_last: int = 4) -> None:
+    """Shorten old tool results in place so the conversation fits the context again.
+
+    The first message (question, options, Retrieve instructions) and the model's own
+    turns are never shortened; only tool results older than the last ``keep_last`` messages.
+    """
+    for msg in history[1:-keep_last]:
+        content = msg.get("content")
+        is_result = msg["role"] == "tool" or (msg["role"] == "user" and isinstance(content, str)
+                                              and content.startswith("Result of "))
+        if is_result and isinstance(content, str) and len(content) > 300:
+            msg["content"] = content[:280] + "\n…(older result shortened)"

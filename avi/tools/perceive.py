@@ -125,6 +125,26 @@ def merge_variants(runs: list[dict], gap_s: float = 5.0) -> list[dict]:
     return out
 
 
+def _text_lines(runs: list[dict]) -> list[str]:
+    """One line per distinct text (``normalise_text``), in the order texts first appear, with every time span
+    it was read in: a slide shown twice costs the model one line, not two (issue 17, item 5: fewer prompt
+    tokens per question). Score is the best read's; spans are seconds, one decimal."""
+    groups: dict[str, list[dict]] = {}
+    for r in runs:
+        groups.setdefault(normalise_text(r["text"]) or r["text"], []).append(r)
+    lines = []
+    for group in groups.values():
+        best = max(group, key=lambda r: r["score"])
+        spans = ", ".join(f"{r['first_s']:.1f}s" + (f"–{r['last_s']:.1f}s" if r["last_s"] > r["first_s"] else "")
+                          for r in group)
+        variants = list(dict.fromkeys(v for r in group for v in r.get("variants") or ()))
+        reads = sum(r["frames"] for r in group)
+        lines.append(f'"{best["text"]}" at {spans} (score {best["score"]:.2f}'
+                     + (f"; {reads} reads, also read as " + ", ".join(f'"{v}"' for v in variants[:4])
+                        if variants else "") + ")")
+    return lines
+
+
 @tool("perceive")
 def text_extract(ctx: ToolContext, time_ranges: TimeRanges) -> Observation:
     """Read on-screen text (OCR) in frames of the given time ranges; repeated text is merged across neighbouring frames.
@@ -168,10 +188,7 @@ def text_extract(ctx: ToolContext, time_ranges: TimeRanges) -> Observation:
     if not runs:
         return Observation(_with_notes(head + ". No text found.", notes), {"lines": []},
                            [f.t_s for f in frames], notes=notes)
-    body = [f'"{r["text"]}" at {r["first_s"]:.1f}s' + (f"–{r['last_s']:.1f}s" if r["last_s"] > r["first_s"] else "")
-            + f" (score {r['score']:.2f}"
-            + (f"; {r['frames']} reads, also read as " + ", ".join(f'"{v}"' for v in r["variants"][:4])
-               if r.get("variants") else "") + ")" for r in runs]
+    body = _text_lines(runs)
     evidence = [[r["first_s"], r["last_s"]] for r in runs]
     return Observation(_with_notes(head + f". Text found ({VIDEO_TEXT_NOTE}):\n" + "\n".join(body), notes),
                        {"texts": [{**r, "score": round(r["score"], 3)} for r in runs], "lines": lines_all},

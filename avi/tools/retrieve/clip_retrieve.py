@@ -8,6 +8,7 @@ from pydantic import Field
 
 from avi.tools.base import Observation, Query, ToolContext, tool
 from avi.tools.retrieve.common import _CAPTION_CHARS, _max_chars
+from avi.video.spans import merge_spans
 from avi.video.timecode import fmt_range
 
 
@@ -32,33 +33,47 @@ def clip_retrieve(ctx: ToolContext, query: Query, top_k: Annotated[int, Field(ge
     if captioner.startswith("perception"):
         header += "; captions are measured (detector counts, OCR, colours), not a VLM description"
     # Issue 14: the most similar clips must reach the model. Clips are taken best first until the
-    # observation budget is spent (each caption cut to what fits), then shown in time order.
+    # observation budget is spent (each caption cut to what fits), then shown in time order. Clips with the
+    # same caption (a slide held for a minute) share one line that lists their ranges (issue 17, item 5:
+    # a repeated caption costs its range, not its text, and more distinct clips fit the budget).
     limit = min(_max_chars(ctx), int(getattr(ctx.settings, "retrieve_max_chars", 1600) or 1600))
     budget = limit - len(header) - 120
-    chosen, used = [], 0
+    chosen, groups, used = [], {}, 0
     for h in hits:
         text = " ".join(h.caption.text.split())
-        room = min(_CAPTION_CHARS if len(chosen) < 3 else _CAPTION_CHARS * 2 // 3, budget - used - 40)
+        group = groups.get(text)
+        if group is not None:
+            if budget - used < 24:
+                break
+            group["hits"].append(h)
+            chosen.append(h)
+            used += 24
+            continue
+        room = min(_CAPTION_CHARS if len(groups) < 3 else _CAPTION_CHARS * 2 // 3, budget - used - 40)
         if room < 60:
             break
         if len(text) > room:
             text = text[:room - 1] + "…"
-        line = f"{fmt_range(h.caption.start_s, h.caption.end_s)} sim {h.similarity:.2f}: {text}"
-        chosen.append((h, line))
-        used += len(line) + 1
-    best = [h for h, _ in chosen[:3]]
+        groups[" ".join(h.caption.text.split())] = {"hits": [h], "text": text}
+        chosen.append(h)
+        used += len(text) + 30
     lines = [header.replace(f"{len(hits)} clips", f"{len(chosen)} clips") + ":"]
-    lines += [line for _, line in sorted(chosen, key=lambda x: x[0].caption.start_s)]
+    for g in sorted(groups.values(), key=lambda g: min(h.caption.start_s for h in g["hits"])):
+        spans = merge_spans([[h.caption.start_s, h.caption.end_s] for h in g["hits"]], gap_s=0.05)
+        lines.append(", ".join(fmt_range(a, b) for a, b in spans)
+                     + f" sim {max(h.similarity for h in g['hits']):.2f}"
+                     + (f" ({len(g['hits'])} clips, same caption)" if len(g["hits"]) > 1 else "") + f": {g['text']}")
     if len(hits) > len(chosen):
         lines.append(f"({len(hits) - len(chosen)} less similar clips left out)")
     if len(chosen) > 1:
-        lines.append("Most similar first: " + ", ".join(fmt_range(h.caption.start_s, h.caption.end_s) for h in best))
-    hits = [h for h, _ in chosen]
+        lines.append("Most similar first: " + ", ".join(fmt_range(h.caption.start_s, h.caption.end_s)
+                                                        for h in chosen[:3]))
+    shown = {id(h) for h in chosen}  # every hit is in the data (the places to look, the trace), shown or not
     return Observation(
         "\n".join(lines),
         {"query": query, "clips": [{"clip_index": h.caption.clip_index, "start_s": h.caption.start_s,
                                     "end_s": h.caption.end_s, "similarity": round(h.similarity, 4),
-                                    "caption": h.caption.text} for h in hits]},
+                                    "caption": h.caption.text, "shown": id(h) in shown} for h in hits]},
     )
 
 
