@@ -324,16 +324,26 @@ def test_a_repeated_perceive_call_moves_on_to_review_and_twice_forces_the_answer
     """syn-shapes-08: the 1.5B model bounced back from Review and sent its text_extract call again, and again on
     every retry (20 retries, 5 minutes). A Perceive call that repeats one whose result is above is not re-asked:
     Review decides on that evidence; a second repeat ends the loop with the answer forced from the evidence."""
+    # the first repeat is re-asked (a sampled retry may pick another tool) ...
     agent, llm = make_agent([call("clip_retrieve", query="sign"), TO_PERCEIVE, TEXT_AT_5, TEXT_AT_5,
-                             "**Answer:** EXIT 42"])
+                             call("object_detect", time_ranges=[[4, 9]], objects=["person"]), TO_REVIEW,
+                             "**Answer:** EXIT 42"], max_retries=2)
     result = agent.run(Q)
-    assert kinds(result.trace) == ["tool_call", "stage_switch", "tool_call", "retry", "stage_switch", "answer"]
-    assert "a repeated call is not asked again" in result.trace.steps[3].notes
-    assert result.trace.steps[4].switch_to == "review" and result.answer == "EXIT 42"
-    assert len(llm.calls) == 5  # no retry turn
+    assert kinds(result.trace) == ["tool_call", "stage_switch", "tool_call", "retry", "tool_call", "stage_switch",
+                                   "answer"]
+    # ... up to max_retries times; then Review decides on the evidence above
+    agent, llm = make_agent([call("clip_retrieve", query="sign"), TO_PERCEIVE, TEXT_AT_5, TEXT_AT_5, TEXT_AT_5,
+                             TEXT_AT_5, "**Answer:** EXIT 42"], max_retries=2)
+    result = agent.run(Q)
+    assert kinds(result.trace) == ["tool_call", "stage_switch", "tool_call", "retry", "retry", "retry",
+                                   "stage_switch", "answer"]
+    assert "a repeated call is not asked again" in result.trace.steps[5].notes
+    assert result.trace.steps[6].switch_to == "review" and result.answer == "EXIT 42"
+    assert len(llm.calls) == 7
 
-    agent, llm = make_agent([call("clip_retrieve", query="sign"), TO_PERCEIVE, TEXT_AT_5, TEXT_AT_5,
-                             "[STAGE_SWITCH: perceive]", TEXT_AT_5, "**Answer:** EXIT 42"])
+    # a second repeat, after Review sent it back to Perceive, is not re-asked: the answer is forced
+    agent, llm = make_agent([call("clip_retrieve", query="sign"), TO_PERCEIVE, TEXT_AT_5, TEXT_AT_5, TEXT_AT_5,
+                             TEXT_AT_5, "[STAGE_SWITCH: perceive]", TEXT_AT_5, "**Answer:** EXIT 42"], max_retries=2)
     result = agent.run(Q)
     assert kinds(result.trace)[-3:] == ["stage_switch", "retry", "forced_answer"]
     assert result.trace.forced

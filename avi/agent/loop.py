@@ -396,8 +396,11 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
             if problem is None:
                 return res, reply, common
             if reply.call is not None and st.phase == "perceive" and st.perceive_calls and \
-                    _call_key(reply.call.name, reply.call.arguments) in st.seen:
-                st.repeats += 1  # re-asked, the 1.5B model repeats it again (syn-shapes-08: 20 retries, 5 min)
+                    _call_key(reply.call.name, reply.call.arguments) in st.seen and \
+                    (st.repeats or _attempt == self.settings.max_retries):
+                # the first time, the sampled retries may find another tool (syn-shapes-05: object_detect on the
+                # second); after that, re-asked, the 1.5B model repeats it again (syn-shapes-08: 20 retries, 5 min)
+                st.repeats += 1
                 trace.add(kind="retry", notes=[problem, "a repeated call is not asked again"], **common)
                 return res, None, common
             extracted = self._extract_call(st, trace, reply, common, require) if not _attempt else None

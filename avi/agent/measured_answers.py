@@ -45,7 +45,7 @@ from avi.agent.measured_looks import (
 )
 from avi.agent.state import _State
 from avi.agent.surfaces import ground_question, ground_runs, on_ground
-from avi.agent.trace import HOST_STEP, Trace
+from avi.agent.trace import HOST_STEP, Trace, host_tool_call
 from avi.tools import ALL_TOOLS
 from avi.tools.base import sample_times
 from avi.video.spans import merge_spans
@@ -229,11 +229,8 @@ class MeasuredAnswers:
                     if window[1] - window[0] < 0.5:
                         break
                     arguments = {**last[1], "time_ranges": [window]}
-                    obs = tool.run(self.ctx, arguments)
-                    trace.add(kind="tool_call", iteration=st.iteration, phase="review", tool="object_detect",
-                              arguments=arguments, observation=obs.text, observation_data=obs.data,
-                              error=obs.error, frames_s=obs.frames_s,
-                              notes=["host: following the count past the frames looked at (interval answer)"])
+                    obs = host_tool_call(trace, tool, self.ctx, arguments, iteration=st.iteration, phase="review",
+                                         note="following the count past the frames looked at (interval answer)")
                     if obs.error:
                         break
                     steps.append(("object_detect", obs.data))

@@ -292,7 +292,9 @@ class MeasuredChoices:
         why = [f"the detector found {' / '.join(checkable[k] for k in sorted(absent))} in none of {len(frames)} "
                f"frames"] if absent else []
         if written - absent:  # a sign or a caption is text: no legible word in the range rules it out
-            obs = ALL_TOOLS["text_extract"].run(self.ctx, {"time_ranges": ranges})
+            obs = host_tool_call(trace, ALL_TOOLS["text_extract"], self.ctx, {"time_ranges": ranges},
+                                 iteration=st.iteration, phase=st.phase,
+                                 note="does any option naming something written show text in the named range?")
             words = [line.get("text", "") for line in (obs.data.get("lines") or [])
                      if len(re.findall(r"[A-Za-z0-9]", line.get("text", ""))) >= 2]
             if not obs.error and not words:
