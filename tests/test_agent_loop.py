@@ -1403,6 +1403,7 @@ def test_host_retrieve_searches_for_the_question_and_opens_in_perceive(make_agen
     host = [s for s in result.trace.steps if s.kind == "tool_call" and s.tool == "clip_retrieve"]
     assert host and HOST_STEP in host[0].notes and host[0].arguments["query"] == "the sign say"
     assert result.trace.totals()["llm_replies"] == len(llm.calls)  # no model step for the search
+    assert sum(s.kind == "stage_switch" and HOST_STEP in s.notes for s in result.trace.steps) == 1
     agent, llm = make_agent([TO_PERCEIVE, call("text_extract", time_ranges=[[4, 9]]), TO_REVIEW,
                              "**Answer:** EXIT 42"], host_retrieve=True, grounded_answers=True)
     agent.run("What is the whole video about?")

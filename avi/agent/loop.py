@@ -220,7 +220,7 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
         st.history.append({"role": "user", "content": self._question_message(
             question, st.options_text, time_hint, speech, st.answer_format)
             + (f"\n\n{searched}" if searched else "") + "\n\n" + self._stage_message(st, st.phase)})
-        if st.phase == "perceive":
+        if st.phase == "perceive" and not searched:  # (the host search records its own switch)
             trace.add(kind="stage_switch", switch_to="perceive", iteration=0, phase="retrieve",
                       notes=[HOST_STEP, "the question's time words name where to look: Perceive first, no Retrieve step"])
 
