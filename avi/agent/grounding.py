@@ -105,23 +105,15 @@ class Places:
         call, not five (issue 17, item 5: the 1.5B model spent about 9 s decoding such lists). Ranges the
         question names are never joined. Returns ``(place, count)`` pairs; the joined place has the union span
         and the best score."""
-        out: list[list] = [[p, 1] for p in places]
-        changed = True
-        while changed:
-            changed = False
-            for i in range(len(out)):
-                for j in range(i + 1, len(out)):
-                    a, b = out[i][0], out[j][0]
-                    if a.source != "question" and a.source == b.source and \
-                            b.span[0] <= a.span[1] + gap_s and b.span[1] >= a.span[0] - gap_s:
-                        out[i] = [Place([min(a.span[0], b.span[0]), max(a.span[1], b.span[1])], a.source,
-                                        max(a.score, b.score), a.label), out[i][1] + out[j][1]]
-                        del out[j]
-                        changed = True
-                        break
-                if changed:
-                    break
-        return [(p, k) for p, k in out]
+        joined: dict[int, tuple[Place, int]] = {}  # id of each group's best-ranked member -> (union, count)
+        for source in {p.source for p in places if p.source != "question"}:
+            mine = [p for p in places if p.source == source]
+            for span in merge_spans([p.span for p in mine], gap_s):
+                members = [p for p in mine if span[0] <= p.span[0] and p.span[1] <= span[1]]
+                joined[id(members[0])] = (Place(span, source, max(m.score for m in members), members[0].label),
+                                          len(members))
+        return [(p, 1) if p.source == "question" else joined[id(p)] for p in places
+                if p.source == "question" or id(p) in joined]
 
     def unsupported(self, ranges: list[list[float]]) -> list[list[float]]:
         """The ranges of a perceive call that no place supports (none when there are no places yet).

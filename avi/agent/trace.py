@@ -18,7 +18,6 @@ HOST_STEP = "host step, no model reply"
 """A step's note saying the host made it without asking the model (not counted as a model reply)."""
 
 
-
 def host_tool_call(trace: "Trace", tool, ctx, arguments: dict, *, iteration: int, phase: str, note: str):
     """Run ``tool`` on the host's behalf (no model reply asked for it) and record the call in ``trace``, marked
     :data:`HOST_STEP` with ``note``. Returns the tool's observation."""
@@ -27,6 +26,7 @@ def host_tool_call(trace: "Trace", tool, ctx, arguments: dict, *, iteration: int
               error=obs.error, tool_seconds=obs.data.get("seconds", 0.0), frames_s=obs.frames_s,
               iteration=iteration, phase=phase, notes=[HOST_STEP, note] + list(obs.notes))
     return obs
+
 
 @dataclass
 class Step:

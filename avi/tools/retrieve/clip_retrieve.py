@@ -40,8 +40,8 @@ def clip_retrieve(ctx: ToolContext, query: Query, top_k: Annotated[int, Field(ge
     budget = limit - len(header) - 120
     chosen, groups, used = [], {}, 0
     for h in hits:
-        text = " ".join(h.caption.text.split())
-        group = groups.get(text)
+        key = text = " ".join(h.caption.text.split())
+        group = groups.get(key)
         if group is not None:
             if budget - used < 24:
                 break
@@ -54,7 +54,7 @@ def clip_retrieve(ctx: ToolContext, query: Query, top_k: Annotated[int, Field(ge
             break
         if len(text) > room:
             text = text[:room - 1] + "…"
-        groups[" ".join(h.caption.text.split())] = {"hits": [h], "text": text}
+        groups[key] = {"hits": [h], "text": text}
         chosen.append(h)
         used += len(text) + 30
     lines = [header.replace(f"{len(hits)} clips", f"{len(chosen)} clips") + ":"]
