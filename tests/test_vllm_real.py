@@ -207,13 +207,9 @@ def test_reasoning_field(vllm_server):
     assert res.tool_calls and res.tool_calls[0][0] == "text_extract"
 
 
-def test_one_agent_step(vllm_server, settings, sign_video, sign_index, session_backends):
-    """One iteration of avi's real Agent, with the orchestrator client built from settings as in production.
-
-    The first Retrieve step must search (``require_tool`` = the search tools, a subset of the ten): the client sends
-    ``tool_choice="required"`` with only that subset listed, so the server constrains the call to a search tool. The
-    iteration limit of 1 then forces the answer request, which sends the tool exchange back to the server.
-    """
+def _run_agent(vllm_server, settings, sign_video, sign_index, session_backends):
+    """One iteration of avi's real Agent on the sign video, with the orchestrator client built from settings as in
+    production; returns the run's trace steps (printed for the CI log)."""
     from avi.agent.loop import Agent
     from avi.agent.prompts import PromptLibrary
     from avi.backends import Backends
@@ -236,6 +232,20 @@ def test_one_agent_step(vllm_server, settings, sign_video, sign_index, session_b
                                                                              "prompt_tokens", "completion_tokens",
                                                                              "llm_seconds", "notes")}
                                                   for s in steps], default=str), file=sys.stderr)
+    forced = steps[-1]  # the forced answer: a second request carrying the assistant tool call and the tool result
+    assert forced.kind == "forced_answer"
+    assert result.trace.forced is True
+    return steps
+
+
+def test_one_agent_step(vllm_server, settings, sign_video, sign_index, session_backends):
+    """With the host's opening search off, the agent's first Retrieve step is the model's and must search
+    (``require_tool`` = the search tools, a subset of the ten): the client sends ``tool_choice="required"`` with only
+    that subset listed, so the server constrains the call to a search tool. The iteration limit of 1 then forces the
+    answer request, which sends the tool exchange back to the server.
+    """
+    settings.host_retrieve = False
+    steps = _run_agent(vllm_server, settings, sign_video, sign_index, session_backends)
     first = steps[0]
     assert first.kind == "tool_call" and first.iteration == 1, steps
     assert first.call_source == "native"  # the server's tool_calls, parsed by the hermes parser
@@ -246,9 +256,25 @@ def test_one_agent_step(vllm_server, settings, sign_video, sign_index, session_b
     # seen; with all ten schemas listed it was 2,419)
     assert 600 < first.prompt_tokens < 2000
     assert first.observation
-    forced = steps[-1]  # the forced answer: a second request carrying the assistant tool call and the tool result
-    assert forced.kind == "forced_answer" and forced.prompt_tokens > first.prompt_tokens
-    assert result.trace.forced is True
+    assert steps[-1].prompt_tokens > first.prompt_tokens
+
+
+def test_agent_step_after_host_search(vllm_server, settings, sign_video, sign_index, session_backends):
+    """The default opening (``host_retrieve``): the host searches the clips (iteration 0, no request), the agent
+    opens in Perceive, and its one model step is a Perceive tool call returned by the server (hermes parser),
+    schema-valid; the forced answer then carries that exchange back."""
+    assert settings.host_retrieve is True
+    steps = _run_agent(vllm_server, settings, sign_video, sign_index, session_backends)
+    host = steps[0]
+    assert host.kind == "tool_call" and host.iteration == 0 and host.tool == "clip_retrieve"
+    assert host.prompt_tokens == 0 and host.observation
+    model = [s for s in steps if s.kind == "tool_call" and s.iteration == 1]
+    assert len(model) == 1, steps
+    call = model[0]
+    assert call.phase == "perceive" and call.call_source == "native"
+    _check_call(call.tool, json.dumps(call.arguments))
+    assert call.thought == REASONING_WORD
+    assert 600 < call.prompt_tokens < steps[-1].prompt_tokens
 
 
 def test_vlm_frames_as_files_are_what_vllm_reads(tmp_path, sign_video):
