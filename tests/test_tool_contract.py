@@ -602,3 +602,15 @@ def test_frames_thinned_by_the_cap_are_still_neighbours():
     assert neighbour_gap([0.0, 0.5, 1.0], 2.0) == pytest.approx(0.75, abs=1e-3)
     assert neighbour_gap([0.0, 4.0, 8.0], 2.0) == pytest.approx(6.0, abs=1e-3)
     assert neighbour_gap([3.0], 2.0) == pytest.approx(0.75, abs=1e-3)
+
+
+def test_count_runs_keeps_every_frame_count():
+    """object_detect's per-frame counts are written as runs of neighbouring frames with one count; a gap (another
+    range) or a change of count starts a new run, and the series can be read back frame by frame."""
+    from avi.tools.perceive import count_runs
+
+    times = [35.0, 35.5, 36.0, 36.5, 37.0, 60.0, 60.5]
+    counts = [2, 2, 2, 3, 2, 2, 2]
+    text = count_runs(times, counts, gap_s=0.75)
+    assert text == ("2 at 35.0s–36.0s (3 frames), 3 at 36.5s, 2 at 37.0s, 2 at 60.0s–60.5s (2 frames)")
+    assert count_runs([1.0], [0], 0.75) == "0 at 1.0s"

@@ -217,9 +217,12 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
         speech = self.prompts.render("speech_yes", segments=len(transcript),
                                      source=", ".join(sorted({s.source for s in transcript}))) \
             if transcript else self.prompts.text("speech_no")
-        st.history.append({"role": "user", "content": self._question_message(
+        # Opening in Perceive, the tool guide (the same for every question of a profile) leads the message, right
+        # after the system prompt: the server's KV cache then keeps it from the last question (issue 17, item 5)
+        guide = self._perceive_guide() + "\n\n" if st.phase == "perceive" else ""
+        st.history.append({"role": "user", "content": guide + self._question_message(
             question, st.options_text, time_hint, speech, st.answer_format)
-            + (f"\n\n{searched}" if searched else "") + "\n\n" + self._stage_message(st, st.phase)})
+            + (f"\n\n{searched}" if searched else "") + "\n\n" + self._stage_message(st, st.phase, not guide)})
         if st.phase == "perceive" and not searched:  # (the host search records its own switch)
             trace.add(kind="stage_switch", switch_to="perceive", iteration=0, phase="retrieve",
                       notes=[HOST_STEP, "the question's time words name where to look: Perceive first, no Retrieve step"])
@@ -356,10 +359,11 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
         if step_notes is not None:
             step_notes.append(f"entered {new_phase}")
 
-    def _stage_message(self, st: "_State", phase: str) -> str:
+    def _stage_message(self, st: "_State", phase: str, guide: bool = True) -> str:
         """The instruction that opens a stage. Review restates the question, the answer format and
         the evidence found so far right where the decision is made: a small orchestrator reads
-        the last message far more reliably than a tool result ten messages up."""
+        the last message far more reliably than a tool result ten messages up. ``guide=False``: the Perceive
+        tool guide is left out (the opening message carries it at its top)."""
         evidence = "\n".join(f"- {e}" for e in st.evidence_notes[-6:]) or "- none yet"
         question = st.question + (f"\n{st.options_text}" if st.options_text else "")
         speech = bool(self.ctx.index.transcript)  # speech tools are only mentioned when there is speech
@@ -369,10 +373,17 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
             if places else "No search has pointed anywhere yet: choose ranges that the question or the search names."
         return self.prompts.render(f"stage_{phase}", question=question, answer_format=st.answer_format,
                                    evidence=evidence, places=places,
-                                   detector_vocabulary=self.ctx.backends.detector.vocabulary,
+                                   guide=self._perceive_guide() if guide and phase == "perceive" else "",
                                    speech_retrieve=self.prompts.text("speech_retrieve") if speech else "",
-                                   speech_perceive="  " + self.prompts.text("speech_perceive") if speech else "",
                                    graph_retrieve=self.prompts.text("graph_retrieve_hint") if graph else "")
+
+    def _perceive_guide(self) -> str:
+        """Which perceive tool measures what (prompts/perceive_guide.md): fixed for a profile, but for the
+        transcript line, which only videos with speech get (it comes last, so the rest stays a shared prefix)."""
+        speech = bool(self.ctx.index.transcript)
+        text = self.prompts.render("perceive_guide", detector_vocabulary=self.ctx.backends.detector.vocabulary,
+                                   speech_perceive="  " + self.prompts.text("speech_perceive") if speech else "")
+        return "\n".join(line for line in text.splitlines() if line.strip())
 
     def _decide(self, st: "_State", trace: Trace):
         """Ask for one usable decision, re-asking with the problem up to ``max_retries`` times.

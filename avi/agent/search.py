@@ -73,4 +73,6 @@ class HostSearch:
         st.phase = "perceive"
         trace.add(kind="stage_switch", switch_to="perceive", iteration=0, phase="retrieve",
                   notes=[HOST_STEP, "searched by the host: Perceive first, no Retrieve step"])
-        return self.prompts.render("host_search", result=obs.text)
+        # the hits, best first, are listed again as the places to look: the result's own best-first line goes
+        text = "\n".join(line for line in obs.text.splitlines() if not line.startswith("Most similar first: "))
+        return self.prompts.render("host_search", result=text)

@@ -54,6 +54,25 @@ def neighbour_gap(times: list[float], fps: float) -> float:
     return 1.5 * max(step, usual) + 1e-6
 
 
+def count_runs(times: list[float], counts: list[int], gap_s: float) -> str:
+    """A per-frame count series as runs: neighbouring frames (at most ``gap_s`` seconds apart) with the same count
+    are one entry, ``"2 at 35.0s–40.0s (11 frames)"``; a lone frame stays ``"3 at 37.5s"``. Every frame's count can
+    be read back from the runs, at a fraction of the tokens of one entry per frame.
+
+    Args:
+        times: frame times in seconds, ascending, one per count.
+        counts: objects found per frame.
+        gap_s: neighbour distance in seconds (see ``neighbour_gap``).
+    """
+    runs: list[list] = []  # [count, first t, last t, frames]
+    for t, n in zip(times, counts):
+        if runs and runs[-1][0] == n and t - runs[-1][2] <= gap_s:
+            runs[-1][2], runs[-1][3] = t, runs[-1][3] + 1
+        else:
+            runs.append([n, t, t, 1])
+    return ", ".join(f"{n} at {a:.1f}s" if k == 1 else f"{n} at {a:.1f}s–{b:.1f}s ({k} frames)" for n, a, b, k in runs)
+
+
 def _with_notes(text: str, notes: list[str]) -> str:
     return text + ("\nNote: " + "; ".join(notes) if notes else "")
 
@@ -257,7 +276,7 @@ def object_detect(ctx: ToolContext, time_ranges: TimeRanges, objects: StrList) -
         if len(kept) == 1:
             body.append(f"{name}: {ns[0]} found at {kept[0][0]:.1f}s")
         else:
-            per_frame = ", ".join(f"{n} at {t:.1f}s" for (t, _), n in zip(kept, ns))
+            per_frame = count_runs([t for t, _ in kept], ns, gap_s)
             body.append(f"{name} count per frame: {per_frame}; at most {max(ns)} in one frame "
                         f"(median {statistics.median(ns):g}); present in {len(present)} of {len(kept)} frames")
         t_max, dets_max = max(kept, key=lambda item: (len(item[1]), -item[0]))
