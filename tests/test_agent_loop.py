@@ -1408,3 +1408,22 @@ def test_host_retrieve_searches_for_the_question_and_opens_in_perceive(make_agen
                              "**Answer:** EXIT 42"], host_retrieve=True, grounded_answers=True)
     agent.run("What is the whole video about?")
     assert "CURRENT STAGE: RETRIEVE" in llm.calls[0].messages[1]["content"]
+
+
+def test_yes_no_from_option_scores_over_both_orders(make_agent):
+    """A yes/no answer is the word the scores of "yes" and "no" favour, each shown first once (the model's "no,
+    the evidence does not ..." lost to the evidence's scores); an answer that agrees is kept as written."""
+    q = "Is there a sign that says EXIT 42 at 5 s?"
+    llm = LogprobLLM([TEXT_AT_5, TO_REVIEW, "**Answer:** no, the evidence does not show it"], truth="yes")
+    result = _agent_with(make_agent, llm, choice_scoring="permutation", grounded_answers=True).run(q)
+    assert result.answer == "yes"
+    assert len(llm.scored) == 2 and "A. yes" in llm.scored[0] and "A. no" in llm.scored[1]
+    step = [s for s in result.trace.steps if s.kind == "final_answer"][-1]
+    assert "yes/no by option scores" in step.notes[0] and step.observation_data["option_scores"]["yes"] > 0.5
+
+    llm = LogprobLLM([TEXT_AT_5, TO_REVIEW, "**Answer:** Yes, it does."], truth="yes")
+    result = _agent_with(make_agent, llm, choice_scoring="permutation", grounded_answers=True).run(q)
+    assert result.answer == "Yes, it does."
+    llm = LogprobLLM([TEXT_AT_5, TO_REVIEW, "**Answer:** no"], truth="yes")
+    result = _agent_with(make_agent, llm, choice_scoring="off", grounded_answers=True).run(q)
+    assert result.answer == "no" and not llm.scored

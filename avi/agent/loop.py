@@ -317,7 +317,8 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
             if st.kind in ("number", "text") and st.answer is not None:  # "how many" reads as text too
                 st.answer = self._rounded_as_asked(st, trace, self._count_at_moment(st, trace, st.answer))
             if st.kind == "text" and st.answer is not None:
-                st.answer = self._count_yes_no(st, trace, self._colour_answer(st, trace, st.answer))
+                st.answer = self._count_yes_no(st, trace, self._colour_answer(
+                    st, trace, self._debiased_yes_no(st, trace, st.answer)))
             counted = (self._black_interval(st, trace, interval) or self._count_interval(st, trace)) \
                 if st.kind == "interval" else None
             if counted is not None:  # a black shot, or "when are there five circles": where it was measured
@@ -378,8 +379,8 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
                                    graph_retrieve=self.prompts.text("graph_retrieve_hint") if graph else "")
 
     def _perceive_guide(self) -> str:
-        """Which perceive tool measures what (prompts/perceive_guide.md): fixed for a profile, but for the
-        transcript line, which only videos with speech get (it comes last, so the rest stays a shared prefix)."""
+        """Which perceive tool measures what (prompts/perceive_guide.md): fixed for a profile and a video (the
+        transcript line only for videos with speech; first, where it was when the model learned to pick it)."""
         speech = bool(self.ctx.index.transcript)
         text = self.prompts.render("perceive_guide", detector_vocabulary=self.ctx.backends.detector.vocabulary,
                                    speech_perceive="  " + self.prompts.text("speech_perceive") if speech else "")

@@ -55,7 +55,7 @@ def neighbour_gap(times: list[float], fps: float) -> float:
 
 
 def count_runs(times: list[float], counts: list[int], gap_s: float) -> str:
-    """A per-frame count series as runs: neighbouring frames (at most ``gap_s`` seconds apart) with the same count
+    """A per-frame count series as runs: neighbouring frames (at most two ``gap_s`` apart) with the same count
     are one entry, ``"2 at 35.0s–40.0s (11 frames)"``; a lone frame stays ``"3 at 37.5s"``. Every frame's count can
     be read back from the runs, at a fraction of the tokens of one entry per frame.
 
@@ -66,7 +66,7 @@ def count_runs(times: list[float], counts: list[int], gap_s: float) -> str:
     """
     runs: list[list] = []  # [count, first t, last t, frames]
     for t, n in zip(times, counts):
-        if runs and runs[-1][0] == n and t - runs[-1][2] <= gap_s:
+        if runs and runs[-1][0] == n and t - runs[-1][2] <= 2 * gap_s:
             runs[-1][2], runs[-1][3] = t, runs[-1][3] + 1
         else:
             runs.append([n, t, t, 1])
@@ -289,8 +289,8 @@ def object_detect(ctx: ToolContext, time_ranges: TimeRanges, objects: StrList) -
                           + (", " + " and ".join(c) if c else "") + ")" for d, c in zip(dets_max[:6], colours))
         body.append(f"  where at {t_max:.1f}s: {where}")
         evidence.append([min(present), max(present)])
-    if unsupported:
-        body.append(f"no class for {', '.join(unsupported)} (this profile detects {vocabulary})")
+    if unsupported:  # the short vocabulary: the full class list is for a call that found no class at all
+        body.append(f"no class for {', '.join(unsupported)} (this profile detects {det.vocabulary})")
     return Observation(_with_notes(head + ". Result:\n" + "\n".join(body), notes),
                        {"summary": summary, "detections": boxes, "unsupported": unsupported},
                        [f.t_s for f in frames], evidence, notes=notes)
