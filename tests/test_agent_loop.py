@@ -1400,6 +1400,10 @@ def test_host_retrieve_searches_for_the_question_and_opens_in_perceive(make_agen
     assert result.answer is not None and "EXIT" in result.answer
     first = llm.calls[0].messages[1]["content"]
     assert "already done for you (clip_retrieve)" in first and "CURRENT STAGE: PERCEIVE" in first
+    # the tool guide, the same for every question of the profile, leads the message (the server's KV cache keeps
+    # it from the last question) and is not repeated in the stage part below it
+    assert first.startswith("Perceive tools, by what each one measures:") and first.count("text_extract;") == 1
+    assert first.index("text_extract;") < first.index("Question:") < first.index("CURRENT STAGE: PERCEIVE")
     host = [s for s in result.trace.steps if s.kind == "tool_call" and s.tool == "clip_retrieve"]
     assert host and HOST_STEP in host[0].notes and host[0].arguments["query"] == "the sign say"
     assert result.trace.totals()["llm_replies"] == len(llm.calls)  # no model step for the search
@@ -1410,20 +1414,12 @@ def test_host_retrieve_searches_for_the_question_and_opens_in_perceive(make_agen
     assert "CURRENT STAGE: RETRIEVE" in llm.calls[0].messages[1]["content"]
 
 
-def test_yes_no_from_option_scores_over_both_orders(make_agent):
-    """A yes/no answer is the word the scores of "yes" and "no" favour, each shown first once (the model's "no,
-    the evidence does not ..." lost to the evidence's scores); an answer that agrees is kept as written."""
-    q = "Is there a sign that says EXIT 42 at 5 s?"
-    llm = LogprobLLM([TEXT_AT_5, TO_REVIEW, "**Answer:** no, the evidence does not show it"], truth="yes")
-    result = _agent_with(make_agent, llm, choice_scoring="permutation", grounded_answers=True).run(q)
-    assert result.answer == "yes"
-    assert len(llm.scored) == 2 and "A. yes" in llm.scored[0] and "A. no" in llm.scored[1]
-    step = [s for s in result.trace.steps if s.kind == "final_answer"][-1]
-    assert "yes/no by option scores" in step.notes[0] and step.observation_data["option_scores"]["yes"] > 0.5
-
-    llm = LogprobLLM([TEXT_AT_5, TO_REVIEW, "**Answer:** Yes, it does."], truth="yes")
-    result = _agent_with(make_agent, llm, choice_scoring="permutation", grounded_answers=True).run(q)
-    assert result.answer == "Yes, it does."
-    llm = LogprobLLM([TEXT_AT_5, TO_REVIEW, "**Answer:** no"], truth="yes")
-    result = _agent_with(make_agent, llm, choice_scoring="off", grounded_answers=True).run(q)
-    assert result.answer == "no" and not llm.scored
+def test_perceive_guide_comes_again_when_perceive_is_entered_later(make_agent):
+    """Entering Perceive from Retrieve, the stage message carries the tool guide itself."""
+    agent, llm = make_agent([call("clip_retrieve", query="sign"), TO_PERCEIVE, TEXT_AT_5, TO_REVIEW,
+                             "**Answer:** EXIT 42"])
+    agent.run(Q)
+    stage = [m["content"] for m in llm.calls[-1].messages if m["role"] == "user"
+             and str(m["content"]).startswith("CURRENT STAGE: PERCEIVE")]
+    assert len(stage) == 1 and "text_extract;" in stage[0] and "boundary_detect;" in stage[0]
+    assert "Perceive tools" not in llm.calls[0].messages[1]["content"]

@@ -7,7 +7,6 @@ measures itself (counts, cuts, colours, shapes, black shots, motion) are in :mod
 from __future__ import annotations
 
 import json
-import re
 
 from avi.agent.choice import choice_by_text, permutation_scores, question_stem
 from avi.agent.grounding import (
@@ -17,7 +16,6 @@ from avi.agent.grounding import (
     evidence_span,
     evidence_strings,
     grounded_in,
-    is_yes_no,
     normalise,
     unmeasurable,
 )
@@ -84,36 +82,6 @@ class GroundedAnswers:
                       notes=[f"choice {letter} by the option text the model named" if letter
                              else "the option text could not be read; structured letter used"])
         return (letter, "option-text") if letter else None
-
-    def _debiased_yes_no(self, st: "_State", trace: Trace, answer: str) -> str:
-        """A yes/no question's word from the scores of "yes" and "no" as two options, averaged over both orders
-        (:func:`~avi.agent.choice.permutation_scores`, setting ``choice_scoring`` = permutation), instead of the
-        word the model wrote: on the development benchmark the 1.5B model answered "no" to all eight yes/no
-        questions, often as "no, the evidence does not ..." when it doubted. The model's answer is kept when it
-        already starts with the scored word, or when the server gives no log-probabilities."""
-        if getattr(self.settings, "choice_scoring", "permutation") != "permutation" or not is_yes_no(st.question) \
-                or not hasattr(self.llm, "first_token_logprobs"):
-            return answer
-        history = st.history
-        if history and history[-1]["role"] == "assistant" and find_answer(history[-1].get("content") or ""):
-            history = history[:-1]  # scored on the evidence, not on the word just written
-        messages = [{"role": "system", "content": self._system()}] + history
-        try:
-            scores, calls = permutation_scores(self.llm, messages, self._schemas, self.prompts, st.question,
-                                               {"A": "yes", "B": "no"}, seed=self.settings.llm_seed)
-        except ContextOverflowError:
-            return answer
-        if not scores:
-            return answer
-        word = "yes" if scores["A"] > scores["B"] else "no"
-        kept = re.match(rf"[\s*]*{word}\b", answer or "", re.I) is not None
-        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
-                  llm_seconds=round(sum(c["seconds"] for c in calls), 3),
-                  prompt_tokens=sum(c["prompt_tokens"] for c in calls), completion_tokens=len(calls),
-                  notes=[f"yes/no by option scores over both orders: yes {scores['A']:.2f}, no {scores['B']:.2f}; "
-                         + ("the model's answer agrees" if kept else f"answer {word} (the model wrote {answer[:60]!r})")],
-                  observation_data={"option_scores": {"yes": scores["A"], "no": scores["B"]}, "permutations": calls})
-        return answer if kept else word
 
     def _extractive_answer(self, st: "_State", trace: Trace, answer: str) -> str:
         """A free-text answer about words (on-screen text, names, what was said) taken from the evidence

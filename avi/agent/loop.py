@@ -317,8 +317,7 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
             if st.kind in ("number", "text") and st.answer is not None:  # "how many" reads as text too
                 st.answer = self._rounded_as_asked(st, trace, self._count_at_moment(st, trace, st.answer))
             if st.kind == "text" and st.answer is not None:
-                st.answer = self._count_yes_no(st, trace, self._colour_answer(
-                    st, trace, self._debiased_yes_no(st, trace, st.answer)))
+                st.answer = self._count_yes_no(st, trace, self._colour_answer(st, trace, st.answer))
             counted = (self._black_interval(st, trace, interval) or self._count_interval(st, trace)) \
                 if st.kind == "interval" else None
             if counted is not None:  # a black shot, or "when are there five circles": where it was measured
