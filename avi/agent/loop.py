@@ -217,8 +217,8 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
         speech = self.prompts.render("speech_yes", segments=len(transcript),
                                      source=", ".join(sorted({s.source for s in transcript}))) \
             if transcript else self.prompts.text("speech_no")
-        # Opening in Perceive, the tool guide (the same for every question of a profile) leads the message, right
-        # after the system prompt: the server's KV cache then keeps it from the last question (issue 17, item 5)
+        # Opening in Perceive, the tool guide (the same for every question of a profile and video) leads the message,
+        # right after the system prompt: the server's KV cache keeps it from the last question (issue 17, item 5)
         guide = self._perceive_guide() + "\n\n" if st.phase == "perceive" else ""
         st.history.append({"role": "user", "content": guide + self._question_message(
             question, st.options_text, time_hint, speech, st.answer_format)
