@@ -14,6 +14,7 @@ import re
 from avi.agent.choice import question_stem
 from avi.agent.state import _State
 from avi.agent.trace import HOST_STEP, Trace, host_tool_call
+from avi.tools.retrieve.common import BEST_FIRST
 
 _LEAD = re.compile(
     r"^\s*(?:during\s+which\s+time\s+span|at\s+what\s+time|in\s+which\s+part\s+of\s+the\s+video|what\s+time|"
@@ -74,5 +75,5 @@ class HostSearch:
         trace.add(kind="stage_switch", switch_to="perceive", iteration=0, phase="retrieve",
                   notes=[HOST_STEP, "searched by the host: Perceive first, no Retrieve step"])
         # the hits, best first, are listed again as the places to look: the result's own best-first line goes
-        text = "\n".join(line for line in obs.text.splitlines() if not line.startswith("Most similar first: "))
+        text = "\n".join(line for line in obs.text.splitlines() if not line.startswith(BEST_FIRST))
         return self.prompts.render("host_search", result=text)

@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import Field
 
 from avi.tools.base import Observation, Query, ToolContext, tool
-from avi.tools.retrieve.common import _CAPTION_CHARS, _max_chars
+from avi.tools.retrieve.common import _CAPTION_CHARS, BEST_FIRST, _max_chars
 from avi.video.spans import merge_spans
 from avi.video.timecode import fmt_range
 
@@ -66,8 +66,7 @@ def clip_retrieve(ctx: ToolContext, query: Query, top_k: Annotated[int, Field(ge
     if len(hits) > len(chosen):
         lines.append(f"({len(hits) - len(chosen)} less similar clips left out)")
     if len(chosen) > 1:
-        lines.append("Most similar first: " + ", ".join(fmt_range(h.caption.start_s, h.caption.end_s)
-                                                        for h in chosen[:3]))
+        lines.append(BEST_FIRST + ", ".join(fmt_range(h.caption.start_s, h.caption.end_s) for h in chosen[:3]))
     shown = {id(h) for h in chosen}  # every hit is in the data (the places to look, the trace), shown or not
     return Observation(
         "\n".join(lines),

@@ -16,6 +16,10 @@ from avi.config_embedders import EMBEDDER_SETTINGS, embedder_settings
 from avi.tools.base import ToolContext
 from avi.video.timecode import fmt_range
 
+#: how clip_retrieve opens its line of the best hits, best first (the host search drops that line: its places
+#: list says the same)
+BEST_FIRST = "Most similar first: "
+
 _CAPTION_CHARS = 320  # per clip in the LLM's context; the trace keeps full captions
 
 
