@@ -71,6 +71,10 @@ fi
 
 # 4. avi and the cpu profile. llama-cpp-python has no wheel on PyPI: pip compiles it once
 #    (about 5-7 minutes on 2 cores) and caches the wheel for later runs.
+#    llama.cpp is built for AVX2, not for this CPU (-march=native): native builds of llama-cpp-python
+#    0.3.35 and 0.3.36 (gcc 12) crashed in llama_decode on a Xeon with AVX512-FP16/BF16, the portable
+#    AVX2 build runs there and on every x86-64 CPU of the last decade. Set CMAKE_ARGS to build otherwise.
+export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON}"
 EXTRAS="cpu,cpu-weights"
 [ "$WITH_TESTS" = 1 ] && EXTRAS="$EXTRAS,test,ray"  # ray: the batch tests run a local Ray cluster
 say "installing avi[$EXTRAS] (first run compiles llama-cpp-python: ~5-7 min)"
