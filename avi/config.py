@@ -22,9 +22,9 @@ import os
 import tomllib
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import Field, PrivateAttr, ValidationError
+from pydantic import BeforeValidator, Field, PrivateAttr, ValidationError
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -34,6 +34,7 @@ from pydantic_settings import (
 
 from avi.errors import InputError
 from avi.serve.layout import ROLE_SETTING, ServeLayout
+from avi.budget import frame_budget_value
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PROMPTS_DIR_DEFAULT = REPO_ROOT / "prompts"
@@ -253,10 +254,16 @@ class Settings(BaseSettings):
     ocr_paddle_cls_dir: Path | None = Field(default=None, description="optional PaddleOCR text-line orientation "
                                                                       "directory (e.g. PP-LCNet_x1_0_textline_ori)")
     frame_analysis_max_frames: int = Field(default=64, ge=1, le=1024)
-    frame_budget: int = Field(default=256, ge=0, le=1000000,
-                              description="frames the perceive tools may look at per question "
-                                                             "(0 = no budget); a call past it gets an error "
-                                                             "observation telling the agent to answer")
+    frame_budget: Annotated[int | str, BeforeValidator(frame_budget_value)] = Field(
+        default="auto", description="frames the perceive tools may look at per question: a number (0 = no budget) "
+                                    "or auto = 128 x frame_alpha (avi/budget.py); a call past it looks at "
+                                    "fewer frames and says so, one with none left is told to answer")
+    frame_alpha: float = Field(default=0.0, ge=0.0, le=64.0,
+                               description="VideoSeek's frame-budget factor alpha (overview 16 alpha frames, skim "
+                                           "4 alpha); 0 = by video length: 2 up to an hour, 4 beyond")
+    perceive_strategy: Literal["agent", "timeline", "tree"] = Field(
+        default="agent", description="agent = the model picks the ranges; timeline = it also has overview and skim "
+                                     "(VideoSeek); tree = the host's budgeted tree search (EEA) picks the places first")
     perceive_max_frames: int = Field(default=16, ge=1, le=1024, description="frames per text_extract / object_detect call")
     boundary_max_frames: int = Field(default=120, ge=2, le=100000,
                                      description="frames per boundary_detect call (1 minute at 2 fps)")

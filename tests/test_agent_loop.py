@@ -1423,3 +1423,34 @@ def test_perceive_guide_comes_again_when_perceive_is_entered_later(make_agent):
              and str(m["content"]).startswith("CURRENT STAGE: PERCEIVE")]
     assert len(stage) == 1 and "text_extract;" in stage[0] and "boundary_detect;" in stage[0]
     assert "Perceive tools" not in llm.calls[0].messages[1]["content"]
+
+
+def test_tree_strategy_puts_the_tree_search_segments_first(make_agent):
+    """Setting perceive_strategy = tree (issue 20): the host's budgeted tree search (EEA) runs before the first
+    model step, is one host step of the trace with its frames, and its best segments are the Perceive places."""
+    agent, llm = make_agent([call("text_extract", time_ranges=[[4, 9]]), TO_REVIEW, "**Answer:** EXIT 42"],
+                            host_retrieve=True, grounded_answers=True, perceive_strategy="tree")
+    result = agent.run(Q)
+    assert result.answer is not None and "EXIT" in result.answer
+    tree = [s for s in result.trace.steps if s.tool == "tree_search"]
+    assert len(tree) == 1 and HOST_STEP in tree[0].notes and tree[0].frames_s
+    assert tree[0].observation_data["tree"][0]["expanded"] and tree[0].observation_data["best"]
+    first = llm.calls[0].messages[1]["content"]
+    assert "tree search segment, score" in first and "CURRENT STAGE: PERCEIVE" in first
+    assert "tree_search" not in {t["function"]["name"] for t in llm.calls[0].tools}  # never offered to the model
+    assert result.trace.totals()["frames_per_tool"]["tree_search"] == len(tree[0].frames_s)
+
+
+def test_timeline_strategy_offers_overview_to_the_model(make_agent):
+    """Setting perceive_strategy = timeline (issue 20): overview and skim are Perceive tools the model can call;
+    their frames count against the question's budget like any perceive call."""
+    agent, llm = make_agent([call("overview", query="sign"), call("text_extract", time_ranges=[[4, 9]]), TO_REVIEW,
+                             "**Answer:** EXIT 42"], host_retrieve=True, grounded_answers=True,
+                            perceive_strategy="timeline")
+    result = agent.run(Q)
+    assert result.answer is not None and "EXIT" in result.answer
+    assert {"overview", "skim"} <= {t["function"]["name"] for t in llm.calls[0].tools}
+    over = [s for s in result.trace.steps if s.tool == "overview"]
+    assert len(over) == 1 and not over[0].error and len(over[0].frames_s) == 32
+    assert 'text "exit 42"' in over[0].observation
+    assert result.trace.totals()["frames_per_tool"]["overview"] == 32

@@ -37,7 +37,7 @@ def test_precedence_flag_over_env_over_file_over_default(tmp_path, monkeypatch):
     cfg = _write(tmp_path / "c.toml", 'fps = 3.0\nclip_seconds = 4.0\nmax_iterations = 7\nllm_model = "from-file"\n')
     s = Settings.load(cfg)
     assert (s.fps, s.clip_seconds, s.max_iterations, s.llm_model) == (3.0, 4.0, 7, "from-file")
-    assert s.frame_budget == 256  # default
+    assert s.frame_budget == "auto"  # default: 128 x alpha by the video length (avi/budget.py)
     monkeypatch.setenv("AVI_FPS", "4")
     monkeypatch.setenv("AVI_MAX_ITERATIONS", "8")
     s = Settings.load(cfg, max_iterations=9)

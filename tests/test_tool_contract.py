@@ -15,7 +15,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from avi.backends.types import Detection, DetectionResult, OcrLine
-from avi.tools import ALL_TOOLS, PHASE_TOOLS, PHASES, tools_for
+from avi.tools import ALL_TOOLS, PHASE_TOOLS, PHASES, TIMELINE_TOOLS, tools_for
 from avi.tools.base import Observation, Tool, ToolContext, clip_ranges, sample_times, tool
 from avi.tools.perceive import frame_analysis, object_detect, text_extract
 from avi.tools.retrieve import clip_retrieve
@@ -255,7 +255,7 @@ def test_phase_tools():
 
 
 def test_all_tools_names_unique():
-    names = [t.name for tools in PHASE_TOOLS.values() for t in tools]
+    names = [t.name for tools in PHASE_TOOLS.values() for t in tools] + [t.name for t in TIMELINE_TOOLS]
     assert len(names) == len(set(names))
     assert set(ALL_TOOLS) == set(names)
     assert all(ALL_TOOLS[n].name == n for n in ALL_TOOLS)

@@ -37,11 +37,17 @@ class Gates:
             return self._search_tools()
         return None
 
+    def _phase_tools(self, phase: str) -> list:
+        """The tools of ``phase`` this agent has (:func:`avi.tools.tools_for` with the ``perceive_strategy``
+        setting: overview and skim join Perceive under ``"timeline"``)."""
+        return [t for t in tools_for(phase, getattr(self.settings, "perceive_strategy", "agent"))
+                if t.name in self.tools]
+
     def _usable(self, phase: str) -> list[str]:
         """Names of the phase's tools that can work on this video (no speech tools without a transcript)."""
         speech = bool(self.ctx.index.transcript)
         graph = self._has_entity_graph()
-        return [t.name for t in tools_for(phase) if (speech or not t.name.startswith("transcript_"))
+        return [t.name for t in self._phase_tools(phase) if (speech or not t.name.startswith("transcript_"))
                 and (graph or t.name != "graph_retrieve")]
 
     def _allowed(self, st: "_State") -> list[str]:
@@ -81,7 +87,7 @@ class Gates:
         if call is not None:
             if call.error:
                 return call.error
-            tool = ALL_TOOLS.get(call.name)
+            tool = ALL_TOOLS.get(call.name) if call.name in self.tools else None
             if tool is None:
                 return f"there is no tool named {call.name!r}. Tools in this stage: {', '.join(allowed) or 'none'}"
             if tool.phase != phase and not (tool.phase == "perceive" and phase in ("retrieve", "review")):

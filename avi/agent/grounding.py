@@ -93,6 +93,7 @@ class Places:
         lines = []
         for p, joined in self._joined(self.best(n)):
             why = f'named in the question ("{p.label}")' if p.source == "question" else \
+                f"tree search segment, score {p.score:.2f}" if p.source == "tree_search" else \
                 f"{p.source} hit{'s' if joined > 1 else ''}, similarity {p.score:.2f}" if p.score \
                 else f"{p.source} result"
             lines.append(f"  - {fmt_range(*p.span)}: {why}")

@@ -69,7 +69,7 @@ from avi.agent.trace import HOST_STEP, Trace
 from avi.agent.traps import TRAP_REPEATS, _call_key, _trap_run
 from avi.backends.llm import ChatClient, ContextOverflowError
 from avi.config import Settings
-from avi.tools import ALL_TOOLS, PHASES, Tool, ToolContext, tools_for
+from avi.tools import ALL_TOOLS, PHASES, TIMELINE_TOOLS, Tool, ToolContext
 from avi.video.spans import merge_spans
 from avi.video.timecode import clock_times_in, fmt_range, question_ranges
 
@@ -129,8 +129,9 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
 
     def _tool_set(self) -> dict[str, Tool]:
         """The tools by name (one video: :data:`avi.tools.ALL_TOOLS`; :class:`avi.agent.multi.MultiAgent`
-        gives them a ``video`` argument)."""
-        return ALL_TOOLS
+        gives them a ``video`` argument); overview and skim only under ``perceive_strategy = "timeline"``."""
+        timeline = getattr(self.settings, "perceive_strategy", "agent") == "timeline"
+        return {n: t for n, t in ALL_TOOLS.items() if timeline or t not in TIMELINE_TOOLS}
 
     def _answer_kind(self, question: str, options: dict[str, str]) -> tuple[str, str]:
         """The answer type (``answer_type`` setting, or inferred from the question) and its format line."""
@@ -151,7 +152,7 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
         the conversation prefix stays valid across phases and questions (module docstring)."""
         lines = []
         for phase in PHASES:
-            names = ", ".join(t.name for t in tools_for(phase)) or "none (answer, or go back to PERCEIVE)"
+            names = ", ".join(t.name for t in self._phase_tools(phase)) or "none (answer, or go back to PERCEIVE)"
             lines.append(f"- {phase.upper()} stage: {names}")
         return self.prompts.render("system", core_protocol=self.prompts.text("core_protocol"),
                                    tool_descriptions="\n".join(lines))
@@ -213,6 +214,7 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
         searched = self._host_retrieve(st, trace) if st.phase == "retrieve" and \
             getattr(self.settings, "grounded_answers", True) and getattr(self.settings, "host_retrieve", False) \
             else ""
+        self._host_tree(st, trace)  # perceive_strategy = "tree" only: the tree's best segments become the places
         transcript = self.ctx.index.transcript
         speech = self.prompts.render("speech_yes", segments=len(transcript),
                                      source=", ".join(sorted({s.source for s in transcript}))) \
@@ -379,10 +381,13 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
 
     def _perceive_guide(self) -> str:
         """Which perceive tool measures what (prompts/perceive_guide.md): fixed for a profile and a video (the
-        transcript line only for videos with speech; first, where it was when the model learned to pick it)."""
+        transcript line only for videos with speech; first, where it was when the model learned to pick it; the
+        overview/skim line under ``perceive_strategy = "timeline"``)."""
         speech = bool(self.ctx.index.transcript)
+        timeline = getattr(self.settings, "perceive_strategy", "agent") == "timeline"
         text = self.prompts.render("perceive_guide", detector_vocabulary=self.ctx.backends.detector.vocabulary,
-                                   speech_perceive="  " + self.prompts.text("speech_perceive") if speech else "")
+                                   speech_perceive="  " + self.prompts.text("speech_perceive") if speech else "",
+                                   timeline_perceive="  " + self.prompts.text("timeline_perceive") if timeline else "")
         return "\n".join(line for line in text.splitlines() if line.strip())
 
     def _decide(self, st: "_State", trace: Trace):
@@ -422,7 +427,7 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
                         {"role": "user", "content": self.prompts.render(
                             "tool_retry", problem=problem, tools=", ".join(self._allowed(st)) or "none")}]
             if reply.call is not None and (reply.call.error or reply.call.name not in
-                                           [t.name for t in tools_for(st.phase)]) and tools_for(st.phase):
+                                           [t.name for t in self._phase_tools(st.phase)]) and self._phase_tools(st.phase):
                 # A broken or misplaced call: the retry decodes a call of this phase's tools.
                 require = self._allowed(st)
             temperature = max(temperature, self.settings.retry_temperature)

@@ -12,7 +12,9 @@ import dataclasses
 import re
 
 from avi.agent.choice import question_stem
+from avi.agent.grounding import Place
 from avi.agent.state import _State
+from avi.agent.tree_search import tree_search
 from avi.agent.trace import HOST_STEP, Trace, host_tool_call
 from avi.tools.retrieve.common import BEST_FIRST
 
@@ -77,3 +79,20 @@ class HostSearch:
         # the hits, best first, are listed again as the places to look: the result's own best-first line goes
         text = "\n".join(line for line in obs.text.splitlines() if not line.startswith(BEST_FIRST))
         return self.prompts.render("host_search", result=text)
+
+    def _host_tree(self, st: "_State", trace: Trace) -> None:
+        """Setting ``perceive_strategy = "tree"``: the host's budgeted tree search (:mod:`avi.agent.tree_search`,
+        EEA) over the ranges the question names, else the whole video, before the first model step; its best
+        segments replace the search hits as the Perceive places (the tree has fused the hits' similarities with
+        what it measured). Nothing happens under the other strategies or when the search fails."""
+        if getattr(self.settings, "perceive_strategy", "agent") != "tree":
+            return
+        named = [p.span for p in st.places.items if p.source == "question"]
+        args = {"question": st.question, "time_ranges": named or [[0.0, self.ctx.duration_s]]}
+        obs = host_tool_call(trace, tree_search, self.ctx, args, iteration=0, phase=st.phase,
+                             note="the host searched the video as a tree (perceive_strategy = tree)")
+        if obs.error or not obs.evidence:
+            return
+        st.places.items = [p for p in st.places.items if p.source == "question"]
+        for s, e, h in obs.data["best"]:
+            st.places.items.append(Place([s, e], "tree_search", h, ""))

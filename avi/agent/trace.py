@@ -127,6 +127,7 @@ class Trace:
         seconds_per_phase: dict[str, float] = {}
         calls_per_tool: dict[str, int] = {}
         seconds_per_tool: dict[str, float] = {}
+        frames_per_tool: dict[str, int] = {}
         for s in replies:
             steps_per_phase[s.phase] = steps_per_phase.get(s.phase, 0) + 1
         for s in self.steps:
@@ -134,6 +135,9 @@ class Trace:
             if s.kind == "tool_call" and s.tool:
                 calls_per_tool[s.tool] = calls_per_tool.get(s.tool, 0) + 1
                 seconds_per_tool[s.tool] = seconds_per_tool.get(s.tool, 0.0) + s.tool_seconds
+            if s.frames_s:  # host measurements without a tool are counted under their step kind
+                key = s.tool or s.kind
+                frames_per_tool[key] = frames_per_tool.get(key, 0) + len(s.frames_s)
         content_calls = sum(1 for s in self.steps if s.kind == "tool_call" and s.call_source == "content")
         retries = sum(1 for s in self.steps if s.kind == "retry")
         return {
@@ -144,6 +148,7 @@ class Trace:
             "tool_calls": sum(1 for s in self.steps if s.kind == "tool_call"),
             "frames_looked_at": len(frames),
             "frames_spent": sum(len(s.frames_s) for s in self.steps),
+            "frames_per_tool": frames_per_tool,
             "llm_replies": len(replies),
             "steps_per_phase": steps_per_phase,
             "seconds_per_phase": {k: round(v, 3) for k, v in seconds_per_phase.items()},

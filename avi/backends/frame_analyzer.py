@@ -65,24 +65,9 @@ class PerceptionFrameAnalyzer:
         rows = []
         runs: list[list] = []  # [first_t, last_t, n, description]: identical neighbours merged
         for f in frames:
-            dets = all_detections(self.detector, f)
-            people = sum(d.label == "person" for d in dets)
-            faces = sum(d.label == "face" for d in dets)
-            objects = Counter(d.label for d in dets if d.label not in ("person", "face"))
-            texts = [line.text for line in self.ocr.read(f)]
-            colours = [n for n, _ in colour_names(f.image)]
-            shapes = describe_shapes(find_shapes(f.image, max_std=CAPTION_MAX_STD))
-            rows.append({"t_s": f.t_s, "people": people, "faces": faces, "objects": dict(objects), "text": texts,
-                         "colours": colours, "shapes": shapes})
-            desc = f"{people} {'person' if people == 1 else 'people'}"
-            if faces:
-                desc += f", {faces} face{'s' if faces > 1 else ''}"
-            if objects:
-                desc += "; objects " + ", ".join(f"{label} x{n}" for label, n in sorted(objects.items()))
-            if shapes:
-                desc += f"; shapes {shapes}"
-            desc += "; text " + (", ".join(f'"{t}"' for t in texts) if texts else "none")
-            desc += "; colours " + (", ".join(colours) or "n/a")
+            row = measure_frame(self.ocr, self.detector, f)
+            rows.append(row)
+            desc = describe_row(row)
             if runs and runs[-1][3] == desc:
                 runs[-1][1] = f.t_s
                 runs[-1][2] += 1
@@ -99,3 +84,31 @@ class PerceptionFrameAnalyzer:
                 + "\n".join(lines) + "\n" + summary + ".")
         return FrameAnalysis(text, {"question": question, "frames": rows,
                                     "shot_changes_s": stats.shot_changes_s, "motion": round(stats.motion, 4)})
+
+
+def measure_frame(ocr: OcrEngine, detector: Detector, frame: Frame) -> dict:
+    """What the cpu profile measures in one frame: ``{"t_s", "people", "faces", "objects": {label: count},
+    "text": [str], "colours": [name], "shapes": str, "shape_kinds": ["colour kind"]}`` (detector classes, OCR
+    lines, dominant colour names, flat geometric shapes)."""
+    dets = all_detections(detector, frame)
+    objects = Counter(d.label for d in dets if d.label not in ("person", "face"))
+    shapes = find_shapes(frame.image, max_std=CAPTION_MAX_STD)
+    return {"t_s": frame.t_s, "people": sum(d.label == "person" for d in dets),
+            "faces": sum(d.label == "face" for d in dets), "objects": dict(objects),
+            "text": [line.text for line in ocr.read(frame)],
+            "colours": [n for n, _ in colour_names(frame.image)],
+            "shapes": describe_shapes(shapes), "shape_kinds": sorted({f"{b.colour} {b.kind}" for b in shapes})}
+
+
+def describe_row(row: dict) -> str:
+    """One line for a :func:`measure_frame` row: people, faces, objects, shapes, text, colours."""
+    people, faces, objects, shapes, texts = row["people"], row["faces"], row["objects"], row["shapes"], row["text"]
+    desc = f"{people} {'person' if people == 1 else 'people'}"
+    if faces:
+        desc += f", {faces} face{'s' if faces > 1 else ''}"
+    if objects:
+        desc += "; objects " + ", ".join(f"{label} x{n}" for label, n in sorted(objects.items()))
+    if shapes:
+        desc += f"; shapes {shapes}"
+    desc += "; text " + (", ".join(f'"{t}"' for t in texts) if texts else "none")
+    return desc + "; colours " + (", ".join(row["colours"]) or "n/a")

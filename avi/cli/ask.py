@@ -126,7 +126,9 @@ def _print_result(args, result, settings) -> int:
         print(f"Evidence: {ev}")
         f = _frames_line(trace)
         print(f"Frames: {f['spent']} looked at ({f['distinct']} distinct)"
-              + (f" of a budget of {f['budget']}" if f["budget"] else ""))
+              + (f" of a budget of {f['budget']}" if f["budget"] else "")
+              + (f" (alpha {f['alpha']:g})" if f["budget"] and f.get("alpha") else "")
+              + (": " + ", ".join(f"{k} {n}" for k, n in f["per_tool"].items()) if f["per_tool"] else ""))
         print(f"Trace: {trace_path}" if trace_path else "Trace: not written")
     if unwritten:  # the answer is printed above; the failure still ends the run non-zero
         raise AviError(unwritten)
@@ -137,4 +139,5 @@ def _frames_line(trace) -> dict:
     """The question's frame budget use: frames looked at by perceive calls, distinct frames, the budget."""
     totals = trace.totals()
     return {"spent": totals["frames_spent"], "distinct": totals["frames_looked_at"],
-            "budget": trace.settings.get("frame_budget") or None}
+            "budget": trace.settings.get("frame_budget") or None, "alpha": trace.settings.get("frame_alpha"),
+            "per_tool": totals.get("frames_per_tool", {})}

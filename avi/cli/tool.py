@@ -11,16 +11,22 @@ from avi.errors import InputError
 
 def cmd_tool(args) -> int:
     """Run one agent tool on a video, outside the agent (the same code path the agent calls)."""
-    from avi.tools import ALL_TOOLS, PHASE_TOOLS
+    from avi.agent.tree_search import tree_search
+    from avi.tools import ALL_TOOLS, PHASE_TOOLS, TIMELINE_TOOLS
 
     if args.name == "list":
         for phase, tools in PHASE_TOOLS.items():
             for t in tools:
                 print(f"{phase:9s} {t.signature_line()}\n          {t.description}")
+        for t in TIMELINE_TOOLS:
+            print(f"{'perceive':9s} {t.signature_line()}\n          {t.description} (perceive_strategy = timeline)")
+        print(f"{'host':9s} {tree_search.signature_line()}\n          {tree_search.description} "
+              f"(perceive_strategy = tree)")
         return 0
-    tool = ALL_TOOLS.get(args.name)
+    tools = {**ALL_TOOLS, tree_search.name: tree_search}
+    tool = tools.get(args.name)
     if tool is None:
-        raise InputError(f"no tool named '{args.name}'; tools: {', '.join(ALL_TOOLS)} (or `avi tool list`)")
+        raise InputError(f"no tool named '{args.name}'; tools: {', '.join(tools)} (or `avi tool list`)")
     if args.video is None:
         raise InputError("--video is required")
     try:

@@ -12,6 +12,7 @@ from avi.tools.base import Observation, Tool, ToolContext, tool
 from avi.tools.boundary import boundary_detect
 from avi.tools.perceive import frame_analysis, object_detect, text_extract
 from avi.tools.retrieve import clip_merge, clip_retrieve, global_explore, graph_retrieve
+from avi.tools.timeline import overview, skim
 from avi.tools.transcript import transcript_read, transcript_search
 
 PHASES = ("retrieve", "perceive", "review")
@@ -22,12 +23,18 @@ PHASE_TOOLS: dict[str, list[Tool]] = {
     "review": [],
 }
 
-ALL_TOOLS: dict[str, Tool] = {t.name: t for tools in PHASE_TOOLS.values() for t in tools}
+#: coarse-to-fine Perceive tools (VideoSeek's overview and skim), offered when ``perceive_strategy = "timeline"``
+TIMELINE_TOOLS: list[Tool] = [overview, skim]
+
+ALL_TOOLS: dict[str, Tool] = {t.name: t for tools in (*PHASE_TOOLS.values(), TIMELINE_TOOLS) for t in tools}
 
 
-def tools_for(phase: str) -> list[Tool]:
-    """Tools the agent may call in ``phase``."""
+def tools_for(phase: str, strategy: str = "agent") -> list[Tool]:
+    """Tools the agent may call in ``phase``; ``strategy`` (``Settings.perceive_strategy``) ``"timeline"`` puts
+    ``overview`` and ``skim`` before the focus tools of Perceive."""
+    if phase == "perceive" and strategy == "timeline":
+        return [*TIMELINE_TOOLS, *PHASE_TOOLS[phase]]
     return PHASE_TOOLS[phase]
 
 
-__all__ = ["ALL_TOOLS", "PHASES", "PHASE_TOOLS", "Observation", "Tool", "ToolContext", "tool", "tools_for"]
+__all__ = ["ALL_TOOLS", "PHASES", "PHASE_TOOLS", "TIMELINE_TOOLS", "Observation", "Tool", "ToolContext", "tool", "tools_for"]

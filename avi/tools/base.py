@@ -42,6 +42,8 @@ class ToolContext:
         frames_spent: frames the perceive tools looked at for this question.
         focus_ranges: ``[[start_s, end_s]]`` the question's time words name (set by the agent); search
             hits inside them are ranked first.
+        budget_duration_s: seconds of video the frame budget is sized for, when not this video's length
+            (a question over several videos shares one budget sized for all of them).
     """
 
     settings: Any
@@ -50,6 +52,7 @@ class ToolContext:
     backends: Any
     frames_spent: int = 0
     focus_ranges: list = field(default_factory=list)
+    budget_duration_s: float | None = None
     _shots: Any = field(default=None, repr=False)
 
     @property
@@ -57,10 +60,31 @@ class ToolContext:
         return float(self.video.info.duration_s)
 
     @property
+    def frame_budget(self) -> int | None:
+        """Frames the perceive tools may look at for this question, ``None`` for no budget
+        (:func:`avi.budget.question_budget`: a set number, or 128 × α by the video's length)."""
+        from avi.budget import question_budget
+
+        return question_budget(self._duration_or_zero(), self.settings)
+
+    @property
+    def alpha(self) -> float:
+        """The frame-budget factor α for this video (:func:`avi.budget.frame_alpha`)."""
+        from avi.budget import frame_alpha
+
+        return frame_alpha(self._duration_or_zero(), getattr(self.settings, "frame_alpha", 0.0) or 0.0)
+
+    def _duration_or_zero(self) -> float:
+        if self.budget_duration_s is not None:
+            return float(self.budget_duration_s)
+        info = getattr(self.video, "info", None)
+        return float(getattr(info, "duration_s", 0.0) or 0.0)
+
+    @property
     def frames_left(self) -> int | None:
         """Frames the perceive tools may still look at for this question (``None``: no budget)."""
-        budget = getattr(self.settings, "frame_budget", None)
-        return None if not budget else max(0, int(budget) - self.frames_spent)
+        budget = self.frame_budget
+        return None if not budget else max(0, budget - self.frames_spent)
 
     def frame_cap(self, wanted: int) -> int:
         """How many of ``wanted`` frames a perceive call may look at now, within the question's frame budget.
@@ -73,9 +97,25 @@ class ToolContext:
         if left is None:
             return wanted
         if left <= 0:
-            raise ValueError(f"the frame budget of {self.settings.frame_budget} frames for this question is "
+            raise ValueError(f"the frame budget of {self.frame_budget} frames for this question is "
                              f"spent; answer from the evidence gathered so far")
         return min(wanted, left)
+
+    def budget_times(self, ranges: list[list[float]], max_frames: int, notes: list[str]) -> list[float]:
+        """Frame times for a perceive call: :func:`sample_times` of ``ranges`` at the index rate, at most
+        ``max_frames``, and no more than the question's frame budget has left; when the budget cuts the sample,
+        a note saying so is appended to ``notes`` (the observation shows it to the model).
+
+        Raises:
+            ValueError: the budget is spent (see :meth:`frame_cap`).
+        """
+        wanted = len(sample_times(ranges, self.settings.fps, max_frames))
+        cap = self.frame_cap(max_frames)
+        times = sample_times(ranges, self.settings.fps, cap)
+        if len(times) < wanted:
+            notes.append(f"the question's frame budget ({self.frame_budget} frames) had {cap} left: looked at "
+                         f"{len(times)} of the {wanted} frames this call would take")
+        return times
 
     def shot_list(self):
         """The video's hard cuts (:class:`avi.video.shots.ShotList`), detected on every frame once per video and

@@ -360,8 +360,9 @@ def boundary_detect(ctx: ToolContext, time_ranges: TimeRanges, event: Query) -> 
     ranges, notes = clip_ranges(ctx, time_ranges)
     ranges = merge_spans(ranges, gap_s=1e-6)
     max_frames = int(getattr(ctx.settings, "boundary_max_frames", BOUNDARY_DEFAULT_MAX_FRAMES))
-    cap = ctx.frame_cap(max_frames) if hasattr(ctx, "frame_cap") else max_frames
-    decoded = ctx.video.frames_at(sample_times(ranges, ctx.settings.fps, cap))
+    times = (ctx.budget_times(ranges, max_frames, notes) if hasattr(ctx, "budget_times")
+             else sample_times(ranges, ctx.settings.fps, max_frames))
+    decoded = ctx.video.frames_at(times)
     frames, seen = [], set()
     for f in decoded:  # a low-frame-rate video can return one frame for two sampling times
         if f.t_s not in seen:

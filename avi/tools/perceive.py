@@ -31,8 +31,7 @@ from avi.video.timecode import fmt_range
 
 def _frames(ctx: ToolContext, time_ranges: list[list[float]], max_frames: int):
     ranges, notes = clip_ranges(ctx, time_ranges)
-    times = sample_times(ranges, ctx.settings.fps, ctx.frame_cap(max_frames))
-    frames = ctx.video.frames_at(times)
+    frames = ctx.video.frames_at(ctx.budget_times(ranges, max_frames, notes))
     return ranges, notes, frames
 
 
@@ -246,8 +245,7 @@ def object_detect(ctx: ToolContext, time_ranges: TimeRanges, objects: StrList) -
         text = (f"object_detect ({det.name}): no class for {', '.join(unsupported)} (this profile detects "
                 f"{vocabulary}). Nothing was looked at; use text_extract or frame_analysis instead.")
         return Observation(_with_notes(text, notes), {"unsupported": unsupported}, error=True, notes=notes)
-    cap = ctx.frame_cap(ctx.settings.perceive_max_frames)
-    frames = ctx.video.frames_at(sample_times(ranges, ctx.settings.fps, cap))
+    frames = ctx.video.frames_at(ctx.budget_times(ranges, ctx.settings.perceive_max_frames, notes))
     batch = getattr(det, "detect_batch", None)  # Grounding-DINO: one forward pass for many frames
     results = batch(frames, supported) if batch is not None else [det.detect(f, supported) for f in frames]
     image_at = {f.t_s: f.image for f in frames}

@@ -67,6 +67,11 @@ class MultiContext(ToolContext):
     def duration_s(self) -> float:
         return max(c.duration_s for c in self.contexts.values())
 
+    def _duration_or_zero(self) -> float:
+        """One budget for all the videos: sized for their summed length."""
+        return sum(c.duration_s for c in self.contexts.values()) if self.budget_duration_s is None \
+            else float(self.budget_duration_s)
+
     def durations(self) -> dict[str, float]:
         """Video name -> duration in seconds."""
         return {n: c.duration_s for n, c in self.contexts.items()}
@@ -79,6 +84,7 @@ class MultiContext(ToolContext):
         """
         ctx = self.contexts[name]
         ctx.frames_spent = self.frames_spent
+        ctx.budget_duration_s = self._duration_or_zero()
         ctx.focus_ranges = list(self.focus_ranges)
         return ctx
 

@@ -87,7 +87,8 @@ def answer_many(prepared: dict[str, PreparedVideo], question: str, settings: Set
              "model": llm.model if settings.llm_base_url else settings.llm_gguf},
         settings={"max_iterations": settings.max_iterations, "fps": settings.fps,
                   "clip_seconds": settings.clip_seconds, "perceive_max_frames": settings.perceive_max_frames,
-                  "frame_budget": settings.frame_budget, "max_side": settings.max_side,
+                  "frame_budget": ctx.frame_budget or 0, "frame_alpha": ctx.alpha,
+                  "perceive_strategy": settings.perceive_strategy, "max_side": settings.max_side,
                   "temperature": settings.llm_temperature, "llm_ctx": settings.llm_ctx},
         prompts_sha256=prompts.fingerprint())
     result = MultiAgent(llm, ctx, prompts, settings).run(question, trace)
