@@ -32,10 +32,9 @@ import math
 import re
 from dataclasses import asdict, dataclass, field
 
-from avi.backends.frame_analyzer import measure_frame
 from avi.tools.base import Observation, Question, TimeRanges, ToolContext, clip_ranges, tool
 from avi.budget import overview_frames
-from avi.tools.timeline import _low_res, _query_terms
+from avi.tools.timeline import measure_low_res, query_terms
 from avi.video.timecode import fmt_range
 
 #: EEA's query-score temperature τ_c (§3.2)
@@ -122,7 +121,7 @@ class TreeSearch:
 
     @staticmethod
     def _terms(question: str):
-        classes, colours, words = _query_terms(question)
+        classes, colours, words = query_terms(question)
         return classes, colours, {w for w in words if w not in _STOP and not w.isdigit()}
 
     def _anchors(self, question: str) -> list[tuple[float, float, float]]:
@@ -140,7 +139,7 @@ class TreeSearch:
     def _measure(self, times: list[float]) -> None:
         new = [t for t in times if t not in self.rows]
         for f in self.ctx.video.frames_at(new):
-            self.rows[f.t_s] = measure_frame(self.ctx.backends.ocr, self.ctx.backends.detector, _low_res(f))
+            self.rows[f.t_s] = measure_low_res(self.ctx, f)
         for t in new:  # a time the reader mapped to another frame time: the nearest measured row
             if t not in self.rows and self.rows:
                 self.rows[t] = self.rows[min(self.rows, key=lambda k: abs(k - t))]

@@ -26,6 +26,7 @@ from typing import Annotated, Any, Callable, get_type_hints
 import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model
 
+from avi.budget import frame_alpha, question_budget
 from avi.errors import AviError, WeightsError
 from avi.video.timecode import fmt_range, parse_time
 
@@ -63,15 +64,11 @@ class ToolContext:
     def frame_budget(self) -> int | None:
         """Frames the perceive tools may look at for this question, ``None`` for no budget
         (:func:`avi.budget.question_budget`: a set number, or 128 × α by the video's length)."""
-        from avi.budget import question_budget
-
         return question_budget(self._duration_or_zero(), self.settings)
 
     @property
     def alpha(self) -> float:
         """The frame-budget factor α for this video (:func:`avi.budget.frame_alpha`)."""
-        from avi.budget import frame_alpha
-
         return frame_alpha(self._duration_or_zero(), getattr(self.settings, "frame_alpha", 0.0) or 0.0)
 
     def _duration_or_zero(self) -> float:

@@ -2,16 +2,16 @@
 
 VideoSeek's agent spends a frame budget coarse to fine: ``overview`` looks at 16α frames spread over the whole
 video, ``skim`` at 4α frames inside one range it picked, ``focus`` looks closely at a short clip (in avi: the
-other perceive tools on short ranges). Both tools here return a **timeline**: one line per run of sampled
-frames that look the same, so the model sees where a thing starts and ends (where the measured signal changes)
-without reading every frame.
+other perceive tools on short ranges). Both tools here return a **timeline**: on cpu one line per thing
+measured with the spans of sampled frames it is seen in, so the model sees where a thing starts and ends (where the
+measured signal changes) without reading every frame.
 
 What a frame "looks like" comes from the profile's cheap perception, at low resolution
 (:data:`TIMELINE_SHORT_SIDE`):
 
 * cpu: the detector's classes with counts, the text OCR reads, dominant colours and flat shapes
-  (:func:`avi.backends.frame_analyzer.measure_frame`); runs whose measurements name a word of the ``query``
-  (an object class, a word of the text, a colour) are marked and are the observation's evidence;
+  (:func:`avi.backends.frame_analyzer.measure_frame`); things that a word of the ``query`` names (an object
+  class, a word of the text, a colour, a shape) are marked, and their spans are the observation's evidence;
 * gpu: one VLM call over all sampled frames (each labelled with its time) asked for one line per frame
   (``prompts/timeline_vlm.md``).
 
@@ -26,7 +26,7 @@ import cv2
 
 from avi.backends.captioner import normalise_text
 from avi.backends.coco_detector import coco_classes_for
-from avi.backends.frame_analyzer import describe_row, measure_frame
+from avi.backends.frame_analyzer import measure_frame
 from avi.tools.base import VIDEO_TEXT_NOTE, Observation, Query, TimeRanges, ToolContext, clip_ranges, tool
 from avi.budget import overview_frames, skim_frames
 from avi.video.analysis import COLOUR_NAMES
@@ -38,7 +38,8 @@ from avi.video.timecode import fmt_range, fmt_time
 TIMELINE_SHORT_SIDE = 360
 
 
-def _low_res(frame: Frame) -> Frame:
+def low_res(frame: Frame) -> Frame:
+    """``frame`` scaled down to :data:`TIMELINE_SHORT_SIDE` pixels on its short side (unchanged if smaller)."""
     h, w = frame.image.shape[:2]
     scale = TIMELINE_SHORT_SIDE / min(h, w)
     if scale >= 1:
@@ -66,13 +67,19 @@ def uniform_times(ranges: list[list[float]], n: int) -> list[float]:
     return out
 
 
-def _query_terms(query: str) -> tuple[set[str], set[str], set[str]]:
+def query_terms(query: str) -> tuple[set[str], set[str], set[str]]:
     """(object classes, colour names, words of three or more letters) the query names."""
     words = re.findall(r"[a-z0-9']+", query.lower())
     classes = {c for w in words for c in coco_classes_for(w)}
     classes |= {c for a, b in zip(words, words[1:]) for c in coco_classes_for(f"{a} {b}")}
     colours = {COLOUR_NAMES[w] for w in words if w in COLOUR_NAMES}
     return classes, colours, {w for w in words if len(w) >= 3}
+
+
+def measure_low_res(ctx: ToolContext, frame: Frame) -> dict:
+    """:func:`avi.backends.frame_analyzer.measure_frame` of ``frame`` at :func:`low_res`, with the context's OCR
+    and detector (the timelines' and the tree search's cheap perception)."""
+    return measure_frame(ctx.backends.ocr, ctx.backends.detector, low_res(frame))
 
 
 def _things(row: dict) -> dict[str, int]:
@@ -121,11 +128,11 @@ def _measured_timeline(ctx: ToolContext, frames: list[Frame], query: str) -> tup
     """One line per thing measured (object class, text, shape, dominant colour): the spans of sampled frames
     where it is seen, with its count per frame; lines, trace data and evidence ranges (the spans of the things
     the query names)."""
-    rows = [measure_frame(ctx.backends.ocr, ctx.backends.detector, _low_res(f)) for f in frames]
+    rows = [measure_low_res(ctx, f) for f in frames]
     times = [r["t_s"] for r in rows]
     per_frame = [_things(r) for r in rows]
     names = list(dict.fromkeys(k for things in per_frame for k in things))
-    terms = _query_terms(query)
+    terms = query_terms(query)
     entries, evidence = [], []
     for name in names:
         counts = [things.get(name, 0) for things in per_frame]
@@ -151,7 +158,7 @@ def _vlm_timeline(ctx: ToolContext, frames: list[Frame], query: str) -> tuple[li
     from avi.agent.prompts import PromptLibrary
 
     prompt = PromptLibrary(ctx.settings.prompts_dir).render("timeline_vlm", query=query or "(none)")
-    result = ctx.backends.frame_analyzer.analyze([_low_res(f) for f in frames], prompt)
+    result = ctx.backends.frame_analyzer.analyze([low_res(f) for f in frames], prompt)
     return [result.text.strip()], {"vlm": result.data}, []
 
 
