@@ -1430,15 +1430,28 @@ def test_tree_strategy_puts_the_tree_search_segments_first(make_agent):
     model step, is one host step of the trace with its frames, and its best segments are the Perceive places."""
     agent, llm = make_agent([call("text_extract", time_ranges=[[4, 9]]), TO_REVIEW, "**Answer:** EXIT 42"],
                             host_retrieve=True, grounded_answers=True, perceive_strategy="tree")
-    result = agent.run(Q)
+    result = agent.run("What number is written under the word EXIT?")
     assert result.answer is not None and "EXIT" in result.answer
     tree = [s for s in result.trace.steps if s.tool == "tree_search"]
     assert len(tree) == 1 and HOST_STEP in tree[0].notes and tree[0].frames_s
-    assert tree[0].observation_data["tree"][0]["expanded"] and tree[0].observation_data["best"]
+    data = tree[0].observation_data
+    assert data["tree"][0]["expanded"] and data["best"] and data["measured"]  # OCR read "exit" in its frames
     first = llm.calls[0].messages[1]["content"]
     assert "tree search segment, score" in first and "CURRENT STAGE: PERCEIVE" in first
     assert "tree_search" not in {t["function"]["name"] for t in llm.calls[0].tools}  # never offered to the model
     assert result.trace.totals()["frames_per_tool"]["tree_search"] == len(tree[0].frames_s)
+
+
+def test_tree_strategy_keeps_the_search_hits_when_it_measured_nothing(make_agent):
+    """A question none of whose words the cheap perception can see: the tree was ranked by caption similarity
+    alone, so the clip search's hits stay the Perceive places (the tree step is still in the trace)."""
+    agent, llm = make_agent([call("text_extract", time_ranges=[[4, 9]]), TO_REVIEW, "**Answer:** EXIT 42"],
+                            host_retrieve=True, grounded_answers=True, perceive_strategy="tree")
+    result = agent.run("Why does the narrator sound worried?")
+    tree = [s for s in result.trace.steps if s.tool == "tree_search"]
+    assert len(tree) == 1 and not tree[0].observation_data["measured"]
+    first = llm.calls[0].messages[1]["content"]
+    assert "tree search segment" not in first and "CURRENT STAGE: PERCEIVE" in first
 
 
 def test_timeline_strategy_offers_overview_to_the_model(make_agent):

@@ -92,16 +92,36 @@ def test_overview_timeline_of_the_sign_video(sign_ctx):
 def test_skim_finds_the_cut_and_says_when_the_budget_cuts_it(sign_ctx):
     sign_ctx.frames_spent = 0
     obs = ALL_TOOLS["skim"].run(sign_ctx, {"time_ranges": [[8, 14]], "query": "green background"})
-    assert not obs.error and len(obs.frames_s) == 8
     green = [line for line in obs.text.splitlines() if line.startswith("mostly green")]
     assert green and green[0].endswith("<- query")
     [[a, b]] = obs.evidence
-    assert 10.0 <= a <= 11.0 and b <= 14.0  # the scene turns green at the 10 s cut
+    assert 10.0 <= a <= 11.0  # the scene turns green at the 10 s cut
+    # still green at the skim's last frame: followed past 14 s, 4 frames one step apart, green in all of them
+    assert not obs.error and len(obs.frames_s) == 8 + 4 and sign_ctx.frames_spent == 12
+    assert 16.0 <= b <= 17.0 and "or later, past the range" in green[0]
     sign_ctx.frames_spent = sign_ctx.frame_budget - 3  # three frames left of the question's budget
     obs = ALL_TOOLS["skim"].run(sign_ctx, {"time_ranges": [[0, 20]]})
     assert len(obs.frames_s) == 3 and "had 3 left" in obs.text and "looked at 3 of its 8 frames" in obs.text
     obs = ALL_TOOLS["skim"].run(sign_ctx, {"time_ranges": [[0, 20]]})
     assert obs.error and "frame budget" in obs.text
+
+
+def test_skim_follows_a_query_thing_past_the_start_of_its_range(sign_ctx):
+    # "EXIT 42" is on screen 4-9 s; a skim of 5.5-12 s sees it at its first frame, so it looks back one step at a
+    # time until a frame without it: the span starts near 4 s, not at 5.9 s where the skim began
+    sign_ctx.frames_spent = 0
+    obs = ALL_TOOLS["skim"].run(sign_ctx, {"time_ranges": [[5.5, 12]], "query": "exit sign"})
+    assert not obs.error, obs.text
+    exit_line = next(line for line in obs.text.splitlines() if line.startswith('text "exit 42"'))
+    assert "before the range" in exit_line and "or earlier" not in exit_line and "past the range" not in exit_line
+    [[a, b]] = obs.evidence
+    assert 4.0 <= a <= 4.7 and 8.0 <= b <= 9.0
+    followed = obs.data["follow_s"]
+    assert followed and all(t < 5.5 for t in followed) and len(obs.frames_s) == 8 + len(followed)
+    # with the budget all but spent there is nothing to follow with
+    sign_ctx.frames_spent = sign_ctx.frame_budget - 8
+    obs = ALL_TOOLS["skim"].run(sign_ctx, {"time_ranges": [[5.5, 12]], "query": "exit sign"})
+    assert obs.data["follow_s"] == [] and obs.evidence[0][0] > 5.5
 
 
 def test_focus_tools_say_when_the_budget_cuts_their_sample(sign_ctx):

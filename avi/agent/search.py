@@ -84,14 +84,16 @@ class HostSearch:
         """Setting ``perceive_strategy = "tree"``: the host's budgeted tree search (:mod:`avi.agent.tree_search`,
         EEA) over the ranges the question names, else the whole video, before the first model step; its best
         segments replace the search hits as the Perceive places (the tree has fused the hits' similarities with
-        what it measured). Nothing happens under the other strategies or when the search fails."""
+        what it measured). When its frames showed nothing the question names, the tree was ranked by caption
+        similarity alone (coarser than the clip search) and the search hits stay the places. Nothing happens under
+        the other strategies or when the search fails."""
         if getattr(self.settings, "perceive_strategy", "agent") != "tree":
             return
         named = [p.span for p in st.places.items if p.source == "question"]
         args = {"question": st.question, "time_ranges": named or [[0.0, self.ctx.duration_s]]}
         obs = host_tool_call(trace, tree_search, self.ctx, args, iteration=0, phase=st.phase,
                              note="the host searched the video as a tree (perceive_strategy = tree)")
-        if obs.error or not obs.evidence:
+        if obs.error or not obs.evidence or not obs.data.get("measured"):
             return
         st.places.items = [p for p in st.places.items if p.source == "question"]
         for s, e, h in obs.data["best"]:

@@ -22,8 +22,10 @@ segments:
    tree's frames (at most 16α, an overview's worth, and what the question's frame budget has left) are spent,
    the best leaf is shorter than two clips, or it is confident (r = 1 and H ≤ 0.5).
 
-The best leaves become the places the Perceive stage message lists; the trace gets one host step with the
-whole tree (``observation_data["tree"]``) and the frames it looked at.
+The best leaves become the places the Perceive stage message lists when the measurement found something the
+question names (``observation_data["measured"]``); when it found nothing, the tree was ranked by caption
+similarity alone, coarser than the clip search's hits, and the hits stay the places. The trace gets one host
+step with the whole tree (``observation_data["tree"]``) and the frames it looked at.
 """
 
 from __future__ import annotations
@@ -210,7 +212,8 @@ class TreeSearch:
             spent += times
             big_h = self._fuse()
         return {"tree": [asdict(n) for n in self.nodes], "frames_s": sorted(spent), "entropy": round(big_h, 3),
-                "stopped": stopped, "terms": [sorted(t) for t in self.terms]}
+                "stopped": stopped, "terms": [sorted(t) for t in self.terms],
+                "measured": any(n.r > 0 for n in self.nodes)}
 
 
 @tool("perceive")

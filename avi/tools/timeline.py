@@ -124,19 +124,55 @@ def _matches(thing: str, terms: tuple[set[str], set[str], set[str]]) -> bool:
     return bool(kind) and (colour in colours or kind in words or kind + "s" in words)
 
 
-def _measured_timeline(ctx: ToolContext, frames: list[Frame], query: str) -> tuple[list[str], dict, list]:
+#: most frames a skim measures past each end of its range to follow a query-marked thing still seen there
+FOLLOW_FRAMES = 4
+
+
+def follow_edge(ctx: ToolContext, name: str, t_s: float, step_s: float, direction: int, allowance: list[int],
+                ) -> tuple[float, list[float], bool]:
+    """Follow ``name`` (a :func:`_things` key) from ``t_s`` outward (``direction`` +1 later, -1 earlier) one frame
+    every ``step_s`` seconds, at most :data:`FOLLOW_FRAMES` frames and ``allowance[0]`` (decremented in place:
+    the question's frame budget), until a frame without it or the end of the video.
+
+    Returns:
+        (last time in seconds it was seen, the times looked at, True when it was still seen at the last one).
+    """
+    last, looked = t_s, []
+    for k in range(1, FOLLOW_FRAMES + 1):
+        at = round(t_s + direction * k * step_s, 3)
+        if allowance[0] <= 0 or not 0.0 <= at <= ctx.duration_s:
+            break
+        frames = ctx.video.frames_at([at])
+        if not frames:
+            break
+        allowance[0] -= 1
+        looked.append(frames[0].t_s)
+        if not _things(measure_low_res(ctx, frames[0])).get(name):
+            return last, looked, False
+        last = frames[0].t_s
+    return last, looked, bool(looked) and last == looked[-1]
+
+
+def _measured_timeline(ctx: ToolContext, frames: list[Frame], query: str, follow: tuple | None = None,
+                       ) -> tuple[list[str], dict, list]:
     """One line per thing measured (object class, text, shape, dominant colour): the spans of sampled frames
     where it is seen, with its count per frame; lines, trace data and evidence ranges (the spans of the things
-    the query names)."""
+    the query names). With ``follow = (start_s, end_s, step_s)`` (a skim's one range), a query-marked thing
+    seen at the first or last sampled frame is followed past that end of the range (:func:`follow_edge`), so
+    its span is not cut where the skim happened to stop; the frames it took are in the trace data's
+    ``follow_s``."""
     rows = [measure_low_res(ctx, f) for f in frames]
     times = [r["t_s"] for r in rows]
     per_frame = [_things(r) for r in rows]
     names = list(dict.fromkeys(k for things in per_frame for k in things))
     terms = query_terms(query)
-    entries, evidence = [], []
+    entries, evidence, followed = [], [], []
+    left = ctx.frames_left
+    allowance = [10 ** 9 if left is None else left - len(frames)]
     for name in names:
         counts = [things.get(name, 0) for things in per_frame]
         found = spans(times, [n > 0 for n in counts])
+        hit = _matches(name, terms)
         parts = []
         for a, b in found:
             seen = [n for n in counts[a:b + 1] if n]
@@ -145,13 +181,27 @@ def _measured_timeline(ctx: ToolContext, frames: list[Frame], query: str) -> tup
                 f"{len(seen)} frame{'s' if len(seen) > 1 else ''}"
             if not name.startswith(("text ", "mostly ")):  # things that can be counted
                 how += f", {lo}" + (f"–{hi}" if hi > lo else "") + " per frame"
+            first, last, past = times[a], times[b], []
+            if hit and follow:
+                start_s, end_s, step_s = follow
+                if a == 0 and start_s > 0:
+                    first, looked, more = follow_edge(ctx, name, first, step_s, -1, allowance)
+                    followed += looked
+                    if looked:
+                        past.append(f"seen from {fmt_time(first)}{' or earlier' if more else ''}, before the range")
+                if b == len(times) - 1 and end_s < ctx.duration_s:
+                    last, looked, more = follow_edge(ctx, name, last, step_s, +1, allowance)
+                    followed += looked
+                    if looked:
+                        past.append(f"seen until {fmt_time(last)}{' or later' if more else ''}, past the range")
+            if past:
+                how += "; followed one frame every " + f"{step_s:.1f}s: " + ", ".join(past)
             parts.append((fmt_time(times[a]) if a == b else fmt_range(times[a], times[b])) + f" ({how})")
-        hit = _matches(name, terms)
-        if hit:
-            evidence += [[times[a], times[b]] for a, b in found]
+            if hit:
+                evidence.append([first, last])
         entries.append((times[found[0][0]], f"{name}: " + "; ".join(parts) + ("  <- query" if hit else "")))
     lines = [line for _, line in sorted(entries, key=lambda e: e[0])] or ["nothing measured in these frames"]
-    return lines, {"rows": rows, "frames_s": times}, evidence
+    return lines, {"rows": rows, "frames_s": times, "follow_s": sorted(set(followed))}, evidence
 
 
 def _vlm_timeline(ctx: ToolContext, frames: list[Frame], query: str) -> tuple[list[str], dict, list]:
@@ -173,8 +223,12 @@ def _timeline(ctx: ToolContext, name: str, ranges: list[list[float]], wanted: in
     if not frames:
         raise ValueError(f"no frames could be decoded in {', '.join(fmt_range(s, e) for s, e in ranges)}")
     measured = getattr(ctx.backends, "vlm", None) is None  # cpu: measured; gpu: the VLM describes the frames
-    lines, data, evidence = (_measured_timeline if measured else _vlm_timeline)(ctx, frames, query)
     step = sum(e - s for s, e in ranges) / max(1, len(frames))
+    if measured:
+        follow = (ranges[0][0], ranges[0][1], step) if name == "skim" and len(ranges) == 1 else None
+        lines, data, evidence = _measured_timeline(ctx, frames, query, follow)
+    else:
+        lines, data, evidence = _vlm_timeline(ctx, frames, query)
     head = (f"{name} of {', '.join(fmt_range(s, e) for s, e in ranges)}: {len(frames)} frames, one every "
             f"{step:.1f}s, at low resolution; "
             + ("per thing measured (object, text, shape, main colour), the times it is seen"
@@ -184,7 +238,8 @@ def _timeline(ctx: ToolContext, name: str, ranges: list[list[float]], wanted: in
     if notes:
         text += "\nNote: " + "; ".join(notes)
     data.update(alpha=ctx.alpha, step_s=round(step, 3), query=query)
-    return Observation(text, data, [f.t_s for f in frames], evidence, notes=notes)
+    looked = sorted({f.t_s for f in frames} | set(data.get("follow_s", ())))
+    return Observation(text, data, looked, evidence, notes=notes)
 
 
 @tool("perceive")
