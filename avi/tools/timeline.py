@@ -128,24 +128,23 @@ def _matches(thing: str, terms: tuple[set[str], set[str], set[str]]) -> bool:
 FOLLOW_FRAMES = 4
 
 
-def follow_edge(ctx: ToolContext, name: str, t_s: float, step_s: float, direction: int, allowance: list[int],
+def follow_edge(ctx: ToolContext, name: str, t_s: float, step_s: float, direction: int, max_frames: int,
                 ) -> tuple[float, list[float], bool]:
     """Follow ``name`` (a :func:`_things` key) from ``t_s`` outward (``direction`` +1 later, -1 earlier) one frame
-    every ``step_s`` seconds, at most :data:`FOLLOW_FRAMES` frames and ``allowance[0]`` (decremented in place:
-    the question's frame budget), until a frame without it or the end of the video.
+    every ``step_s`` seconds, at most ``max_frames`` frames (what the question's frame budget allows) and
+    :data:`FOLLOW_FRAMES`, until a frame without it or the end of the video.
 
     Returns:
         (last time in seconds it was seen, the times looked at, True when it was still seen at the last one).
     """
     last, looked = t_s, []
-    for k in range(1, FOLLOW_FRAMES + 1):
+    for k in range(1, min(FOLLOW_FRAMES, max_frames) + 1):
         at = round(t_s + direction * k * step_s, 3)
-        if allowance[0] <= 0 or not 0.0 <= at <= ctx.duration_s:
+        if not 0.0 <= at <= ctx.duration_s:
             break
         frames = ctx.video.frames_at([at])
         if not frames:
             break
-        allowance[0] -= 1
         looked.append(frames[0].t_s)
         if not _things(measure_low_res(ctx, frames[0])).get(name):
             return last, looked, False
@@ -168,7 +167,7 @@ def _measured_timeline(ctx: ToolContext, frames: list[Frame], query: str, follow
     terms = query_terms(query)
     entries, evidence, followed = [], [], []
     left = ctx.frames_left
-    allowance = [10 ** 9 if left is None else left - len(frames)]
+    allowed = (lambda: FOLLOW_FRAMES) if left is None else (lambda: left - len(frames) - len(followed))
     for name in names:
         counts = [things.get(name, 0) for things in per_frame]
         found = spans(times, [n > 0 for n in counts])
@@ -185,12 +184,12 @@ def _measured_timeline(ctx: ToolContext, frames: list[Frame], query: str, follow
             if hit and follow:
                 start_s, end_s, step_s = follow
                 if a == 0 and start_s > 0:
-                    first, looked, more = follow_edge(ctx, name, first, step_s, -1, allowance)
+                    first, looked, more = follow_edge(ctx, name, first, step_s, -1, allowed())
                     followed += looked
                     if looked:
                         past.append(f"seen from {fmt_time(first)}{' or earlier' if more else ''}, before the range")
                 if b == len(times) - 1 and end_s < ctx.duration_s:
-                    last, looked, more = follow_edge(ctx, name, last, step_s, +1, allowance)
+                    last, looked, more = follow_edge(ctx, name, last, step_s, +1, allowed())
                     followed += looked
                     if looked:
                         past.append(f"seen until {fmt_time(last)}{' or later' if more else ''}, past the range")
