@@ -25,6 +25,7 @@ from avi.index.store import (
     TRANSCRIPT_COLLECTION,
     ChromaEmbeddingFunction,
     chroma_client,
+    CHROMA_LOCK,
     release_chroma,
 )
 from avi.index.summary import build_summary
@@ -165,21 +166,25 @@ def _stage_embeddings(work: Path, captions: list[Caption], segments: list[Transc
     release_chroma(chroma_dir)
     shutil.rmtree(chroma_dir, ignore_errors=True)  # a half-written collection from a killed attempt
     embedder = backends.embedder
-    client = chroma_client(chroma_dir)
-    col = client.create_collection(COLLECTION, embedding_function=ChromaEmbeddingFunction(embedder),
-                                   metadata={"hnsw:space": "cosine"})
     texts = [c.text or "(no caption)" for c in captions]
-    col.add(ids=[f"clip-{c.clip_index:05d}" for c in captions], documents=texts, embeddings=embedder.embed(texts),
-            metadatas=[{"clip_index": c.clip_index, "start_s": c.start_s, "end_s": c.end_s} for c in captions])
-    if segments:
-        tcol = client.create_collection(TRANSCRIPT_COLLECTION, embedding_function=ChromaEmbeddingFunction(embedder),
-                                        metadata={"hnsw:space": "cosine"})
-        tcol.add(ids=[f"seg-{i:05d}" for i in range(len(segments))], documents=[s.text for s in segments],
-                 embeddings=embedder.embed([s.text for s in segments]),
-                 metadatas=[{"segment_index": i, "start_s": s.start_s, "end_s": s.end_s, "source": s.source}
-                            for i, s in enumerate(segments)])
-        del tcol
-    del col, client
+    vecs = embedder.embed(texts)  # the embeddings first: the Chroma lock is held only for Chroma's own calls
+    seg_vecs = embedder.embed([s.text for s in segments]) if segments else None
+    with CHROMA_LOCK:
+        client = chroma_client(chroma_dir)
+        col = client.create_collection(COLLECTION, embedding_function=ChromaEmbeddingFunction(embedder),
+                                       metadata={"hnsw:space": "cosine"})
+        col.add(ids=[f"clip-{c.clip_index:05d}" for c in captions], documents=texts, embeddings=vecs,
+                metadatas=[{"clip_index": c.clip_index, "start_s": c.start_s, "end_s": c.end_s} for c in captions])
+        if segments:
+            tcol = client.create_collection(TRANSCRIPT_COLLECTION,
+                                            embedding_function=ChromaEmbeddingFunction(embedder),
+                                            metadata={"hnsw:space": "cosine"})
+            tcol.add(ids=[f"seg-{i:05d}" for i in range(len(segments))], documents=[s.text for s in segments],
+                     embeddings=seg_vecs,
+                     metadatas=[{"segment_index": i, "start_s": s.start_s, "end_s": s.end_s, "source": s.source}
+                                for i, s in enumerate(segments)])
+            del tcol
+        del col, client
     release_chroma(chroma_dir)
     marker.touch()
 

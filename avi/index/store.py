@@ -22,6 +22,7 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,17 +96,30 @@ class ChromaEmbeddingFunction:
         return None
 
 
+CHROMA_LOCK = threading.RLock()
+"""Held around every Chroma call of this process. Chroma 1.x's client set-up is not thread-safe: two threads
+opening clients at once (a batch's question thread searching one index while its index thread writes the next)
+fail with "'RustBindingsAPI' object has no attribute 'bindings'" (reproduced with avi.jobs.local's threads).
+Chroma calls take milliseconds here; the embeddings are computed outside the lock."""
+
+
 def chroma_client(path: Path):
-    """A Chroma ``PersistentClient`` at ``path`` with anonymized telemetry off."""
+    """A Chroma ``PersistentClient`` at ``path`` with anonymized telemetry off (made under :data:`CHROMA_LOCK`)."""
     import chromadb
     from chromadb.config import Settings as ChromaSettings
 
-    return chromadb.PersistentClient(path=str(path), settings=ChromaSettings(anonymized_telemetry=False,
-                                                                             allow_reset=False))
+    with CHROMA_LOCK:
+        return chromadb.PersistentClient(path=str(path), settings=ChromaSettings(anonymized_telemetry=False,
+                                                                                 allow_reset=False))
 
 
 def release_chroma(path: Path) -> None:
     """Drop Chroma's cached client system for ``path`` (before moving or deleting it)."""
+    with CHROMA_LOCK:
+        _release_chroma(path)
+
+
+def _release_chroma(path: Path) -> None:
     try:
         from chromadb.api.shared_system_client import SharedSystemClient
 
@@ -310,10 +324,12 @@ class VideoIndex:
         if embedder.name != want["name"] or embedder.dim != want["dim"]:
             raise AviError(f"index {self.path.name} was embedded with {want['name']} (dim {want['dim']}), "
                            f"not {embedder.name} (dim {embedder.dim}); rebuild it with `avi index`")
-        if name not in self._collections:
-            client = chroma_client(self._chroma_dir())
-            self._collections[name] = client.get_collection(name, embedding_function=ChromaEmbeddingFunction(embedder))
-        return self._collections[name]
+        with CHROMA_LOCK:
+            if name not in self._collections:
+                client = chroma_client(self._chroma_dir())
+                self._collections[name] = client.get_collection(name,
+                                                                embedding_function=ChromaEmbeddingFunction(embedder))
+            return self._collections[name]
 
     def search(self, query: str, embedder: Embedder, top_k: int = 16) -> list[RetrievedClip]:
         """Top-k clips by cosine similarity of caption and query embeddings (AVI §3.3.1).
@@ -323,7 +339,9 @@ class VideoIndex:
         """
         col = self.collection(embedder)
         n = min(max(1, top_k), len(self.captions))
-        res = col.query(query_embeddings=embed_query(embedder, [query]), n_results=n, include=["distances", "metadatas"])
+        vec = embed_query(embedder, [query])
+        with CHROMA_LOCK:
+            res = col.query(query_embeddings=vec, n_results=n, include=["distances", "metadatas"])
         out = []
         for meta, dist in zip(res["metadatas"][0], res["distances"][0]):
             cap = self.captions[int(meta["clip_index"])]
@@ -340,7 +358,9 @@ class VideoIndex:
             return []
         col = self.collection(embedder, TRANSCRIPT_COLLECTION)
         n = min(max(1, top_k), len(self.transcript))
-        res = col.query(query_embeddings=embed_query(embedder, [query]), n_results=n, include=["distances", "metadatas"])
+        vec = embed_query(embedder, [query])
+        with CHROMA_LOCK:
+            res = col.query(query_embeddings=vec, n_results=n, include=["distances", "metadatas"])
         return [(self.transcript[int(m["segment_index"])], 1.0 - float(d))
                 for m, d in zip(res["metadatas"][0], res["distances"][0])]
 
