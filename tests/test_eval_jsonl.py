@@ -174,6 +174,10 @@ def test_yesno_rule():
     assert grade_jsonl(q(type_="yesno", gt="no"), ok(answer="Nothing, no."))["correct"] is True
     assert grade_jsonl(q(type_="yesno", gt="no"), ok(answer="Nothing is moving."))["correct"] is False
     assert grade_jsonl(q(type_="yesno", gt="yes"), ok(answer="No, yes"))["correct"] is False
+    # a cannot-tell answer is no answer, whatever "no" it holds further on
+    cannot = "Cannot tell on this profile: its tools do not see a pen, and no text or speech names one."
+    assert grade_jsonl(q(type_="yesno", gt="no"), ok(answer=cannot))["correct"] is False
+    assert grade_jsonl(q(type_="yesno", gt="no"), ok(answer="No.", cannot_tell=True))["correct"] is False
 
 
 def test_choice_rule():

@@ -589,3 +589,42 @@ def test_a_shape_on_a_named_screen_colour_is_read_from_the_clips_of_that_colour(
     trace = Trace(question=st.question)
     assert Agent._measured_shape(host, st, trace) == ("circle", None)
     assert "clips that are mostly blue" in trace.steps[-1].notes[0]
+
+
+def test_a_yes_no_answer_is_not_replaced_by_an_evidence_string():
+    """syn-mixed-12 (full development benchmark, 2026-11-27): "does the commentator mention a red card?" answered
+    "No, ..." was replaced by a transcript line, which holds neither yes nor no. A yes/no question keeps its
+    answer; a question asking for the words still gets the evidence string."""
+    import json
+    from types import SimpleNamespace
+
+    from avi.agent.loop import Agent
+    from avi.agent.prompts import PromptLibrary
+    from avi.agent.trace import Trace
+
+    class PickingLLM:  # TEST DOUBLE: picks the first evidence string, as the constrained call may
+        calls = 0
+
+        def chat(self, messages, schemas, **kw):
+            PickingLLM.calls += 1
+            first = kw["json_schema"]["properties"]["evidence"]["enum"][0]
+            return SimpleNamespace(content=json.dumps({"evidence": first}), seconds=0.1, prompt_tokens=10,
+                                   completion_tokens=3)
+
+    from avi.config import Settings
+
+    host = SimpleNamespace(llm=PickingLLM(), prompts=PromptLibrary(Settings().prompts_dir), _schemas=[], _max_tokens=lambda: 64,
+                           _system=lambda: "system", settings=SimpleNamespace(llm_seed=0))
+    said = ("transcript_read", {"segments": [{"text": "And Turner scores again for Rivers."}]})
+
+    def state(question):
+        return SimpleNamespace(question=question, history=[], iteration=3, phase="review",
+                               perceive_data=lambda: [said])
+
+    no = "No, the commentator does not mention a red card."
+    yes_no = state("In the second half of the video, does the commentator mention a red card?")
+    assert Agent._extractive_answer(host, yes_no, Trace(question=yes_no.question), no) == no
+    assert PickingLLM.calls == 0
+    words = state("What does the commentator say in the second half of the video?")
+    got = Agent._extractive_answer(host, words, Trace(question=words.question), "The commentator does not say.")
+    assert got == "And Turner scores again for Rivers." and PickingLLM.calls == 1

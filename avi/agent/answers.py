@@ -16,6 +16,7 @@ from avi.agent.grounding import (
     evidence_span,
     evidence_strings,
     grounded_in,
+    is_yes_no,
     normalise,
     unmeasurable,
 )
@@ -87,9 +88,11 @@ class GroundedAnswers:
         """A free-text answer about words (on-screen text, names, what was said) taken from the evidence
         strings when the model's answer gives nothing of its own (it denies, doubts or restates the question:
         :func:`~avi.agent.grounding.answers_nothing`) and holds none of them: one constrained call picks the
-        string that answers, with the evidence's exact spelling (issue 14, answers that answer)."""
+        string that answers, with the evidence's exact spelling (issue 14, answers that answer). A yes/no question
+        ("does the commentator mention a red card?") keeps its answer: a quote is no yes or no."""
         strings = evidence_strings(st.perceive_data())
-        if not strings or not asks_for_text(st.question) or asks_colour(st.question) or asks_shape(st.question) \
+        if not strings or is_yes_no(st.question) or not asks_for_text(st.question) or asks_colour(st.question) \
+                or asks_shape(st.question) \
                 or grounded_in(answer, strings) or not answers_nothing(answer, st.question):
             return answer  # an answer of its own (it may rest on captions or speech the tools returned) is kept
         schema = {"type": "object", "properties": {"evidence": {"type": "string", "enum": strings + ["none"]}},

@@ -140,12 +140,18 @@ class Places:
 _TEXT_HOLDER = re.compile(r"\b(?:sign|number on|shown on)\b", re.I)  # asks_for_text: about_words or these
 
 
-_YES_NO = re.compile(r"^\s*(?:is|are|was|were|does|do|did|can|could|has|have|had|will|would|should)\b", re.I)
+_YES_NO = re.compile(r"^\s*(?:(?!(?:what|which|who|whom|whose|where|when|why|how)\b)[^,?]{1,80},\s*)?(?:is|are|was|were|does|do|did|can|could|has|have|had|will|would|should)\b",
+                     re.I)
+
+
+_ALTERNATIVE = re.compile(r"\bor\b(?!\s+not\b)[^,;]*\?\s*$", re.I)
 
 
 def is_yes_no(question: str) -> bool:
-    """Whether a question without options is a yes/no question (it opens with an auxiliary verb)."""
-    return bool(_YES_NO.match(question or ""))
+    """Whether a question without options is a yes/no question: it opens with an auxiliary verb, or does so after
+    a leading phrase and a comma ("At 1:00, is anyone ...", "In the second half, does ..."), and does not end in
+    alternatives ("... to the left or to the right?" asks which, not whether)."""
+    return bool(_YES_NO.match(question or "")) and not _ALTERNATIVE.search(question or "")
 
 
 _WORDS_QUESTION = re.compile(

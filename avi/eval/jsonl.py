@@ -15,7 +15,8 @@ Scoring rules (one per ``type``; a failed or missing record is wrong, IoU 0):
 ``number``      the first number of the answer, digits or a number word zero–twenty, equals the truth
                 (:func:`first_number`): "3 or 4" reads as 3.
 ``yesno``       the first word ``yes`` or ``no`` of the answer equals the truth (:func:`first_yes_no`;
-                "nothing" is not a no).
+                "nothing" is not a no); an answer that says it cannot tell is no answer ("cannot tell ... no
+                text" is not a no).
 ``interval``    IoU of ``record["interval"]`` with the truth ``[start_s, end_s]``; right when IoU ≥ 0.5; the
                 report adds mIoU, R@0.3 and R@0.5.
 ``cannot_tell`` right when ``record["cannot_tell"]`` is true, or the answer text says the profile cannot
@@ -64,7 +65,7 @@ CANNOT_TELL_PHRASES = (
 turns "can't" / "can not" into "cannot")."""
 
 SCORING_NOTE = ("rules: choice = delivered letter; text = an accepted string as whole words (case, punctuation "
-                "ignored); number = first number (digits or zero-twenty); yesno = first yes/no word; interval = "
+                "ignored); number = first number (digits or zero-twenty); yesno = first yes/no word (a cannot-tell answer is none); interval = "
                 "IoU >= 0.5; cannot_tell = avi's cannot_tell flag, a 'cannot tell' phrase, or right by the true "
                 "answer's rule; failed or missing = wrong (IoU 0)")
 TIMING_NOTE = ("per answered question: seconds = the agent's time (record seconds.agent; the video's index build "
@@ -395,8 +396,8 @@ def _judge(kind: str, gt: Any, record: dict, text: str, files: list[str] | None 
     if kind == "number":
         value = first_number(text)
         return value is not None and abs(value - float(gt)) < 1e-9, value, None
-    if kind == "yesno":
-        word = first_yes_no(text)
+    if kind == "yesno":  # "cannot tell ... no text or ..." is no answer, not the word no
+        word = None if record.get("cannot_tell") or says_cannot_tell(text) else first_yes_no(text)
         return word is not None and word == gt, word, None
     if kind == "interval":
         pred = _span(record.get("interval"))
