@@ -147,11 +147,16 @@ _YES_NO = re.compile(r"^\s*(?:(?!(?:what|which|who|whom|whose|where|when|why|how
 _ALTERNATIVE = re.compile(r"\bor\b(?!\s+not\b)[^,;]*\?\s*$", re.I)
 
 
-def is_yes_no(question: str) -> bool:
+_OPENS_YES_NO = re.compile(r"^\s*(?:is|are|was|were|does|do|did|can|could|has|have|had|will|would|should)\b", re.I)
+
+
+def is_yes_no(question: str, *, after_phrase: bool = True) -> bool:
     """Whether a question without options is a yes/no question: it opens with an auxiliary verb, or does so after
-    a leading phrase and a comma ("At 1:00, is anyone ...", "In the second half, does ..."), and does not end in
-    alternatives ("... to the left or to the right?" asks which, not whether)."""
-    return bool(_YES_NO.match(question or "")) and not _ALTERNATIVE.search(question or "")
+    a leading phrase and a comma ("At 1:00, is anyone ...", "In the second half, does ..."; only with
+    ``after_phrase``), and does not end in alternatives ("... to the left or to the right?" asks which, not
+    whether)."""
+    pattern = _YES_NO if after_phrase else _OPENS_YES_NO
+    return bool(pattern.match(question or "")) and not _ALTERNATIVE.search(question or "")
 
 
 _WORDS_QUESTION = re.compile(

@@ -137,7 +137,10 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
         """The answer type (``answer_type`` setting, or inferred from the question) and its format line."""
         configured = getattr(self.settings, "answer_type", "auto")
         kind = answer_type(question, options) if configured == "auto" else configured
-        if kind == "text" and is_yes_no(question):
+        # the yes/no format line only for questions that open with the verb: after a leading phrase ("At 1:00, is
+        # anyone ...") it sent the 1.5B model from Review back to Perceive to repeat its call (+30 s on each of
+        # real-vtest-10/11 and syn-shapes-09, the same answers; development benchmark, 2026-11-27)
+        if kind == "text" and is_yes_no(question, after_phrase=False):
             return kind, self.prompts.text("format_yesno")
         return kind, self.prompts.text(f"format_{kind}")
 
