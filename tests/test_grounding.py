@@ -628,3 +628,15 @@ def test_a_yes_no_answer_is_not_replaced_by_an_evidence_string():
     words = state("What does the commentator say in the second half of the video?")
     got = Agent._extractive_answer(host, words, Trace(question=words.question), "The commentator does not say.")
     assert got == "And Turner scores again for Rivers." and PickingLLM.calls == 1
+
+
+def test_yes_no_questions_after_a_leading_phrase_and_alternatives():
+    from avi.agent.grounding import is_yes_no
+
+    assert is_yes_no("Is it raining?") and is_yes_no("At 1:00, is anyone walking on the lawn?")
+    assert is_yes_no("In the second half of the video, does the commentator mention a red card?")
+    assert not is_yes_no("At 1:00, is anyone walking on the lawn?", after_phrase=False)  # the format line's test
+    assert not is_yes_no("In the first minute, what is written?") and not is_yes_no("What is it, is it red?")
+    assert not is_yes_no("At 0:50, is the ball rolling to the left or to the right?")  # asks which, not whether
+    assert not is_yes_no("Does the small red square move to the left or to the right?")
+    assert is_yes_no("Is there a cat or not?")
