@@ -613,8 +613,8 @@ def test_a_yes_no_answer_is_not_replaced_by_an_evidence_string():
 
     from avi.config import Settings
 
-    host = SimpleNamespace(llm=PickingLLM(), prompts=PromptLibrary(Settings().prompts_dir), _schemas=[], _max_tokens=lambda: 64,
-                           _system=lambda: "system", settings=SimpleNamespace(llm_seed=0))
+    host = SimpleNamespace(llm=PickingLLM(), prompts=PromptLibrary(Settings().prompts_dir), _schemas=[],
+                           _max_tokens=lambda: 64, _system=lambda: "system", settings=SimpleNamespace(llm_seed=0))
     said = ("transcript_read", {"segments": [{"text": "And Turner scores again for Rivers."}]})
 
     def state(question):

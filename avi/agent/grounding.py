@@ -140,14 +140,11 @@ class Places:
 _TEXT_HOLDER = re.compile(r"\b(?:sign|number on|shown on)\b", re.I)  # asks_for_text: about_words or these
 
 
-_YES_NO = re.compile(r"^\s*(?:(?!(?:what|which|who|whom|whose|where|when|why|how)\b)[^,?]{1,80},\s*)?(?:is|are|was|were|does|do|did|can|could|has|have|had|will|would|should)\b",
-                     re.I)
-
-
+_AUXILIARY = r"(?:is|are|was|were|does|do|did|can|could|has|have|had|will|would|should)\b"
+_OPENS_YES_NO = re.compile(r"^\s*" + _AUXILIARY, re.I)
+_YES_NO = re.compile(r"^\s*(?:(?!(?:what|which|who|whom|whose|where|when|why|how)\b)[^,?]{1,80},\s*)?" + _AUXILIARY,
+                     re.I)  # the verb first, or after a leading phrase and a comma
 _ALTERNATIVE = re.compile(r"\bor\b(?!\s+not\b)[^,;]*\?\s*$", re.I)
-
-
-_OPENS_YES_NO = re.compile(r"^\s*(?:is|are|was|were|does|do|did|can|could|has|have|had|will|would|should)\b", re.I)
 
 
 def is_yes_no(question: str, *, after_phrase: bool = True) -> bool:

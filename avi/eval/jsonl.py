@@ -65,9 +65,9 @@ CANNOT_TELL_PHRASES = (
 turns "can't" / "can not" into "cannot")."""
 
 SCORING_NOTE = ("rules: choice = delivered letter; text = an accepted string as whole words (case, punctuation "
-                "ignored); number = first number (digits or zero-twenty); yesno = first yes/no word (a cannot-tell answer is none); interval = "
-                "IoU >= 0.5; cannot_tell = avi's cannot_tell flag, a 'cannot tell' phrase, or right by the true "
-                "answer's rule; failed or missing = wrong (IoU 0)")
+                "ignored); number = first number (digits or zero-twenty); yesno = first yes/no word (a cannot-tell "
+                "answer is none); interval = IoU >= 0.5; cannot_tell = avi's cannot_tell flag, a 'cannot tell' "
+                "phrase, or right by the true answer's rule; failed or missing = wrong (IoU 0)")
 TIMING_NOTE = ("per answered question: seconds = the agent's time (record seconds.agent; the video's index build "
                "is not in it), p50/p90 linearly interpolated; steps = agent iterations; frames = frames looked at")
 

@@ -21,11 +21,11 @@ from avi.config import Settings
 from avi.errors import AviError, InputError
 from avi.index.graph import add_super_nodes, build_entity_graph, save_graph
 from avi.index.store import (
+    CHROMA_LOCK,
     COLLECTION,
     TRANSCRIPT_COLLECTION,
     ChromaEmbeddingFunction,
     chroma_client,
-    CHROMA_LOCK,
     release_chroma,
 )
 from avi.index.summary import build_summary

@@ -97,10 +97,10 @@ class ChromaEmbeddingFunction:
 
 
 CHROMA_LOCK = threading.RLock()
-"""Held around every Chroma call of this process. Chroma 1.x's client set-up is not thread-safe: two threads
-opening clients at once (a batch's question thread searching one index while its index thread writes the next)
-fail with "'RustBindingsAPI' object has no attribute 'bindings'" (reproduced with avi.jobs.local's threads).
-Chroma calls take milliseconds here; the embeddings are computed outside the lock."""
+"""Held around every Chroma call of this process. Chroma 1.x's client set-up is not thread-safe: it caches a path's
+client system before starting it, so a second thread opening the same index in between (two questions of one video
+answered at once by avi.jobs.local) fails with "'RustBindingsAPI' object has no attribute 'bindings'". Chroma calls
+take milliseconds here; the embeddings are computed outside the lock."""
 
 
 def chroma_client(path: Path):
@@ -116,21 +116,17 @@ def chroma_client(path: Path):
 def release_chroma(path: Path) -> None:
     """Drop Chroma's cached client system for ``path`` (before moving or deleting it)."""
     with CHROMA_LOCK:
-        _release_chroma(path)
-
-
-def _release_chroma(path: Path) -> None:
-    try:
-        from chromadb.api.shared_system_client import SharedSystemClient
-
-        SharedSystemClient._identifier_to_system.pop(str(path), None)  # noqa: SLF001
-    except Exception:  # pragma: no cover - internal layout differs between Chroma versions
         try:
-            from chromadb.api.client import SharedSystemClient as S
+            from chromadb.api.shared_system_client import SharedSystemClient
 
-            S.clear_system_cache()
-        except Exception:
-            pass
+            SharedSystemClient._identifier_to_system.pop(str(path), None)  # noqa: SLF001
+        except Exception:  # pragma: no cover - internal layout differs between Chroma versions
+            try:
+                from chromadb.api.client import SharedSystemClient as S
+
+                S.clear_system_cache()
+            except Exception:
+                pass
 
 
 def _tree_writable(folder: Path) -> bool:
