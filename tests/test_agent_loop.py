@@ -1061,21 +1061,26 @@ def test_structured_interval_is_clipped_and_text_answers_make_no_extra_call(make
 
 class LogprobLLM(ScriptedLLM):
     """ScriptedLLM with the ChatClient's ``first_token_logprobs``: every option-scoring request prefers the
-    letter A (position bias) and, a little less, the option whose text is ``truth``."""
+    letter A (position bias), the option whose text is ``favourite`` whatever the evidence (a content prior),
+    and, when the request holds more than the system prompt and the scoring prompt (evidence), the option whose
+    text is ``truth``."""
 
-    def __init__(self, replies, truth: str | None):
+    def __init__(self, replies, truth: str | None, favourite: str | None = None):
         super().__init__(replies)
-        self.truth, self.scored = truth, []
+        self.truth, self.favourite, self.scored, self.without_evidence = truth, favourite, [], 0
 
     def first_token_logprobs(self, messages, tools=None, *, top=20, seed=0):
         prompt = messages[-1]["content"]
         self.scored.append(prompt)
+        evidence = len(messages) > 2
+        self.without_evidence += not evidence
         if self.truth is None:
             return {}, ChatResult(content="")
         out = {}
         for line in prompt.splitlines():
             if len(line) > 3 and line[1:3] == ". ":
-                out[line[0]] = (2.0 if line[0] == "A" else 0.0) + (1.0 if line[3:] == self.truth else 0.0)
+                out[line[0]] = (2.0 if line[0] == "A" else 0.0) + (1.0 if evidence and line[3:] == self.truth else 0.0) \
+                    + (1.5 if line[3:] == self.favourite else 0.0)
         return out, ChatResult(content="A", prompt_tokens=40, seconds=0.01)
 
 
@@ -1093,11 +1098,36 @@ def test_choice_from_option_scores_over_cyclic_permutations(make_agent):
     result = _agent_with(make_agent, llm, choice_scoring="permutation").run(CHOICE_Q)
     assert result.choice == "B" and result.choice_method == "option-scores"
     assert result.answer == "B. EXIT 42"  # the letter written (A) lost to the option scores
-    assert len(llm.scored) == 3 and "(A) ROOM 7B" not in llm.scored[0]
+    assert len(llm.scored) == 6 and "(A) ROOM 7B" not in llm.scored[0]  # 3 with the evidence, 3 without
+    assert llm.without_evidence == 3
     step = result.trace.steps[-1]
     assert step.kind == "final_answer" and "cyclic permutations" in step.notes[0]
     assert set(step.observation_data["option_scores"]) == {"A", "B", "C"}
     assert result.trace.choice_method == "option-scores"
+
+
+def test_option_scores_are_calibrated_by_the_scores_without_evidence(make_agent):
+    # the model favours ROOM 7B whatever the frames show (more than the evidence for EXIT 42 weighs): the raw
+    # scores pick A, the scores divided by those without evidence pick B (Zhao et al. 2021)
+    def run(**kw):
+        llm = LogprobLLM([TEXT_AT_5, TO_REVIEW, "**Answer:** A"], truth="EXIT 42", favourite="ROOM 7B")
+        return _agent_with(make_agent, llm, choice_scoring="permutation", **kw).run(CHOICE_Q), llm
+
+    raw, llm = run(choice_calibration=False)
+    assert raw.choice == "A" and llm.without_evidence == 0
+    calibrated, llm = run(choice_calibration=True)
+    assert calibrated.choice == "B" and llm.without_evidence == 3
+    data = calibrated.trace.steps[-1].observation_data
+    assert max(data["evidence_scores"], key=data["evidence_scores"].get) == "A"
+    assert max(data["prior_scores"], key=data["prior_scores"].get) == "A"
+    assert "without evidence" in calibrated.trace.steps[-1].notes[0]
+
+
+def test_calibrated_scores():
+    from avi.agent.choice import calibrated_scores
+    got = calibrated_scores({"A": 0.5, "B": 0.3, "C": 0.2}, {"A": 0.6, "B": 0.2, "C": 0.2})
+    assert max(got, key=got.get) == "B" and abs(sum(got.values()) - 1.0) < 1e-9
+    assert calibrated_scores({"A": 0.5, "B": 0.5}, {"A": 0.5}) == {"A": 0.5, "B": 0.5}  # no prior for B: unchanged
 
 
 def test_choice_from_the_option_text_when_the_server_gives_no_logprobs(make_agent):

@@ -43,7 +43,12 @@ def test_speech_lines_about_the_question_decide():
     q = "How old was Fresnel when he died, according to the lecturer?"
     assert relevant(lines, q) == [lines[1]]
     assert text_choice(opts, lines, q) == ("C", lines[1])
-    assert text_choice(opts, lines, "How tall is it?") is None  # no line about the question: 27 and 52 both match
+    assert text_choice(opts, lines, "How tall is it?") == ("D", lines[2])  # the line about height
+    assert text_choice(opts, lines, "How old is it?") is None  # no line about the question: 27 and 52 both match
+    # syn-lecture-09: the name is on screen, the age only in speech, under the recogniser's spelling of the name
+    heard = ["THE FRESNEL LENS", "Invented in 1822 by Augustin Fresnel",
+             "Fressel was a friend-changineer, who died young, at only 39.", "There were 27 lighthouses by then."]
+    assert text_choice(opts, heard, q) == ("C", heard[2])
 
 
 def test_a_number_beside_the_name_asked_about():

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from avi.agent.choice import choice_by_text, permutation_scores, question_stem
+from avi.agent.choice import calibrated_scores, choice_by_text, permutation_scores, question_stem
 from avi.agent.grounding import (
     about_words,
     answers_nothing,
@@ -60,16 +60,28 @@ class GroundedAnswers:
                                                    st.options, seed=self.settings.llm_seed)
             except ContextOverflowError:
                 scores, calls = {}, []
+            prior, prior_calls = {}, []
+            if scores and getattr(self.settings, "choice_calibration", True):
+                try:  # the same scores with no evidence: the system prompt and the question alone
+                    prior, prior_calls = permutation_scores(self.llm, messages[:1], self._schemas, self.prompts,
+                                                            st.question, st.options, seed=self.settings.llm_seed)
+                except ContextOverflowError:
+                    prior = {}
+            final = calibrated_scores(scores, prior) if prior else scores
             absent = self._absent_options(st, trace) if scores else set()
             if scores:
-                best = max((k for k in scores if k not in absent), key=lambda k: (scores[k], -ord(k)))
+                best = max((k for k in final if k not in absent), key=lambda k: (final[k], -ord(k)))
+                calls_all = calls + prior_calls
                 trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
-                          llm_seconds=round(sum(c["seconds"] for c in calls), 3),
-                          prompt_tokens=sum(c["prompt_tokens"] for c in calls), completion_tokens=len(calls),
-                          notes=[f"choice {best} by option scores averaged over {len(calls)} cyclic permutations: "
-                                 + ", ".join(f"{k} {v:.2f}" for k, v in scores.items())
+                          llm_seconds=round(sum(c["seconds"] for c in calls_all), 3),
+                          prompt_tokens=sum(c["prompt_tokens"] for c in calls_all), completion_tokens=len(calls_all),
+                          notes=[f"choice {best} by option scores averaged over {len(calls)} cyclic permutations"
+                                 + (", divided by their scores without evidence" if prior else "") + ": "
+                                 + ", ".join(f"{k} {v:.2f}" for k, v in final.items())
                                  + (f" (ruled out by the frames: {', '.join(sorted(absent))})" if absent else "")],
-                          observation_data={"option_scores": scores, "permutations": calls})
+                          observation_data={"option_scores": final, "evidence_scores": scores,
+                                            "prior_scores": prior, "permutations": calls,
+                                            "prior_permutations": prior_calls})
                 return best, "option-scores"
         try:
             letter, res = choice_by_text(self.llm, messages, self._schemas, self.prompts, st.question, st.options,

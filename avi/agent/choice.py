@@ -77,6 +77,26 @@ def permutation_scores(llm, messages: list[dict], tools: list[dict] | None, prom
     return {letters[i]: totals[i] / used for i in range(n)}, calls
 
 
+def calibrated_scores(scores: dict[str, float], prior: dict[str, float]) -> dict[str, float]:
+    """Option scores with the model's preference that no evidence supports divided out.
+
+    ``scores`` are the option scores after the evidence, ``prior`` the same scores with the system prompt and
+    the question alone (no tool result): an option the model favours whatever the video shows (the first one
+    it thought of, the most plausible-sounding one) has a high prior and loses that much. Each score is divided
+    by its prior and the quotients renormalised to sum to one ("Calibrate Before Use: Improving Few-Shot
+    Performance of Language Models", Zhao et al., ICML 2021, §4: contextual calibration with a content-free
+    input; here the content left out is the evidence).
+
+    Returns:
+        ``{letter: calibrated probability}``; ``scores`` unchanged when ``prior`` lacks a letter.
+    """
+    if not scores or any(prior.get(k, 0.0) <= 0.0 for k in scores):
+        return dict(scores)
+    q = {k: v / prior[k] for k, v in scores.items()}
+    z = sum(q.values()) or 1.0
+    return {k: v / z for k, v in q.items()}
+
+
 def choice_by_text(llm, messages: list[dict], tools: list[dict] | None, prompts, question: str,
                    options: dict[str, str], answer: str, max_tokens: int, seed: int | None = 0):
     """The letter of the option whose text the model writes under a schema allowing only the option texts.
