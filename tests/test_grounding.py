@@ -558,6 +558,7 @@ def test_black_shot_is_the_black_shot_the_question_points_at():
     black[0] = 1.0
     assert black_shot(shots, black, answer=[330.0, 340.0]) == (337.4, 359.0)  # the one the answer overlaps
     assert black_shot(shots, black, asked=[[0.0, 30.0]]) == (0.0, 97.6)
+    assert black_shot(shots, black, answer=[0.0, 30.0], asked=[[338.0, 362.0]]) == (337.4, 359.0)  # the question first
     assert black_shot(shots, [0.0] * 5) is None
 
 
@@ -640,3 +641,37 @@ def test_yes_no_questions_after_a_leading_phrase_and_alternatives():
     assert not is_yes_no("At 0:50, is the ball rolling to the left or to the right?")  # asks which, not whether
     assert not is_yes_no("Does the small red square move to the left or to the right?")
     assert is_yes_no("Is there a cat or not?")
+
+
+def test_index_counts_hold_the_flat_shapes_of_every_clip():
+    """syn-shapes-02: "What is the largest number of circles on screen at the same time?" -- the agent counted
+    one clip (2 circles); the index's clips hold the fullest frame of each clip, five circles in two of them."""
+    from types import SimpleNamespace
+
+    from avi.agent.measured import index_counts, most_count
+
+    def clip(s, n, kind="circle"):
+        return SimpleNamespace(start_s=s, end_s=s + 5.0, data={
+            "people_per_frame": [[s, 0]], "objects_per_frame": {"frisbee": [[s, 1]]},
+            "shapes": [{"kind": kind, "colour": "white", "box": [0, 0, 9, 9], "t_s": s + 2.0}] * n})
+
+    caps = [clip(365.0, 3), clip(375.0, 5), clip(380.0, 5), clip(390.0, 4), clip(400.0, 2, "square"), clip(500.0, 7)]
+    steps = index_counts(caps)
+    per_frame = steps[0][1]["summary"]["circle"]["per_frame"]
+    assert per_frame[:2] == [(367.0, 3), (377.0, 5)] and steps[0][1]["summary"]["square"]["per_frame"] == [(402.0, 2)]
+    agent = [("object_detect", {"summary": {"circle": {"per_frame": [[415.0, 2], [415.5, 2], [416.0, 1]]}}})]
+    q = "What is the largest number of circles on screen at the same time?"
+    assert most_count(agent, q) == ("circle", 2)
+    assert most_count(agent + steps, q) == ("circle", 5)  # 7 in one clip only is not believed
+
+
+def test_index_counts_give_the_count_at_a_moment_the_agent_did_not_measure():
+    """syn-shapes-14: "How many shapes are on screen at 1:35?" -- the agent only read text; the index's OCR
+    frames counted three shapes at 93.6-98.6 s (label ``shape``: every flat shape of any kind)."""
+    from types import SimpleNamespace
+
+    from avi.agent.measured import count_at, index_counts
+
+    caps = [SimpleNamespace(start_s=s, end_s=s + 5.0, data={"shapes_per_frame": rows}) for s, rows in
+            ((90.0, [[90.6, 2], [92.0, 2], [93.6, 3]]), (95.0, [[95.6, 3], [97.0, 3], [98.6, 3]]))]
+    assert count_at(index_counts(caps), 95.0, "How many shapes are on screen at 1:35?") == ("shape", 3, [95.6, 95.6])

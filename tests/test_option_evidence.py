@@ -79,3 +79,50 @@ def test_a_count_with_number_options_is_not_read_from_text_on_screen():
     assert MeasuredChoices._measured_text_choice(host, count, Trace(question="q")) is None
     shown = SimpleNamespace(**{**vars(count), "question": "Which round is announced on the title card? (A) 2 (B) 3"})
     assert MeasuredChoices._measured_text_choice(host, shown, Trace(question="q")) == ("A. 2", "A")
+
+
+def test_the_option_the_question_places_is_read_from_the_ocr_boxes():
+    """syn-lecture-10: "At 6:25, which lighthouse is at the bottom of the list on screen?" -- two of the options
+    are on screen; the one lower down (larger y) is the answer."""
+    from avi.agent.option_evidence import placed_choice
+
+    opts = {"A": "Eddystone", "B": "Hook Head", "C": "Cape Hatteras", "D": "Bell Rock"}
+    lines = [{"text": "FAMOUS LIGHTHOUSES", "box": [400, 80, 880, 140]},
+             {"text": "Eddystone", "box": [450, 250, 700, 300]}, {"text": "Bell Rock", "box": [450, 330, 690, 380]},
+             {"text": "Eddystone", "box": [452, 251, 700, 301]}]
+    q = "At 6:25, which lighthouse is at the bottom of the list on screen?"
+    assert placed_choice(opts, lines, q) == ("D", "Bell Rock at y=355 px")
+    assert placed_choice(opts, lines, "At 6:25, which lighthouse is at the top of the list?")[0] == "A"
+    assert placed_choice(opts, lines, "At 6:25, which lighthouse is named on screen?") is None  # no place word
+    assert placed_choice(opts, lines[:2], q) is None  # one option read: text_choice decides
+
+
+def test_a_quoted_line_asked_about_is_found_in_the_ocr_or_the_transcript():
+    """syn-lecture-12: text_extract read "About 100 metres tall" at 56 s and the model answered "no"."""
+    from avi.agent.option_evidence import quoted_in
+
+    shown = ["PHAROS OF ALEXANDRIA", "Built around 280 BC", "About 100 metres tall"]
+    said = ["Its light came from a large fire, reflected by a bronze mirror."]
+    q = "Is the line 'About 100 metres tall' on screen in the first minute?"
+    assert quoted_in(q, shown, said) == ("About 100 metres tall", "About 100 metres tall")
+    assert quoted_in(q, shown[:2], said) is None
+    assert quoted_in("Does the lecturer say 'a bronze mirror'?", shown, said)[1] == said[0]
+    assert quoted_in("Does the lecturer say 'About 100 metres tall'?", shown, said) is None  # shown, not said
+    assert quoted_in("Is the Pharos on screen in the first minute?", shown, said) is None  # no quote
+    assert quoted_in("Is the lecturer's hat on screen? Is it the speaker's?", shown, said) is None  # apostrophes
+
+
+def test_the_text_a_question_names_and_the_reads_that_hold_it():
+    """real-bikes-08: "During which time span is a car roof sign with the word TAXI visible?" -- OCR read "AXI"
+    at 2.5 s (the sign's first letter cut by the frame) and "TAA" in another shot."""
+    from avi.agent.option_evidence import named_text, read_matches, text_runs
+
+    assert named_text("During which time span is a car roof sign with the word TAXI visible?") == ["taxi"]
+    assert named_text("When is the HALF TIME card on screen?") == ["half", "time"]
+    assert named_text("When is 'About 100 metres tall' on screen?") == ["about", "100", "metres", "tall"]
+    assert named_text("When does the man in a red coat leave?") == []
+    assert named_text("When is the TV on?") == []  # two letters: no quote
+    assert read_matches(["taxi"], "AXI") and read_matches(["taxi"], "TAXI 24") and not read_matches(["taxi"], "TAA")
+    assert read_matches(["half", "time"], "HALF TIME") and not read_matches(["half", "time"], "HALF")
+    assert not read_matches(["half", "time"], "TIME HALF")
+    assert text_runs([2.5, 2.7, 9.0, 3.1], 1.0) == [[2.5, 3.1], [9.0, 9.0]]

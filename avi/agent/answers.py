@@ -61,7 +61,7 @@ class GroundedAnswers:
             except ContextOverflowError:
                 scores, calls = {}, []
             prior, prior_calls = {}, []
-            if scores and getattr(self.settings, "choice_calibration", True):
+            if scores and getattr(self.settings, "choice_calibration", False):
                 try:  # the same scores with no evidence: the system prompt and the question alone
                     prior, prior_calls = permutation_scores(self.llm, messages[:1], self._schemas, self.prompts,
                                                             st.question, st.options, seed=self.settings.llm_seed)

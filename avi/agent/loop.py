@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 
 from avi.agent.answer_types import TypedAnswers
 from avi.agent.answers import GroundedAnswers
+from avi.agent.choice import question_stem
 from avi.agent.extraction import CallExtraction
 from avi.agent.gates import Gates
 from avi.agent.grounding import (
@@ -53,7 +54,7 @@ from avi.agent.grounding import (
 from avi.agent.measured import cut_question
 from avi.agent.measured_answers import MeasuredAnswers
 from avi.agent.measured_choices import MeasuredChoices
-from avi.agent.ordinals import ordinal_ranges
+from avi.agent.ordinals import between_ranges, ordinal_ranges
 from avi.agent.parse import (
     Reply,
     answer_type,
@@ -203,7 +204,8 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
         named = question_ranges(question, self.ctx.duration_s)
         if not named and getattr(self.settings, "grounded_answers", True):
             # "the first goal": where the index shows or says it (time words, when given, say where to look)
-            named = ordinal_ranges(question, getattr(self.ctx, "index", None), self.ctx.duration_s)
+            named = ordinal_ranges(question, getattr(self.ctx, "index", None), self.ctx.duration_s) \
+                or between_ranges(question_stem(question), getattr(self.ctx, "index", None))
         st.places.add_named(named)
         self.ctx.focus_ranges = [list(span) for _, span in named]
         if named:
@@ -322,9 +324,10 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
             if st.kind in ("number", "text") and st.answer is not None:  # "how many" reads as text too
                 st.answer = self._rounded_as_asked(st, trace, self._count_at_moment(st, trace, st.answer))
             if st.kind == "text" and st.answer is not None:
-                st.answer = self._count_yes_no(st, trace, self._colour_answer(st, trace, st.answer))
-            counted = (self._black_interval(st, trace, interval) or self._count_interval(st, trace)) \
-                if st.kind == "interval" else None
+                st.answer = self._quoted_yes_no(st, trace, self._count_yes_no(
+                    st, trace, self._colour_answer(st, trace, st.answer)))
+            counted = (self._black_interval(st, trace, interval) or self._count_interval(st, trace)
+                       or self._text_interval(st, trace, interval)) if st.kind == "interval" else None
             if counted is not None:  # a black shot, or "when are there five circles": where it was measured
                 interval = counted
                 st.answer = f"[{counted[0]:.1f}s, {counted[1]:.1f}s]"

@@ -216,12 +216,22 @@ def count_comparison(question: str) -> tuple[str, int] | None:
 
 def index_counts(captions) -> list[tuple[str, dict]]:
     """The per-frame counts the index's captioner measured over the whole video (``people_per_frame``,
-    ``objects_per_frame`` of each clip caption), as one ``("object_detect", data)`` step in the form of the
-    tool's observation data, for questions about the whole video when the agent counted nothing itself."""
+    ``objects_per_frame`` of each clip caption, the flat shapes of each clip's fullest frame counted by kind
+    (``data["shapes"]``) and all flat shapes of its OCR frames under the label ``shape``
+    (``data["shapes_per_frame"]``)), as one ``("object_detect", data)`` step in the form of the tool's observation
+    data, for questions about the whole video that the frames the agent looked at do not cover."""
     summary: dict[str, dict] = {}
     for cap in captions:
         data = getattr(cap, "data", None) or {}
         per_label = {"person": data.get("people_per_frame") or []} | dict(data.get("objects_per_frame") or {})
+        shapes: dict[str, dict[float, int]] = {}
+        for shape in data.get("shapes") or []:
+            by_time = shapes.setdefault(str(shape.get("kind", "")), {})
+            t = float(shape.get("t_s", cap.start_s))
+            by_time[t] = by_time.get(t, 0) + 1
+        per_label |= {kind: sorted(rows.items()) for kind, rows in shapes.items() if kind}
+        if data.get("shapes_per_frame"):  # every flat shape, of any kind: "how many shapes are on screen"
+            per_label["shape"] = list(data["shapes_per_frame"])
         for label, rows in per_label.items():
             summary.setdefault(label, {"per_frame": []})["per_frame"].extend(rows)
     return [("object_detect", {"summary": summary})] if summary else []

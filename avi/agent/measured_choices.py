@@ -10,7 +10,15 @@ from __future__ import annotations
 import re
 
 from avi.agent.choice import question_stem
-from avi.agent.measured import asks_count, count_at, count_spike, label_named, most_count, option_count
+from avi.agent.measured import (
+    asks_count,
+    count_at,
+    count_spike,
+    index_counts,
+    label_named,
+    most_count,
+    option_count,
+)
 from avi.agent.measured_answers import asked_ranges, named_ranges
 from avi.agent.measured_looks import (
     COLOUR_SYNONYMS,
@@ -25,7 +33,7 @@ from avi.agent.measured_looks import (
     scale_kind,
     scale_options,
 )
-from avi.agent.option_evidence import number_beside, text_choice
+from avi.agent.option_evidence import number_beside, placed_choice, text_choice
 from avi.agent.state import _State
 from avi.agent.trace import HOST_STEP, Trace, host_tool_call
 from avi.backends.coco_detector import coco_classes_for
@@ -146,6 +154,16 @@ class MeasuredChoices:
         if asks_count(st.question) and all(option_count(v) is not None for v in st.options.values()):
             return None
         ranges, strings = self._range_lines(st)
+        named = named_ranges(self.ctx)
+        boxes = [line for name, _, data in st.perceive_calls if name == "text_extract" for line in data.get("lines", [])
+                 if any(s - 1.0 <= float(line.get("t_s", -1.0)) <= e + 1.0 for s, e in named)]
+        placed = placed_choice(st.options, boxes, question_stem(st.question))
+        if placed is not None:
+            letter, where = placed
+            trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                      notes=[f"option {letter} is the one the question's place word picks among the options read in "
+                             f"{', '.join(fmt_range(a, b) for a, b in named)}: {where}"])
+            return f"{letter}. {st.options[letter]}", letter
         got = text_choice(st.options, strings, question_stem(st.question))
         if got is None:
             return None
@@ -215,7 +233,10 @@ class MeasuredChoices:
         times = clock_times_in(stem)
         if len(times) == 1:
             found = count_at(st.perceive_data(), times[0][1], stem)
-            got = (found[0], found[1], f"at {fmt_range(*found[2])}") if found else None
+            source = ""
+            if found is None:  # nothing counted there by the agent: the index's counts of that moment
+                found, source = count_at(index_counts(self.ctx.index.captions), times[0][1], stem), " in the index"
+            got = (found[0], found[1], f"at {fmt_range(*found[2])}{source}") if found else None
         else:
             self._confirm_count_spike(st, trace, stem, wanted=set(numbers.values()))
             most = most_count(st.perceive_data(), stem)

@@ -382,7 +382,8 @@ def asks_black_screen(question: str) -> bool:
 def black_shot(shots: list[tuple[float, float]], black: list[float], answer: list[float] | None = None,
                asked: list[list[float]] | None = None, min_black: float = 0.95) -> tuple[float, float] | None:
     """The black shot a question points at: of the shots whose middle frame is at least ``min_black`` black
-    pixels, the one overlapping the model's answer, else the range asked about, else the longest.
+    pixels, the one overlapping the range the question names, else the model's answer, else the longest (the
+    question's own words outrank the model's reading of them).
 
     Args:
         shots: ``(start_s, end_s)`` of every shot.
@@ -392,7 +393,7 @@ def black_shot(shots: list[tuple[float, float]], black: list[float], answer: lis
     cands = [sh for sh, b in zip(shots, black) if b >= min_black]
     if not cands:
         return None
-    for spans in ([answer] if answer else [], asked or []):
+    for spans in (asked or [], [answer] if answer else []):
         hit = [sh for sh in cands if any(span_overlap(list(sh), list(x)) > 0 for x in spans)]
         if hit:
             return max(hit, key=lambda sh: sh[1] - sh[0])

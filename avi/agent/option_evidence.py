@@ -160,3 +160,112 @@ def number_beside(question: str, lines: list[str], max_words: int = 8) -> tuple[
     if not top or (len(top) > 1 and top[1][1] * 2 > top[0][1]):
         return None
     return top[0][0], where[top[0][0]]
+
+
+_PLACE = re.compile(r"\b(?:at|on|in|near)\s+the\s+(?P<where>bottom|top|left|right)\b|\b(?P<most>lowest|highest|"
+                    r"uppermost|bottommost|leftmost|rightmost)\b", re.I)
+_AXIS = {"bottom": (1, max), "lowest": (1, max), "bottommost": (1, max), "top": (1, min), "highest": (1, min),
+         "uppermost": (1, min), "left": (0, min), "leftmost": (0, min), "right": (0, max), "rightmost": (0, max)}
+
+
+def placed_choice(options: dict[str, str], lines: list[dict], question: str) -> tuple[str, str] | None:
+    """For "which lighthouse is at the bottom of the list on screen?", the option whose text the OCR boxes
+    place lowest (highest for "top", leftmost for "left", rightmost for "right"), among the options read in
+    the range asked about (syn-lecture-10: "Eddystone" above "Bell Rock").
+
+    Args:
+        options: ``{letter: text}``.
+        lines: OCR lines ``{"text", "box": [x1, y1, x2, y2] (pixels, y down)}`` of the range asked about.
+        question: the question without its options.
+
+    Returns:
+        ``(letter, "<text> at y=<centre> px")``, or None when the question names no place, or fewer than two
+        options are read (one option read is :func:`text_choice`'s to decide).
+    """
+    m = _PLACE.search(question or "")
+    if not m:
+        return None
+    axis, pick = _AXIS[(m.group("where") or m.group("most")).lower()]
+    where: dict[str, list[float]] = {}
+    for letter, text in options.items():
+        keys = option_keys(text)
+        for line in lines:
+            box = line.get("box")
+            if box and len(box) == 4 and in_order(keys, words(str(line.get("text", "")))):
+                where.setdefault(letter, []).append((float(box[axis]) + float(box[axis + 2])) / 2)
+    if len(where) < 2:
+        return None
+    centre = {k: sum(v) / len(v) for k, v in where.items()}
+    letter = pick(centre, key=centre.get)
+    return letter, f"{options[letter]} at {'xy'[axis]}={centre[letter]:.0f} px"
+
+
+_QUOTE = re.compile(r"['\"\u2018\u201c](?P<q>[^'\"\u2019\u201d]{4,}?)['\"\u2019\u201d](?=\W|$)")
+_SHOWN = re.compile(r"\b(?:on[\s-]screen|shown|show|shows|written|displayed|visible|appear|appears|read|reads)\b",
+                    re.I)
+_SAID = re.compile(r"\b(?:say|says|said|mention|mentions|mentioned|speak|speaks|spoken|talk|talks)\b", re.I)
+
+
+def quoted_in(question: str, shown: list[str], said: list[str]) -> tuple[str, str] | None:
+    """For a yes/no question about a quoted line ("Is the line 'About 100 metres tall' on screen in the first
+    minute?", "Does the lecturer say 'mind the gap'?"), the evidence line that holds the quote's words in
+    order: the OCR lines when the question asks about the screen, the transcript lines when it asks about
+    speech.
+
+    Args:
+        question: the question text (the quote in single, double or typographic quotes, four characters or more).
+        shown: OCR lines of the range the question names; said: transcript lines of that range.
+
+    Returns:
+        ``(quote, line)`` when a line holds it, else None (a quote not found is no proof of absence: OCR and
+        speech recognition miss words, and the model's answer stands).
+    """
+    m = _QUOTE.search(question or "")
+    if not m:
+        return None
+    pool = (shown if _SHOWN.search(question) else []) + (said if _SAID.search(question) else [])
+    keys = words(m.group("q"))
+    for line in pool:
+        if in_order(keys, words(line)):
+            return m.group("q"), line
+    return None
+
+
+_CAPS_RUN = re.compile(r"\b[A-Z0-9]*[A-Z]{2}[A-Z0-9]*(?:[ \t]+[A-Z0-9]*[A-Z]{2}[A-Z0-9]*)*\b")
+
+
+def named_text(question: str) -> list[str]:
+    """The words a question quotes from the screen: the first quoted string ('...', "...") of four characters
+    or more, else the first run of words in capitals ("a car roof sign with the word TAXI" -> ``["taxi"]``,
+    "When is the HALF TIME card on screen?" -> ``["half", "time"]``); lower case. Empty when it quotes none."""
+    m = _QUOTE.search(question or "")
+    if m:
+        return words(m.group("q"))
+    caps = [c for c in _CAPS_RUN.findall(question or "") if len(c.replace(" ", "")) >= 3]
+    return words(caps[0]) if caps else []
+
+
+def read_matches(wanted: list[str], read: str, min_ratio: float = 0.8) -> bool:
+    """Whether an OCR read holds the wanted words in order, each read word matching its wanted word exactly or
+    nearly (:class:`difflib.SequenceMatcher` ratio at least ``min_ratio``: "AXI" for "TAXI", a letter the OCR
+    lost at the sign's edge, matches; "TAA" does not). A one-word read matches one wanted word of a longer
+    phrase only when the phrase is one word."""
+    from difflib import SequenceMatcher
+
+    toks = words(read)
+    if not wanted or not toks:
+        return False
+    it = iter(toks)
+    return all(any(t == w or (len(t) >= 3 and SequenceMatcher(None, t, w).ratio() >= min_ratio) for t in it)
+               for w in wanted)
+
+
+def text_runs(times: list[float], gap_s: float) -> list[list[float]]:
+    """Times (seconds) grouped into runs whose neighbours are at most ``gap_s`` apart: ``[[first, last], ...]``."""
+    runs: list[list[float]] = []
+    for t in sorted(times):
+        if runs and t - runs[-1][1] <= gap_s:
+            runs[-1][1] = t
+        else:
+            runs.append([t, t])
+    return runs
