@@ -126,3 +126,18 @@ def test_the_text_a_question_names_and_the_reads_that_hold_it():
     assert read_matches(["half", "time"], "HALF TIME") and not read_matches(["half", "time"], "HALF")
     assert not read_matches(["half", "time"], "TIME HALF")
     assert text_runs([2.5, 2.7, 9.0, 3.1], 1.0) == [[2.5, 3.1], [9.0, 9.0]]
+
+
+def test_a_speech_line_answers_what_the_model_answer_does_not_speak_to():
+    from avi.agent.option_evidence import speech_line_answering
+
+    said = ["Good afternoon, and welcome to Riverside Park for the Big Derby.",
+            "The referee shows a yellow card to Fletcher for a late tackle.",
+            "Please remember that the quiz has moved to Thursday.", "The referee has added four minutes of extra time."]
+    q = "Which player was shown a yellow card?"
+    assert speech_line_answering(q, "RIVERS 3 - 1 HARBOUR", said) == said[1]  # syn-mixed-04
+    assert speech_line_answering(q, "Fletcher", said) is None  # the answer is in the line
+    assert speech_line_answering(q, "the player with the yellow card", said) is None  # speaks to the question
+    assert speech_line_answering("Which day has the quiz moved to?", "Thursday", said) is None
+    assert speech_line_answering("How many minutes of extra time were added?", "4", said) is None  # "four"
+    assert speech_line_answering("Who scored?", "Morgan", said) is None  # no line shares two key words

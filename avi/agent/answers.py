@@ -25,6 +25,7 @@ from avi.agent.measured_looks import (
     asks_colour,
     asks_shape,
 )
+from avi.agent.option_evidence import speech_line_answering
 from avi.agent.parse import (
     find_answer,
     split_thought,
@@ -125,6 +126,24 @@ class GroundedAnswers:
                   notes=[f"answer {answer[:80]!r} holds no evidence string; "
                          + (f"taken from the evidence: {picked!r}" if ok else "no evidence string fits; kept")])
         return picked if ok else answer
+
+    def _speech_answer(self, st: "_State", trace: Trace, answer: str) -> str:
+        """A free-text answer that does not speak to the question, replaced by the transcript line of the range
+        asked about that does (:func:`~avi.agent.option_evidence.speech_line_answering`; syn-mixed-04: a
+        scoreboard read for "which player was shown a yellow card"). Yes/no, colour and shape questions, and
+        answers the check does not question, are kept."""
+        if is_yes_no(st.question) or asks_colour(st.question) or asks_shape(st.question):
+            return answer
+        ranges = named_ranges(self.ctx)
+        lines = [seg.text for seg in self.ctx.index.transcript
+                 if any(seg.start_s <= e and seg.end_s >= s for s, e in ranges)]
+        line = speech_line_answering(question_stem(st.question), answer, lines)
+        if line is None:
+            return answer
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                  notes=[f"answer {answer[:60]!r} shares no word with the question; the transcript line that does "
+                         f"answers it: {line[:100]!r}"])
+        return line
 
     def _agreed_answer_reading(self, st: "_State", trace: Trace, answer: str) -> str:
         """A free-text answer that quotes one OCR read, replaced by the read of that word the frames agree on

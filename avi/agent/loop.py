@@ -320,7 +320,8 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
         cannot = False
         if grounded and measured is None:
             if st.kind == "text" and st.answer is not None:
-                st.answer = self._agreed_answer_reading(st, trace, self._extractive_answer(st, trace, st.answer))
+                st.answer = self._speech_answer(st, trace, self._agreed_answer_reading(
+                    st, trace, self._extractive_answer(st, trace, st.answer)))
             if st.kind in ("number", "text") and st.answer is not None:  # "how many" reads as text too
                 st.answer = self._rounded_as_asked(st, trace, self._count_at_moment(st, trace, st.answer))
             if st.kind == "text" and st.answer is not None:

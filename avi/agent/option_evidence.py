@@ -269,3 +269,27 @@ def text_runs(times: list[float], gap_s: float) -> list[list[float]]:
         else:
             runs.append([t, t])
     return runs
+
+
+def speech_line_answering(question: str, answer: str, lines: list[str], min_shared: int = 2) -> str | None:
+    """The transcript line that answers a question the model's answer does not speak to: syn-mixed-04, "Which
+    player was shown a yellow card?" answered with a scoreboard read ("RIVERS 3 - 1 HARBOUR") while the
+    commentator said "The referee shows a yellow card to Fletcher for a late tackle."
+
+    The line is returned when the answer shares no key word (four letters or more, not in :data:`STOP`) with
+    the question, exactly one line shares the most key words with it, at least ``min_shared``, and the
+    answer's own words are not all in that line (an answer taken from the line, "Thursday", stands).
+
+    Args:
+        question: the question without its options; answer: the model's answer; lines: transcript lines of the
+            range the question is about.
+    """
+    keys = {w for w in words(question) if len(w) >= 4 and w not in STOP}
+    own = {w for w in words(answer) if w not in STOP}
+    if not keys or not own or keys & own:
+        return None
+    scored = sorted(((len(keys & set(words(line))), line) for line in lines if line.strip()), reverse=True)
+    if not scored or scored[0][0] < min_shared or (len(scored) > 1 and scored[1][0] == scored[0][0]):
+        return None
+    best = scored[0][1]
+    return None if own <= set(words(best)) else best
