@@ -1522,3 +1522,14 @@ def test_an_interval_about_a_named_text_is_where_the_ocr_reads_it(make_agent):
     agent, _ = make_agent([call("text_extract", time_ranges=[[4, 9]]), TO_REVIEW, "**Answer:** [4.0s, 9.0s]"],
                           grounded_answers=True)
     assert agent.run("During which time span is the sign with the word EXIT visible?").interval[0] <= 4.5  # kept
+
+
+def test_an_answer_that_only_restates_the_question_says_cannot_tell(make_agent):
+    # real-vtest-19: "What stands on the lawn just to the right of the lamp post?" answered with the lamp post
+    agent, _ = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** The EXIT sign is next to the EXIT sign.",
+                           '{"evidence": "none"}'], grounded_answers=True)  # no evidence string answers it either
+    result = agent.run("What is next to the EXIT sign at 5 s?")
+    assert result.answer.startswith("Cannot tell on this profile") and result.trace.cannot_tell
+    assert "best guess: The EXIT sign is next to the EXIT sign." in result.answer
+    agent, _ = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** a red square"], grounded_answers=True)
+    assert agent.run("What is next to the EXIT sign at 5 s?").answer == "a red square"

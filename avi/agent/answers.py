@@ -7,6 +7,7 @@ measures itself (counts, cuts, colours, shapes, black shots, motion) are in :mod
 from __future__ import annotations
 
 import json
+import re
 
 from avi.agent.choice import calibrated_scores, choice_by_text, permutation_scores, question_stem
 from avi.agent.grounding import (
@@ -256,6 +257,21 @@ class GroundedAnswers:
         """Whether frames were already looked at just beyond ``edge`` (the evidence truly ends there)."""
         probe = edge + direction * 1.0
         return any(a <= probe <= b for a, b in looked)
+
+    def _restating_answer(self, st: "_State", trace: Trace) -> bool:
+        """Whether a "what / which / who" question got a free-text answer that only restates the question
+        (:func:`~avi.agent.grounding.answers_nothing`; real-vtest-19, "What stands on the lawn just to the right
+        of the lamp post?" answered "There is a lamp post on the lawn just to the right of the lamp post."): no
+        tool's result answered it, and the answer then says so, keeping the model's words as a marked guess."""
+        if st.kind != "text" or not st.answer or is_yes_no(st.question) \
+                or not re.match(r"\s*(?:what|which|who)\b", st.question, re.I) \
+                or not answers_nothing(st.answer, st.question) or st.answer.lower().startswith("cannot tell"):
+            return False
+        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                  notes=[f"answer {st.answer[:80]!r} only restates the question: no tool's result answers it"])
+        st.answer = f"Cannot tell on this profile: no tool's result answers the question; best guess: {st.answer} " \
+                    "(not measured)"
+        return True
 
     def _cannot_tell(self, st: "_State", trace: Trace, choice: str | None) -> bool:
         """Whether the question asks about something this profile's perceive tools cannot measure (and not about

@@ -343,7 +343,7 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
                 if snapped != interval:
                     st.answer = f"[{snapped[0]:.1f}s, {snapped[1]:.1f}s]"
                 interval = snapped
-            cannot = self._cannot_tell(st, trace, choice)
+            cannot = self._cannot_tell(st, trace, choice) or self._restating_answer(st, trace)
         ev = self._merged_evidence(st)
         trace.answer, trace.choice, trace.interval, trace.evidence = st.answer, choice, interval, ev
         trace.choices, trace.order, trace.answer_type, trace.raw_answer, trace.answer_note = \
