@@ -293,15 +293,10 @@ class Settings(BaseSettings):
                                                               "(the regex read of the answer is the fallback)")
     choice_scoring: Literal["permutation", "text", "off"] = Field(
         default="permutation", description="how a multiple-choice letter is taken (issue 14): 'permutation' scores "
-        "the options by the letters' log-probabilities averaged over cyclic permutations of the options (falls back "
-        "to 'text' when the server returns no log-probabilities), 'text' has the model name the option's text under "
-        "a schema and maps it to its letter, 'off' reads the letter of the model's answer")
-    choice_calibration: bool = Field(default=False, description="with choice_scoring 'permutation', divide each "
-                                     "option's score by its score without evidence (the question alone), so an "
-                                     "option the model favours whatever the video shows loses that edge "
-                                     "(contextual calibration, Zhao et al. 2021; off by default: with the cpu "
-                                     "profile's 1.5B model the scores without evidence are near uniform and the "
-                                     "division turned a tie the wrong way, bench/README.md)")
+        "the options by the letters' log-probabilities averaged over cyclic permutations (else 'text'), 'text' has "
+        "the model name the option's text under a schema, 'off' reads the letter of the model's answer")
+    choice_calibration: bool = Field(default=False, description="with 'permutation', divide each option's score by "
+                                     "its score without evidence (Zhao et al. 2021); off: no gain with the 1.5B model")
     grounded_answers: bool = Field(default=True, description="free-text answers about text or speech are taken from "
                                                              "the evidence strings, interval answers widened to the "
                                                              "whole evidence run, and questions the profile's tools "

@@ -45,24 +45,15 @@ from dataclasses import dataclass, field
 
 from avi.agent.answer_types import TypedAnswers
 from avi.agent.answers import GroundedAnswers
-from avi.agent.choice import question_stem
 from avi.agent.extraction import CallExtraction
 from avi.agent.gates import Gates
-from avi.agent.grounding import (
-    is_yes_no,
-)
+from avi.agent.grounding import is_yes_no
 from avi.agent.measured import cut_question
 from avi.agent.measured_answers import MeasuredAnswers
 from avi.agent.measured_choices import MeasuredChoices
+from avi.agent.measured_texts import MeasuredTexts
 from avi.agent.ordinals import between_ranges, ordinal_ranges
-from avi.agent.parse import (
-    Reply,
-    answer_type,
-    extract_choice,
-    parse_options,
-    parse_reply,
-    phase_call_as_directive,
-)
+from avi.agent.parse import Reply, answer_type, extract_choice, parse_options, parse_reply, phase_call_as_directive
 from avi.agent.prompts import PromptLibrary
 from avi.agent.state import _evidence_note, _State, compact_history
 from avi.agent.search import HostSearch
@@ -108,7 +99,8 @@ class AgentResult:
     choice_method: str | None = None
 
 
-class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gates, CallExtraction, HostSearch):
+class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, MeasuredTexts, TypedAnswers, Gates, CallExtraction,
+            HostSearch):
     """Runs one question against one video's index.
 
     Args:
@@ -205,7 +197,7 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, TypedAnswers, Gat
         if not named and getattr(self.settings, "grounded_answers", True):
             # "the first goal": where the index shows or says it (time words, when given, say where to look)
             named = ordinal_ranges(question, getattr(self.ctx, "index", None), self.ctx.duration_s) \
-                or between_ranges(question_stem(question), getattr(self.ctx, "index", None))
+                or between_ranges(question, getattr(self.ctx, "index", None))
         st.places.add_named(named)
         self.ctx.focus_ranges = [list(span) for _, span in named]
         if named:

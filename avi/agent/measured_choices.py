@@ -235,7 +235,8 @@ class MeasuredChoices:
             found = count_at(st.perceive_data(), times[0][1], stem)
             source = ""
             if found is None:  # nothing counted there by the agent: the index's counts of that moment
-                found, source = count_at(index_counts(self.ctx.index.captions), times[0][1], stem), " in the index"
+                captions = getattr(getattr(self.ctx, "index", None), "captions", None) or []
+                found, source = count_at(index_counts(captions), times[0][1], stem), " in the index"
             got = (found[0], found[1], f"at {fmt_range(*found[2])}{source}") if found else None
         else:
             self._confirm_count_spike(st, trace, stem, wanted=set(numbers.values()))

@@ -134,14 +134,16 @@ def between_ranges(question: str, index, pad_s: float = 2.0) -> list[tuple[str, 
     index's OCR reads and transcript lines: the places that hold the most of them, at least half.
 
     Args:
-        question: the question text; clock times ("between 7:40 and 8:40") are left to
+        question: the question text (its options are left out); clock times ("between 7:40 and 8:40") are left to
             :func:`avi.video.timecode.question_ranges` (their phrases have no key words).
         index: the video index (``captions`` with ``data["ocr"]``, ``transcript``).
 
     Returns:
         ``[(phrase, [start_s, end_s])]``, empty when a phrase is not found or the second is not after the first.
     """
-    m = _BETWEEN.search(question or "")
+    from avi.agent.choice import question_stem  # options ("a paved area between lawns ...") name no range
+
+    m = _BETWEEN.search(question_stem(question or ""))
     if not m:
         return []
     xs, ys = _phrase_hits(index, m.group("x")), _phrase_hits(index, m.group("y"))
