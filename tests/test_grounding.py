@@ -245,6 +245,7 @@ def _counting_host():
         detector=SimpleNamespace(supports=lambda label: True))))
     host._count_read = MethodType(Agent._count_read, host)
     host._confirm_count_spike = MethodType(Agent._confirm_count_spike, host)  # no tools: measures nothing
+    host._index_counts = MethodType(Agent._index_counts, host)  # no index: no counts
     return host
 
 

@@ -243,12 +243,16 @@ class MeasuredAnswers:
                   notes=[f"interval measured: {n} {what} counted in {fmt_range(*span)}"])
         return [round(span[0], 2), round(min(self.ctx.duration_s, span[1]), 2)]
 
+    def _index_counts(self) -> list[tuple[str, dict]]:
+        """The index's per-frame counts over the whole video (:func:`index_counts`); none without an index."""
+        return index_counts(getattr(getattr(self.ctx, "index", None), "captions", None) or [])
+
     def _count_yes_no(self, st: "_State", trace: Trace, answer: str) -> str:
         """"Is there more than one person ...": yes or no from the counts object_detect measured
         (:func:`compare_count`), replacing the model's word when they differ; other answers are kept."""
         found = compare_count(st.question, st.perceive_data())
         if found is None and not self.ctx.focus_ranges:  # about the whole video: the index's counts over all of it
-            found = compare_count(st.question, index_counts(self.ctx.index.captions))
+            found = compare_count(st.question, self._index_counts())
         if found is None:
             return answer
         word, measured = found
@@ -325,7 +329,7 @@ class MeasuredAnswers:
             self._confirm_count_spike(st, trace, st.question)
             steps = list(st.perceive_data())
             if not getattr(self.ctx, "focus_ranges", None):  # the whole video: every clip's counts as well
-                steps += index_counts(getattr(getattr(self.ctx, "index", None), "captions", None) or [])
+                steps += self._index_counts()
             most = most_count(steps, st.question)
             if most is None or (written is not None and int(written.group(1)) == most[1]):
                 return answer
@@ -344,8 +348,7 @@ class MeasuredAnswers:
         found = count_at(st.perceive_data(), times[0][1], st.question)
         source = ""
         if found is None:  # nothing counted there by the agent: the index's counts of that moment
-            captions = getattr(getattr(self.ctx, "index", None), "captions", None) or []
-            found, source = count_at(index_counts(captions), times[0][1], st.question), " in the index"
+            found, source = count_at(self._index_counts(), times[0][1], st.question), " in the index"
         if found is None:
             return answer
         label, n, (a, b) = found

@@ -10,15 +10,7 @@ from __future__ import annotations
 import re
 
 from avi.agent.choice import question_stem
-from avi.agent.measured import (
-    asks_count,
-    count_at,
-    count_spike,
-    index_counts,
-    label_named,
-    most_count,
-    option_count,
-)
+from avi.agent.measured import asks_count, count_at, count_spike, label_named, most_count, option_count
 from avi.agent.measured_answers import asked_ranges, named_ranges
 from avi.agent.measured_looks import (
     COLOUR_SYNONYMS,
@@ -154,15 +146,14 @@ class MeasuredChoices:
         if asks_count(st.question) and all(option_count(v) is not None for v in st.options.values()):
             return None
         ranges, strings = self._range_lines(st)
-        named = named_ranges(self.ctx)
         boxes = [line for name, _, data in st.perceive_calls if name == "text_extract" for line in data.get("lines", [])
-                 if any(s - 1.0 <= float(line.get("t_s", -1.0)) <= e + 1.0 for s, e in named)]
+                 if any(s - 1.0 <= float(line.get("t_s", -1.0)) <= e + 1.0 for s, e in ranges)]
         placed = placed_choice(st.options, boxes, question_stem(st.question))
         if placed is not None:
             letter, where = placed
             trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
                       notes=[f"option {letter} is the one the question's place word picks among the options read in "
-                             f"{', '.join(fmt_range(a, b) for a, b in named)}: {where}"])
+                             f"{', '.join(fmt_range(a, b) for a, b in ranges)}: {where}"])
             return f"{letter}. {st.options[letter]}", letter
         got = text_choice(st.options, strings, question_stem(st.question))
         if got is None:
@@ -235,8 +226,7 @@ class MeasuredChoices:
             found = count_at(st.perceive_data(), times[0][1], stem)
             source = ""
             if found is None:  # nothing counted there by the agent: the index's counts of that moment
-                captions = getattr(getattr(self.ctx, "index", None), "captions", None) or []
-                found, source = count_at(index_counts(captions), times[0][1], stem), " in the index"
+                found, source = count_at(self._index_counts(), times[0][1], stem), " in the index"
             got = (found[0], found[1], f"at {fmt_range(*found[2])}{source}") if found else None
         else:
             self._confirm_count_spike(st, trace, stem, wanted=set(numbers.values()))

@@ -32,10 +32,7 @@ class MeasuredTexts:
         def inside(a: float, b: float | None = None) -> bool:
             return any(s <= a and (b if b is not None else a) <= e for s, e in ranges)
 
-        shown = [str(line.get("text", "")) for name, _, data in st.perceive_calls if name == "text_extract"
-                 for line in data.get("lines", []) if inside(float(line.get("t_s", -1.0)))]
-        shown += [str(o.get("text", "")) for cap in self.ctx.index.captions
-                  for o in (getattr(cap, "data", None) or {}).get("ocr") or [] if inside(float(o.get("t_s", -1.0)))]
+        shown = [text for t, text in self._text_reads(st) if inside(t)]
         said = [seg.text for seg in self.ctx.index.transcript if inside(seg.start_s, seg.end_s)]
         got = quoted_in(st.question, list(dict.fromkeys(shown)), said)
         if got is None:

@@ -29,17 +29,18 @@ def _word_re(noun: str) -> re.Pattern:
     return re.compile(rf"\b{re.escape(stem)}(?:s|es)?\b", re.I)
 
 
+def _index_texts(index) -> list[tuple[float, float, str]]:
+    """``(start_s, end_s, text)`` of every clip (its OCR reads joined by spaces) and every transcript line."""
+    rows = [(float(cap.start_s), float(cap.end_s),
+             " ".join(str(o.get("text", "")) for o in (getattr(cap, "data", None) or {}).get("ocr") or []))
+            for cap in getattr(index, "captions", None) or []]
+    return rows + [(float(seg.start_s), float(seg.end_s), seg.text or "")
+                   for seg in getattr(index, "transcript", None) or []]
+
+
 def _hits(index, word: re.Pattern) -> list[tuple[float, float]]:
     """``(start_s, end_s)`` of every clip whose OCR text, and every transcript line whose words, hold the word."""
-    out: list[tuple[float, float]] = []
-    for cap in getattr(index, "captions", None) or []:
-        texts = [str(o.get("text", "")) for o in (getattr(cap, "data", None) or {}).get("ocr") or []]
-        if any(word.search(t) for t in texts):
-            out.append((float(cap.start_s), float(cap.end_s)))
-    for seg in getattr(index, "transcript", None) or []:
-        if word.search(seg.text or ""):
-            out.append((float(seg.start_s), float(seg.end_s)))
-    return out
+    return [(s, e) for s, e, text in _index_texts(index) if word.search(text)]
 
 
 def ordinal_ranges(question: str, index, duration_s: float | None = None, min_s: float = 5.0,
@@ -109,14 +110,8 @@ def _phrase_hits(index, phrase: str) -> list[tuple[float, float]]:
     keys = _key_words(phrase)
     if not keys:
         return []
-    rows: list[tuple[float, float, str]] = []
-    for cap in getattr(index, "captions", None) or []:
-        text = " ".join(str(o.get("text", "")) for o in (getattr(cap, "data", None) or {}).get("ocr") or [])
-        rows.append((float(cap.start_s), float(cap.end_s), text))
-    for seg in getattr(index, "transcript", None) or []:
-        rows.append((float(seg.start_s), float(seg.end_s), seg.text or ""))
     scored = []
-    for s, e, text in rows:
+    for s, e, text in _index_texts(index):
         n = sum(bool(_word_re(k).search(text)) for k in keys)
         if n:
             scored.append((n, s, e))
