@@ -12,9 +12,11 @@ No truth comes from avi itself: the synthetic videos' truths are the generator's
 own specs (sign texts and times, scene cuts, colours, spoken sentences), and the
 vtest truths are counts a person made by looking at the frames
 (``bench/questions/real.jsonl``, method in ``bench/REAL.md``). Answers are judged
-by the rules of ``avi eval jsonl``: number = the answer's first number equals the
-truth; text = an accepted string as whole words; choice = avi's letter; interval
-= IoU with the truth >= 0.5; time = the answer's first number within 0.5 s.
+by the strict rules of ``avi eval jsonl``: number = the one count the answer's
+leading statement gives equals the truth; text = an accepted string as whole words in
+the leading statement, no alternatives; choice = avi's letter; interval = IoU with the
+truth >= 0.5; time = the one time the leading statement gives, within 0.5 s; a hedged
+answer ("cannot tell", "a guess", "not measured") is wrong.
 
 Word error rates (``jiwer``, a test extra) are raw: jiwer's standard normalisation
 on both texts; the second figure also maps stated spelling variants on both sides
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import sys
 import tempfile
@@ -45,7 +48,7 @@ from machine import machine_line  # noqa: E402 - scripts/machine.py
 
 from avi.backends import Backends  # noqa: E402
 from avi.config import Settings  # noqa: E402
-from avi.eval.jsonl import first_number, text_match  # noqa: E402
+from avi.eval.jsonl import hedges, stated_number, strict_text  # noqa: E402
 from avi.index.build import ensure_index  # noqa: E402
 from avi.offline import enforce_offline_env  # noqa: E402
 from avi.pipeline import ask  # noqa: E402
@@ -114,16 +117,30 @@ def cases() -> list[Case]:
     ]
 
 
+def _stated_time(answer: str | None) -> float | None:
+    """The one time (seconds) the answer's leading statement gives: "12.5 s", "at 0:12" or a bare number."""
+    from avi.eval.jsonl import leading_statement
+    from avi.video.timecode import clock_times_in
+
+    lead = leading_statement(answer)
+    clocks = [v for _, v in clock_times_in(lead)]
+    nums = [float(x) for x in re.findall(r"(?<![\d.:])\d+(?:\.\d+)?(?![\d:])", lead)]
+    values = set(clocks) | (set(nums) if not clocks else set())
+    return values.pop() if len(values) == 1 else None
+
+
 def judge(case: Case, answer: str | None, choice: str | None, interval: list[float] | None) -> tuple[bool, Any]:
     """(right, what the rule read) of one answer by the case's rule (see the module docstring)."""
+    if case.kind in ("number", "time", "text") and hedges({}, answer):  # "cannot tell ...; best guess: 3"
+        return False, None
     if case.kind == "number":
-        value = first_number(answer)
+        value = stated_number(answer)
         return value is not None and value == float(case.truth), value
     if case.kind == "time":
-        value = first_number(answer)
+        value = _stated_time(answer)
         return value is not None and abs(value - float(case.truth)) <= TIME_TOLERANCE_S, value
     if case.kind == "text":
-        found = text_match(answer, case.truth)
+        found = strict_text(answer, case.truth)
         return found is not None, found
     if case.kind == "choice":
         return choice == case.truth, choice

@@ -1173,11 +1173,22 @@ def test_interval_answer_spans_the_whole_event(make_agent):
 
 
 def test_question_the_profile_cannot_measure_says_so(make_agent):
-    agent, llm = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** B"], grounded_answers=True)
-    result = agent.run("What is the man at 5 s riding? A. a horse B. a bicycle")
+    # object_detect says the detector has no class for a thing the question names: the answer says so, and the
+    # model's letter stays as a guess (the tool's own vocabulary decides, no list of nouns)
+    helmet = call("object_detect", time_ranges=[[5, 5]], objects=["helmet"])
+    agent, llm = make_agent([TEXT_AT_5, helmet, TO_REVIEW, "**Answer:** B"], grounded_answers=True)
+    result = agent.run("What is the man at 5 s wearing on his head? A. a cap B. a helmet")
     assert result.cannot_tell and result.choice == "B"
     assert result.answer.startswith("Cannot tell on this profile") and "(a guess)" in result.answer
-    assert "bicycle" in result.answer and result.trace.cannot_tell
+    assert "has no class for helmet" in result.answer and result.trace.cannot_tell
+    # the same question when the model never asked the detector about it: the model's answer stands
+    agent, llm = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** B"], grounded_answers=True)
+    result = agent.run("What is the man at 5 s wearing on his head? A. a cap B. a helmet")
+    assert not result.cannot_tell and result.choice == "B"
+    # a label the question does not name (the model's own word) makes no question unseen
+    agent, llm = make_agent([TEXT_AT_5, helmet, TO_REVIEW, "**Answer:** A"], grounded_answers=True)
+    result = agent.run("What colour is the sign at 5 s? A. red B. blue")
+    assert not result.cannot_tell
 
 
 def test_perceive_range_nothing_supports_is_questioned_once(make_agent):
@@ -1336,16 +1347,6 @@ def test_a_shot_interval_is_not_widened_by_objects_seen_in_other_shots(make_agen
     assert result.interval == pytest.approx([10.0, 20.0], abs=0.1)
 
 
-def test_a_number_asked_rounded_to_whole_seconds_is_rounded(make_agent):
-    """real-tree-05: "How long is the video, rounded to the nearest whole second?" was answered 29.6 (truth 30)."""
-    agent, _ = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** 19.6 seconds"], grounded_answers=True)
-    result = agent.run("How long is the video, rounded to the nearest whole second?")
-    assert result.answer == "20 seconds"
-    assert any("rounded 19.6 to 20" in n for s in result.trace.steps for n in s.notes)
-    agent, _ = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** 19.6 seconds"], grounded_answers=True)
-    assert agent.run("How long is the video in seconds?").answer == "19.6 seconds"  # no rounding asked
-
-
 def test_a_count_comparison_about_the_whole_video_uses_the_index_counts(make_agent):
     """real-carphone-03: "Is there more than one person in the video?" was answered yes; every frame the index's
     detector looked at counts the people in it. The sign video has nobody in it."""
@@ -1381,18 +1382,13 @@ def test_when_are_there_n_things_is_the_span_of_that_count(make_agent):
     assert any("following the count" in n for s in result.trace.steps for n in s.notes)
 
 
-def test_background_colour_behind_a_named_text_and_after_a_change(make_agent):
-    """syn-mixed-06 / syn-shapes-07: the background colour was measured over the whole video or the wrong
-    frames; behind a text it is measured while that text is on screen, and "what colour does it change to" in
-    the shot after the cut. Sign video: navy until the cut at 10 s, dark green after."""
+def test_background_colour_behind_a_named_text(make_agent):
+    """The background colour behind a text is measured while that text is on screen, not over the whole video.
+    Sign video: navy until the cut at 10 s, dark green after."""
     agent, _ = make_agent([call("text_extract", time_ranges=[[4, 9]]), TO_REVIEW, "**Answer:** unknown"],
                           grounded_answers=True)
     result = agent.run("What colour is the background behind the EXIT 42 sign?")
     assert result.answer == "blue"
-    agent, _ = make_agent([call("text_extract", time_ranges=[[8, 12]]), TO_REVIEW, "**Answer:** unknown"],
-                          grounded_answers=True)
-    result = agent.run("Around 0:10 the background changes colour. What colour does it change to?")
-    assert result.answer == "green"
 
 
 def test_which_way_it_moves_is_measured_from_the_boxes(make_agent):
@@ -1507,29 +1503,3 @@ def test_yes_no_about_a_quoted_line_is_answered_from_the_text_read(make_agent):
     assert any("the quote 'EXIT 42'" in n for s in result.trace.steps for n in s.notes)
     agent, llm = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** no"], grounded_answers=True)
     assert agent.run("Is the text 'ROOM 7B' on screen at 5 s?").answer == "no"  # not read: the answer stands
-
-
-def test_an_interval_about_a_named_text_is_where_the_ocr_reads_it(make_agent):
-    # real-bikes-08: the model answered with a span that holds no read of the word the question names; the sign
-    # video shows ROOM 7B 12-17 s (second shot, 10-20 s): the reads there, their edges measured again
-    agent, _ = make_agent([call("text_extract", time_ranges=[[4, 9]]), TO_REVIEW, "**Answer:** [4.0s, 9.0s]"],
-                          grounded_answers=True)
-    result = agent.run("During which time span is the sign with the word ROOM visible?")
-    s, e = result.interval
-    assert 11.0 <= s <= 12.5 and 16.5 <= e <= 18.0
-    host = [st for st in result.trace.steps if st.kind == "tool_call" and st.tool == "text_extract"][1:]
-    assert len(host) >= 2 and all("outside the model's interval" in st.notes[1] for st in host)
-    agent, _ = make_agent([call("text_extract", time_ranges=[[4, 9]]), TO_REVIEW, "**Answer:** [4.0s, 9.0s]"],
-                          grounded_answers=True)
-    assert agent.run("During which time span is the sign with the word EXIT visible?").interval[0] <= 4.5  # kept
-
-
-def test_an_answer_that_only_restates_the_question_says_cannot_tell(make_agent):
-    # real-vtest-19: "What stands on the lawn just to the right of the lamp post?" answered with the lamp post
-    agent, _ = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** The EXIT sign is next to the EXIT sign.",
-                           '{"evidence": "none"}'], grounded_answers=True)  # no evidence string answers it either
-    result = agent.run("What is next to the EXIT sign at 5 s?")
-    assert result.answer.startswith("Cannot tell on this profile") and result.trace.cannot_tell
-    assert "best guess: The EXIT sign is next to the EXIT sign." in result.answer
-    agent, _ = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** a red square"], grounded_answers=True)
-    assert agent.run("What is next to the EXIT sign at 5 s?").answer == "a red square"

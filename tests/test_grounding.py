@@ -20,7 +20,7 @@ from avi.agent.grounding import (
     evidence_span,
     evidence_strings,
     grounded_in,
-    unmeasurable,
+    unseen_labels,
 )
 from avi.agent.measured import (
     asks_count,
@@ -110,23 +110,15 @@ def test_evidence_span_chains_runs_across_clips():
     assert evidence_span([29.0, 29.5], runs) == [29.75, 31.25]
 
 
-class _Detector:
-    name = "opencv-hog-haar"
-
-    def supports(self, label: str) -> bool:
-        return label in {"person", "people", "face"}
-
-
-def test_unmeasurable_words_depend_on_the_profile():
+def test_unseen_labels_are_the_detector_reports_the_question_names():
     q = "What is the man riding? (A) a bicycle (B) a horse"
-    assert unmeasurable(q, _Detector(), "perception-frame-analyzer-v1") == ["riding", "bicycle", "horse"]
-    assert unmeasurable(q, _Detector(), "qwen3-vl") == []  # a VLM looks at the frames
-    assert unmeasurable("How many people are there?", _Detector(), "perception-frame-analyzer-v1") == []
-    # what someone does: no cpu tool recognises actions (real-vtest-18 was answered with a confident guess)
-    q = "In the last five seconds, what does the man at the car in the top right corner do?"
-    assert unmeasurable(q, _Detector(), "perception-frame-analyzer-v2") == ["car", "actions"]
-    assert unmeasurable("What is the person doing?", _Detector(), "perception-frame-analyzer-v2") == ["actions"]
-    assert unmeasurable("What does the lecturer say?", _Detector(), "perception-frame-analyzer-v2") == []
+    # object_detect said it has no class for these; only the ones the question names count
+    assert unseen_labels(q, ["horse", "saddle"], "perception-frame-analyzer-v1") == ["horse"]
+    assert unseen_labels(q, ["horse"], "qwen3-vl") == []  # a VLM looks at the frames
+    assert unseen_labels(q, [], "perception-frame-analyzer-v1") == []  # the detector was never asked
+    # plural endings and case are ignored; every word of a label must be in the question
+    assert unseen_labels("Is anyone wearing glasses?", ["Glass"], "perception-frame-analyzer-v2") == ["glass"]
+    assert unseen_labels("Does he hold a red pen?", ["red pen", "blue pen"], "perception-v2") == ["red pen"]
 
 
 class _BiasedLLM:
@@ -235,15 +227,13 @@ def test_count_at_picks_the_label_the_question_names():
 
 
 def _counting_host():
-    """An Agent stand-in for the count-answer methods: its detector counts every noun, so no count is read from
-    on-screen labels (:meth:`Agent._count_read` returns None) and the counts measured in frames decide."""
+    """An Agent stand-in for the count-answer methods: the counts measured in frames decide."""
     from types import MethodType, SimpleNamespace
 
     from avi.agent.loop import Agent
 
     host = SimpleNamespace(ctx=SimpleNamespace(backends=SimpleNamespace(
         detector=SimpleNamespace(supports=lambda label: True))))
-    host._count_read = MethodType(Agent._count_read, host)
     host._confirm_count_spike = MethodType(Agent._confirm_count_spike, host)  # no tools: measures nothing
     host._index_counts = MethodType(Agent._index_counts, host)  # no index: no counts
     return host
@@ -545,52 +535,6 @@ def test_sideways_motion_follows_one_box():
     assert sideways_motion(still, "Which way does the red square move?") is None
     left = [("object_detect", {"detections": [det(t, 500 - 15 * t) for t in (0, 1, 2, 3)]})]
     assert sideways_motion(left, "Which direction is the red square moving?")[0] == "left"
-
-
-def test_black_shot_is_the_black_shot_the_question_points_at():
-    from avi.agent.measured_looks import asks_black_screen, black_shot
-
-    shots = [(0.0, 97.6), (97.6, 124.2), (124.2, 337.4), (337.4, 359.0), (359.0, 600.0)]
-    black = [0.0, 0.93, 0.1, 1.0, 0.0]  # a black slide with white text is not a black screen
-    assert asks_black_screen("When does the screen go completely black between the two slides?")
-    assert asks_black_screen("During which time span is the black screen shown?")
-    assert not asks_black_screen("What colour is the man's black jacket?")
-    assert black_shot(shots, black) == (337.4, 359.0)
-    black[0] = 1.0
-    assert black_shot(shots, black, answer=[330.0, 340.0]) == (337.4, 359.0)  # the one the answer overlaps
-    assert black_shot(shots, black, asked=[[0.0, 30.0]]) == (0.0, 97.6)
-    assert black_shot(shots, black, answer=[0.0, 30.0], asked=[[338.0, 362.0]]) == (337.4, 359.0)  # the question first
-    assert black_shot(shots, [0.0] * 5) is None
-
-
-def test_a_shape_on_a_named_screen_colour_is_read_from_the_clips_of_that_colour():
-    """syn-shapes-12: "the big yellow object that slowly crosses the dark blue screen" is the circle of the blue
-    clips, while the frames the model looked at (retrieved by "yellow") held yellow triangles on black."""
-    from types import SimpleNamespace
-
-    from avi.agent.loop import Agent
-    from avi.agent.measured_looks import backdrop_colour
-    from avi.agent.trace import Trace
-
-    assert backdrop_colour("the yellow object that crosses the dark blue screen") == "blue"
-    assert backdrop_colour("a logo against a white background") == "white"
-    assert backdrop_colour("What colour is the screen?") is None
-
-    def clip(s, colour, shapes):
-        return SimpleNamespace(start_s=s, end_s=s + 5, data={"colours": [[colour, 0.94]], "shapes": shapes})
-
-    tri = {"kind": "triangle", "colour": "yellow", "box": [65, 64, 137, 139]}
-    circle = {"kind": "circle", "colour": "yellow", "box": [449, 122, 567, 239]}
-    host = SimpleNamespace(ctx=SimpleNamespace(index=SimpleNamespace(captions=[
-        clip(90, "black", [tri, tri, tri]), clip(95, "black", [tri, tri]), clip(250, "blue", [circle]),
-        clip(255, "blue", [circle])]), focus_ranges=[]), settings=SimpleNamespace(fps=2.0))
-    looked = ("object_detect", {"detections": [{"cls": "yellow triangle", "box": [65, 64, 137, 139]}]})
-    st = SimpleNamespace(question="What shape is the yellow object that slowly crosses the dark blue screen?",
-                         kind="text", options={}, answer="triangle", iteration=4, phase="review",
-                         perceive_data=lambda: [looked])
-    trace = Trace(question=st.question)
-    assert Agent._measured_shape(host, st, trace) == ("circle", None)
-    assert "clips that are mostly blue" in trace.steps[-1].notes[0]
 
 
 def test_a_yes_no_answer_is_not_replaced_by_an_evidence_string():

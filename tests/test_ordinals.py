@@ -47,25 +47,3 @@ def test_units_and_unseen_words_name_no_range():
     assert ordinal_ranges("What colour is the first car?", idx) == []  # no read holds the word
     assert ordinal_ranges("Who scored the first goal?", SimpleNamespace()) == []  # an index without reads
     assert ordinal_ranges("Who scored the first goal?", None) == []
-
-
-def test_a_range_between_two_events_found_in_the_on_screen_text():
-    """syn-lecture-14: "When does the screen go completely black between the Automation slide and the list of
-    famous lighthouses?" -- the lecture shows two black shots; the one asked about lies between the last clip
-    of the AUTOMATION slide and the first of the FAMOUS LIGHTHOUSES list (the index's OCR reads)."""
-    from avi.agent.ordinals import between_ranges
-
-    def clip(s, *texts):
-        return SimpleNamespace(start_s=s, end_s=s + 5.0, data={"ocr": [{"text": t} for t in texts]})
-
-    idx = SimpleNamespace(
-        captions=[clip(15.0, "LIGHTHOUSES", "A short history of coastal lights"), clip(100.0),
-                  clip(270.0, "AUTOMATION"), clip(335.0, "AUTOMATION", "North Foreland, Kent"), clip(340.0),
-                  clip(355.0), clip(360.0, "FAMOUS LIGHTHOUSES"), clip(365.0, "FAMOUS LIGHTHOUSES", "Eddystone")],
-        transcript=[])
-    q = "When does the screen go completely black between the Automation slide and the list of famous lighthouses?"
-    assert between_ranges(q, idx) == [("between the Automation slide and the list of famous lighthouses",
-                                       [338.0, 362.0])]
-    assert between_ranges("What is shown between the list of famous lighthouses and the Automation slide?", idx) == []
-    assert between_ranges("What colour is it between 7:40 and 8:40?", idx) == []  # clock times: time words
-    assert between_ranges("What is between the red door and the blue door?", idx) == []  # not in the index

@@ -7,7 +7,6 @@ measures itself (counts, cuts, colours, shapes, black shots, motion) are in :mod
 from __future__ import annotations
 
 import json
-import re
 
 from avi.agent.choice import calibrated_scores, choice_by_text, permutation_scores, question_stem
 from avi.agent.grounding import (
@@ -19,14 +18,13 @@ from avi.agent.grounding import (
     grounded_in,
     is_yes_no,
     normalise,
-    unmeasurable,
+    unseen_labels,
 )
 from avi.agent.measured_answers import named_ranges
 from avi.agent.measured_looks import (
     asks_colour,
     asks_shape,
 )
-from avi.agent.option_evidence import speech_line_answering
 from avi.agent.parse import (
     find_answer,
     split_thought,
@@ -127,24 +125,6 @@ class GroundedAnswers:
                   notes=[f"answer {answer[:80]!r} holds no evidence string; "
                          + (f"taken from the evidence: {picked!r}" if ok else "no evidence string fits; kept")])
         return picked if ok else answer
-
-    def _speech_answer(self, st: "_State", trace: Trace, answer: str) -> str:
-        """A free-text answer that does not speak to the question, replaced by the transcript line of the range
-        asked about that does (:func:`~avi.agent.option_evidence.speech_line_answering`; syn-mixed-04: a
-        scoreboard read for "which player was shown a yellow card"). Yes/no, colour and shape questions, and
-        answers the check does not question, are kept."""
-        if is_yes_no(st.question) or asks_colour(st.question) or asks_shape(st.question):
-            return answer
-        ranges = named_ranges(self.ctx)
-        lines = [seg.text for seg in self.ctx.index.transcript
-                 if any(seg.start_s <= e and seg.end_s >= s for s, e in ranges)]
-        line = speech_line_answering(question_stem(st.question), answer, lines)
-        if line is None:
-            return answer
-        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
-                  notes=[f"answer {answer[:60]!r} shares no word with the question; the transcript line that does "
-                         f"answers it: {line[:100]!r}"])
-        return line
 
     def _agreed_answer_reading(self, st: "_State", trace: Trace, answer: str) -> str:
         """A free-text answer that quotes one OCR read, replaced by the read of that word the frames agree on
@@ -258,37 +238,24 @@ class GroundedAnswers:
         probe = edge + direction * 1.0
         return any(a <= probe <= b for a, b in looked)
 
-    def _restating_answer(self, st: "_State", trace: Trace) -> bool:
-        """Whether a "what / which / who" question got a free-text answer that only restates the question
-        (:func:`~avi.agent.grounding.answers_nothing`; real-vtest-19, "What stands on the lawn just to the right
-        of the lamp post?" answered "There is a lamp post on the lawn just to the right of the lamp post."): no
-        tool's result answered it, and the answer then says so, keeping the model's words as a marked guess."""
-        if st.kind != "text" or not st.answer or is_yes_no(st.question) \
-                or not re.match(r"\s*(?:what|which|who)\b", st.question, re.I) \
-                or not answers_nothing(st.answer, st.question) or st.answer.lower().startswith("cannot tell"):
-            return False
-        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
-                  notes=[f"answer {st.answer[:80]!r} only restates the question: no tool's result answers it"])
-        st.answer = f"Cannot tell on this profile: no tool's result answers the question; best guess: {st.answer} " \
-                    "(not measured)"
-        return True
-
     def _cannot_tell(self, st: "_State", trace: Trace, choice: str | None) -> bool:
-        """Whether the question asks about something this profile's perceive tools cannot measure (and not about
-        words shown or said); the answer then says so, keeping the model's answer as a marked guess (a choice
-        letter stays, as a guess)."""
+        """Whether the question asks about something this profile's tools said they cannot see: object_detect
+        reported no class for a label the question names (:func:`~avi.agent.grounding.unseen_labels`: the
+        detector's own vocabulary, from the tool results), and the question does not ask for words shown or said
+        (OCR and speech measure those). The answer then says so, keeping the model's answer as a marked guess (a
+        choice letter stays, as a guess)."""
         det = self.ctx.backends.detector
         analyzer = getattr(self.ctx.backends, "frame_analyzer", None)
-        words = unmeasurable(st.question, det, getattr(analyzer, "name", ""))
+        words = unseen_labels(st.question, st.unsupported, getattr(analyzer, "name", ""))
         if not words or about_words(st.question):
             return False  # nothing unseen named, or the question asks for words: OCR and speech measure those
         if choice and st.options:
             guess = f"; the option best supported is {choice}. {st.options.get(choice, '')} (a guess)"
         else:
             guess = f"; best guess: {st.answer} (not measured)" if st.answer else ""
-        st.answer = (f"Cannot tell on this profile: its tools ({det.name}; per-frame colours and motion) do not "
-                     f"see {', '.join(words)}{guess}")
+        st.answer = (f"Cannot tell on this profile: its detector ({det.name}) has no class for "
+                     f"{', '.join(words)}{guess}")
         trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
-                  notes=[f"cannot tell: the question asks about {', '.join(words)}, which this profile's tools "
-                         f"cannot measure, and no text or speech evidence answers it"])
+                  notes=[f"cannot tell: object_detect has no class for {', '.join(words)}, which the question "
+                         f"names, and no text or speech evidence answers it"])
         return True

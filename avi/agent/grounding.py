@@ -286,60 +286,41 @@ def evidence_span(answer: list[float], runs: list[list[float]], *, gap_s: float 
 
 # ----------------------------------------------------------------------------- what the tools cannot see
 
-OBJECT_WORDS = (
-    # the 80 COCO classes as people write them ("orange" and "remote" left out: a colour, an adjective)
-    "bicycle bike bikes bicycles cyclist car cars van vans motorcycle motorbike airplane aeroplane plane bus "
-    "truck lorry boat ship train traffic-light fire-hydrant stop-sign parking-meter bench bird birds cat cats "
-    "dog dogs horse horses sheep cow cows elephant bear zebra giraffe backpack umbrella handbag bag tie suitcase "
-    "frisbee skis snowboard ball kite skateboard surfboard racket bottle glass cup cups mug fork knife spoon bowl "
-    "banana apple sandwich broccoli carrot pizza donut cake chair chairs sofa couch plant bed table toilet tv "
-    "television monitor laptop computer mouse keyboard phone cellphone smartphone microwave oven toaster sink "
-    "refrigerator fridge book books clock vase scissors teddy toothbrush "
-    # other things and attributes a per-frame colour/motion measurement cannot tell apart
-    "vehicle vehicles animal animals object objects shape shapes circle circles square squares triangle "
-    "triangles box boxes tree trees building buildings shirt jacket coat hat dress trousers pants shoes helmet "
-    "glasses cone cones pen lid rabbit "
-    "holding holds carrying carries wearing wears riding rides eating drinks drinking expression emotion"
-).split()
-"""Words naming things and attributes that a detector of people and faces and a per-frame colour/motion
-measurement cannot see (the cpu profile before an object detector; issue 14 item 7)."""
 
-
-def unmeasurable(question: str, detector, frame_analyzer_name: str) -> list[str]:
-    """Words of the question that name something the profile's perceive tools cannot measure.
-
-    Only a profile whose frame analysis is a measurement (not a VLM: name starting with ``perception``)
-    can be blind; of the words in :data:`OBJECT_WORDS` found in the question, those the detector does
-    not support (``detector.supports``) are returned, and ``"actions"`` when the question asks what someone
-    or something does (no cpu tool recognises actions).
-
-    Args:
-        question: the question with its options.
-        detector: the profile's :class:`~avi.backends.detector.Detector`.
-        frame_analyzer_name: the frame analyser's ``name``.
-
-    Returns:
-        the words, lower case, in order of appearance, without repeats.
-    """
-    if not str(frame_analyzer_name).startswith("perception"):
-        return []
-    action = _ACTION.search(question or "")
-    words = re.findall(r"[a-z]+(?:-[a-z]+)?", (question or "").lower())
-    wanted = set(OBJECT_WORDS)
-    out: list[str] = []
-    for w in words:
-        if w in wanted and w not in out:
-            try:
-                ok = bool(detector.supports(w))
-            except Exception:  # noqa: BLE001 - a detector that cannot say supports nothing
-                ok = False
-            if not ok:
-                out.append(w)
-    if action and "actions" not in out:  # what someone does: no cpu tool recognises actions
-        out.append("actions")
+def _forms(word: str) -> set[str]:
+    """A word and its forms without a plural ending: ``glasses`` → {glasses, glasse, glass}, ``cars`` → {cars,
+    car}; two words are the same noun when their forms meet."""
+    out = {word}
+    for end in ("es", "s"):
+        if len(word) > len(end) + 2 and word.endswith(end):
+            out.add(word[: -len(end)])
     return out
 
 
-_ACTION = re.compile(r"\bwhat\s+(?:does|do|did|is|are|was|were)\s+(?:the|this|that|a|an|he|she|they|it)\b[\w\s,'-]*?"
-                     r"\b(?:do|doing)\b(?!\s+with\s+the\s+(?:text|words?))", re.I)
-"""A question asking what someone or something does ("what does the man at the car do?")."""
+def unseen_labels(question: str, unsupported: list[str], frame_analyzer_name: str) -> list[str]:
+    """The labels object_detect reported it has no class for that the question itself names.
+
+    The tool answers a label outside the profile's detector vocabulary with "no class for …" and lists it under
+    ``unsupported`` (:func:`avi.tools.perceive.object_detect`); those reports are the profile's own word on what
+    it cannot see, so no list of nouns is kept here. A label counts when each of its words is a word of the
+    question (case and plural endings ignored), so a label the model made up does not make the question unseen.
+    Only a profile whose frame analysis is a measurement (its name starts with ``perception``) can be blind; a
+    VLM looks at the frames.
+
+    Args:
+        question: the question with its options.
+        unsupported: the labels object_detect reported as unsupported during the run, in order.
+        frame_analyzer_name: the frame analyser's ``name``.
+
+    Returns:
+        the labels, lower case, in the order reported, without repeats.
+    """
+    if not str(frame_analyzer_name).startswith("perception"):
+        return []
+    asked = {f for w in re.findall(r"[a-z]+", (question or "").lower()) for f in _forms(w)}
+    out: list[str] = []
+    for label in unsupported:
+        words = re.findall(r"[a-z]+", str(label).lower())
+        if words and all(_forms(w) & asked for w in words) and str(label).lower() not in out:
+            out.append(str(label).lower())
+    return out

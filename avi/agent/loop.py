@@ -52,7 +52,7 @@ from avi.agent.measured import cut_question
 from avi.agent.measured_answers import MeasuredAnswers
 from avi.agent.measured_choices import MeasuredChoices
 from avi.agent.measured_texts import MeasuredTexts
-from avi.agent.ordinals import between_ranges, ordinal_ranges
+from avi.agent.ordinals import ordinal_ranges
 from avi.agent.parse import Reply, answer_type, extract_choice, parse_options, parse_reply, phase_call_as_directive
 from avi.agent.prompts import PromptLibrary
 from avi.agent.state import _evidence_note, _State, compact_history
@@ -196,8 +196,7 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, MeasuredTexts, Ty
         named = question_ranges(question, self.ctx.duration_s)
         if not named and getattr(self.settings, "grounded_answers", True):
             # "the first goal": where the index shows or says it (time words, when given, say where to look)
-            named = ordinal_ranges(question, getattr(self.ctx, "index", None), self.ctx.duration_s) \
-                or between_ranges(question, getattr(self.ctx, "index", None))
+            named = ordinal_ranges(question, getattr(self.ctx, "index", None), self.ctx.duration_s)
         st.places.add_named(named)
         self.ctx.focus_ranges = [list(span) for _, span in named]
         if named:
@@ -236,8 +235,6 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, MeasuredTexts, Ty
                 st.evidence += [[max(0.0, t - 0.5), t + 0.5] for t in trace.steps[-1].observation_data["cuts_s"]]
                 trace.add(kind="answer", answer=st.answer, iteration=0, phase="retrieve",
                           notes=[HOST_STEP, "answered from the video's cut list before any model step"])
-        if st.answer is None and grounded:  # a person on some ground: measured before any model step
-            st.measured = self._ground_first(st, trace)
         while st.iteration < self.settings.max_iterations and st.answer is None:
             st.iteration += 1
             res, reply, common = self._decide(st, trace)
@@ -286,7 +283,6 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, MeasuredTexts, Ty
         choice, choices, interval, order, note = self._typed(st, raw)
         method = "letter" if choice else None
         measured = st.measured or (self._measured_cuts(st, trace) or self._measured_colour_choice(st, trace)
-                    or self._measured_area_choice(st, trace)
                     or self._measured_scale_choice(st, trace) or self._measured_shape(st, trace)
                     or self._measured_count_choice(st, trace) or self._measured_direction(st, trace)
                     or self._measured_text_choice(st, trace)) \
@@ -312,16 +308,14 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, MeasuredTexts, Ty
         cannot = False
         if grounded and measured is None:
             if st.kind == "text" and st.answer is not None:
-                st.answer = self._speech_answer(st, trace, self._agreed_answer_reading(
-                    st, trace, self._extractive_answer(st, trace, st.answer)))
+                st.answer = self._agreed_answer_reading(st, trace, self._extractive_answer(st, trace, st.answer))
             if st.kind in ("number", "text") and st.answer is not None:  # "how many" reads as text too
-                st.answer = self._rounded_as_asked(st, trace, self._count_at_moment(st, trace, st.answer))
+                st.answer = self._count_at_moment(st, trace, st.answer)
             if st.kind == "text" and st.answer is not None:
                 st.answer = self._quoted_yes_no(st, trace, self._count_yes_no(
                     st, trace, self._colour_answer(st, trace, st.answer)))
-            counted = (self._black_interval(st, trace, interval) or self._count_interval(st, trace)
-                       or self._text_interval(st, trace, interval)) if st.kind == "interval" else None
-            if counted is not None:  # a black shot, or "when are there five circles": where it was measured
+            counted = self._count_interval(st, trace) if st.kind == "interval" else None
+            if counted is not None:  # "when are there five circles": where it was measured
                 interval = counted
                 st.answer = f"[{counted[0]:.1f}s, {counted[1]:.1f}s]"
             elif st.kind == "interval" and interval:
@@ -335,7 +329,7 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, MeasuredTexts, Ty
                 if snapped != interval:
                     st.answer = f"[{snapped[0]:.1f}s, {snapped[1]:.1f}s]"
                 interval = snapped
-            cannot = self._cannot_tell(st, trace, choice) or self._restating_answer(st, trace)
+            cannot = self._cannot_tell(st, trace, choice)
         ev = self._merged_evidence(st)
         trace.answer, trace.choice, trace.interval, trace.evidence = st.answer, choice, interval, ev
         trace.choices, trace.order, trace.answer_type, trace.raw_answer, trace.answer_note = \
@@ -450,6 +444,9 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, MeasuredTexts, Ty
             notes.append(f"trap: {tool.name} called {run + 1} times in a row with near-identical arguments; "
                          f"told to switch tool or widen the range")
         self._append_tool_exchange(st.history, res, reply, tool, text)
+        for label in obs.data.get("unsupported") or []:  # what the detector said it has no class for
+            if label not in st.unsupported:
+                st.unsupported.append(str(label))
         if not obs.error:
             if tool.phase == "perceive":
                 st.perceive_calls.append((tool.name, dict(reply.call.arguments or {}),

@@ -261,9 +261,7 @@ def compare_count(question: str, steps: list[tuple[str, dict]]) -> tuple[str, st
 
 _CUT_NOUN = (r"(?:hard\s+|camera\s+)?(?:cuts?|shot\s+changes?|scene\s+changes?|changes?\s+of\s+(?:camera\s+)?"
              r"(?:shot|view|scene)s?)")
-_CUT_COUNT = re.compile(rf"\bhow\s+many\s+{_CUT_NOUN}\b(?!\s+(?:to|back|away)\b)|"
-                        rf"\bhow\s+many\s+times\s+(?:does|do|did)\s+the\s+(?:background|scene|screen|picture)"
-                        rf"(?:\s+colou?r)?\s+change\b(?!\s+(?:to|back|into)\b)", re.I)
+_CUT_COUNT = re.compile(rf"\bhow\s+many\s+{_CUT_NOUN}\b(?!\s+(?:to|back|away)\b)", re.I)
 _CUT_ANY = re.compile(r"\bcuts?\s+to\s+(?:a\s+|an\s+)?(?:different|another|other|new)\b|\b(?:any|a)\s+(?:hard\s+)?"
                       r"(?:cuts?|shot\s+changes?|scene\s+changes?)\b|\bchanges?\s+(?:the\s+)?camera\s+(?:view|shot)\b",
                       re.I)
@@ -278,8 +276,8 @@ def cut_question(question: str) -> str | None:
     """What a question asks about the hard cuts of the video, if that is all it asks.
 
     Returns:
-        ``"count"`` for "how many cuts / shot changes" and "how many times does the background change" (not "how
-        many times does it cut to the crowd": a kind of shot, which needs more than a cut list); for yes/no
+        ``"count"`` for "how many cuts / shot changes" (not "how many times does it cut to the crowd": a kind of
+        shot, which needs more than a cut list); for yes/no
         questions ``"any"`` when "yes" means there is a cut ("does it cut to a different scene?") and ``"none"``
         when "yes" means there is none ("is it one continuous shot?"); else None.
     """

@@ -1,6 +1,6 @@
 """Answers measured by the host (issue 14), part of :class:`avi.agent.loop.Agent`: counts at a moment, the largest
-count, the span of a count, count comparisons, cut counts from the cut list, intervals on shot edges and black
-shots, colours of boxes, backgrounds and options, the shot scale, the kind of a shape, and which way a thing moves.
+count, the span of a count, count comparisons, cut counts from the cut list, intervals on shot edges, colours of
+boxes, backgrounds and options, the shot scale, the kind of a shape, and which way a thing moves.
 
 Each method reads the question and what the tools measured (:mod:`avi.agent.measured`,
 :mod:`avi.agent.measured_looks`), or measures frames itself (the frames are host measurements, not counted
@@ -30,12 +30,9 @@ from avi.agent.measured import (
 )
 from avi.agent.measured_looks import (
     about_background,
-    asks_black_screen,
     asks_colour,
     asks_direction,
     asks_shape,
-    backdrop_colour,
-    black_shot,
     colours_named,
     frame_colour_shares,
     measured_colour,
@@ -44,8 +41,7 @@ from avi.agent.measured_looks import (
     sideways_motion,
 )
 from avi.agent.state import _State
-from avi.agent.surfaces import ground_question, ground_runs, on_ground
-from avi.agent.trace import HOST_STEP, Trace, host_tool_call
+from avi.agent.trace import Trace, host_tool_call
 from avi.tools import ALL_TOOLS
 from avi.tools.base import sample_times
 from avi.video.spans import merge_spans
@@ -97,22 +93,13 @@ class MeasuredAnswers:
 
     def _background_ranges(self, st: "_State") -> list[list[float]] | None:
         """Where a background colour question looks: behind the on-screen text it names, the time that text is on
-        screen (text_extract's runs of it); for "what colour does it change to", the shot after the first cut in
-        the range asked about (at most one clip of it); else None (the range asked about)."""
+        screen (text_extract's runs of it); else None (the range asked about)."""
         phrases = [normalise(p) for p in re.findall(r"\b[A-Z0-9][A-Z0-9'&-]+(?:\s+[A-Z0-9][A-Z0-9'&-]*)*", st.question)
                    if sum(ch.isalpha() for ch in p) >= 3]
         texts = [t for n, _, d in st.perceive_calls if n == "text_extract" for t in d.get("texts", [])]
         named = [t for t in texts if any(p and p in normalise(t.get("text", "")) for p in phrases)]
         about = named or self._texts_about_question(st)  # the text in capitals the question quotes, else shared words
-        ranges = merge_spans([[float(t["first_s"]), float(t["last_s"])] for t in about]) or None
-        if re.search(r"\b(?:changes?|changed|switch(?:es)?|turns?)\s+(?:colou?r\s+)?(?:to|into)\b", st.question, re.I):
-            shots = self.ctx.shot_list() if hasattr(self.ctx, "shot_list") else None
-            asked = ranges or asked_ranges(self.ctx, st, looked=True)
-            cuts = sorted(t for a, b in asked for t in (shots.cuts_in(a, b) if shots is not None else []))
-            if cuts:
-                end = min([t for t in shots.cuts_s if t > cuts[0]] + [self.ctx.duration_s])
-                return [[cuts[0] + 0.5, min(end, cuts[0] + float(self.settings.clip_seconds))]]
-        return ranges
+        return merge_spans([[float(t["first_s"]), float(t["last_s"])] for t in about]) or None
 
     def _range_colours(self, st: "_State", ranges: list[list[float]] | None = None,
                        max_frames: int = 8) -> tuple[dict[str, float], list[list[float]]]:
@@ -129,29 +116,18 @@ class MeasuredAnswers:
 
     def _measured_shape(self, st: "_State", trace: Trace, max_frames: int = 8) -> tuple[str, None] | None:
         """For "what shape is the <thing>" (:func:`asks_shape`), the kind of the shape measured where the question
-        is about (:func:`shape_answer`): when the question names the picture's colour ("crosses the dark blue
-        screen", :func:`backdrop_colour`) the shapes the index's captions name in the clips mostly of that colour,
-        else shapes object_detect found, then shapes measured on up to ``max_frames``
+        is about (:func:`shape_answer`): shapes object_detect found, then shapes measured on up to ``max_frames``
         frames of the range asked about (its time words, else the evidence, else what was looked at), then the
         shapes the index's captions name over the whole video. Returns ``(answer, None)`` or None."""
         if not asks_shape(st.question) or st.kind not in ("text", "choice"):
             return None
         from avi.backends.shapes import find_shapes
 
-        got, where = None, ""
-        backdrop = backdrop_colour(st.question)
-        if backdrop is not None:  # "crosses the dark blue screen": the clips whose picture is mostly that colour
-            clips = [c for c in self.ctx.index.captions if ((getattr(c, "data", None) or {}).get("colours") or
-                                                            [[None, 0.0]])[0][0] == backdrop]
-            got = shape_answer(st.question, [s for c in clips for s in c.data.get("shapes") or []])
-            where = f"the index's captions of the {len(clips)} clips that are mostly {backdrop}"
         found = [{"kind": d["cls"].split(" ")[-1], "colour": d["cls"].split(" ")[0], "box": d["box"]}
                  for n, d_ in st.perceive_data() if n == "object_detect" for d in d_.get("detections") or []
                  if len(str(d.get("cls") or "").split(" ")) == 2 and str(d["cls"]).split(" ")[-1]
                  in ("circle", "square", "rectangle", "triangle")]
-        if got is None:
-            got = shape_answer(st.question, found)
-            where = "object_detect's boxes"
+        got, where = shape_answer(st.question, found), "object_detect's boxes"
         if got is None:
             ranges = asked_ranges(self.ctx, st, looked=True)
             try:
@@ -182,33 +158,6 @@ class MeasuredAnswers:
         trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
                   notes=[f"shape measured in {where}: {why} (the model wrote {(st.answer or '')[:60]!r})"])
         return kind, None
-
-    def _black_interval(self, st: "_State", trace: Trace, interval: list[float] | None) -> list[float] | None:
-        """For "when does the screen go black", the shot (between the video's hard cuts) whose middle frame is
-        black (:func:`black_shot`): the one the model's answer overlaps, else the range asked about, else the
-        longest. None for other questions, a video without a shot list, or no black shot."""
-        if not asks_black_screen(st.question):
-            return None
-        shots = self.ctx.shot_list() if hasattr(self.ctx, "shot_list") else None
-        if shots is None:
-            return None
-        from avi.video.analysis import colour_names
-
-        spans = shots.shots()
-        try:
-            frames = self.ctx.video.frames_at([(a + b) / 2 for a, b in spans])
-        except Exception:  # noqa: BLE001 - an undecodable video measures nothing; the model's answer stands
-            return None
-        if len(frames) != len(spans):
-            return None
-        black = [dict(colour_names(f.image, top=1, min_share=0.0)).get("black", 0.0) for f in frames]
-        got = black_shot(spans, black, interval, [list(r) for r in self.ctx.focus_ranges])
-        if got is None:
-            return None
-        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
-                  notes=[f"black screen measured: the shot {fmt_range(*got)} is black ({sum(b >= 0.95 for b in black)} "
-                         f"black shots of {len(spans)}, {shots.method})"])
-        return [round(got[0], 2), round(got[1], 2)]
 
     def _count_interval(self, st: "_State", trace: Trace) -> list[float] | None:
         """For "when are there five circles on screen", the longest run of frames in which object_detect counted
@@ -262,21 +211,6 @@ class MeasuredAnswers:
                   notes=[f"count comparison measured: {measured}; answer {word} (the model wrote {answer[:60]!r})"])
         return word
 
-    @staticmethod
-    def _rounded_as_asked(st: "_State", trace: Trace, answer: str) -> str:
-        """A question that asks for a number "rounded to the nearest whole second" (or "to the nearest whole
-        number", "in whole seconds") gets the number the answer holds, rounded half up; other answers are kept."""
-        if not re.search(r"\b(?:nearest (?:whole|full)|whole (?:seconds?|minutes?|numbers?)|rounded to the nearest "
-                         r"(?:second|minute|integer))\b", st.question, re.I):
-            return answer
-        nums = re.findall(r"(?<![\d.])(\d+\.\d+)(?![\d.])", answer or "")
-        if len(nums) != 1:
-            return answer
-        whole = str(int(float(nums[0]) + 0.5))
-        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
-                  notes=[f"rounded {nums[0]} to {whole}: the question asks for a whole number"])
-        return re.sub(re.escape(nums[0]), whole, answer, count=1)
-
     def _measured_direction(self, st: "_State", trace: Trace) -> tuple[str, str | None] | None:
         """For "does it move to the left or to the right", the way object_detect's boxes of the thing moved
         (:func:`sideways_motion`); when the agent measured nothing the question names, object_detect is run on
@@ -320,9 +254,6 @@ class MeasuredAnswers:
         the usual measured count (:func:`usual_count`). The answer is kept when nothing was measured."""
         if not asks_count(st.question):
             return answer
-        read = self._count_read(st, trace, answer)  # a scoreboard's number beside the name asked about
-        if read is not None:
-            return read
         times = clock_times_in(st.question)
         written = re.fullmatch(r"[\s*]*(\d+)[\s*.]*", answer or "")  # a bare number, maybe in bold
         if len(times) != 1 and asks_most(st.question):  # "the largest number ... at the same time"
@@ -359,62 +290,6 @@ class MeasuredAnswers:
                   notes=[f"count read at the moment the question names{source}: {label} {n} {where} (the model wrote "
                          f"{answer[:60]!r})"])
         return str(n)
-
-    def _ground_first(self, st: "_State", trace: Trace) -> tuple[str, None] | None:
-        """:meth:`_measured_ground` before any model step, recorded as the answer; None when it does not apply."""
-        measured = self._measured_ground(st, trace)
-        if measured is not None:
-            st.answer = measured[0]
-            trace.add(kind="answer", answer=st.answer, iteration=0, phase="retrieve",
-                      notes=[HOST_STEP, "answered from the ground measured beside people's feet before any model step"])
-        return measured
-
-    def _measured_ground(self, st: "_State", trace: Trace, fps: float = 1.0, max_frames: int = 120,
-                         max_cover: float = 0.75) -> tuple[str, None] | None:
-        """For an interval or yes/no question about a person on some ground ("when is the woman walking on the
-        lawn in the foreground", "is anyone on the grass at 1:00"; :func:`ground_question`), the answer the
-        frames give: people detected at ``fps`` (at most ``max_frames`` frames) over the ranges the question's
-        time words name, else the whole video, each on the ground whose colour is beside its feet
-        (:func:`on_ground`), in runs of two or more frames (:func:`ground_runs`).
-
-        Interval: the longest run, unless the runs cover more than ``max_cover`` of the frames (the ground does
-        not single anyone out then: everyone walks on the paving). Yes/no: yes when there is a run. Returns
-        ``(answer, None)`` or None (the model answers)."""
-        asked = ground_question(st.question) if st.kind in ("interval", "yesno") else None
-        det = getattr(self.ctx.backends, "detector", None)
-        if asked is None or det is None or not det.supports("person"):
-            return None
-        word, colours, part = asked
-        ranges = named_ranges(self.ctx)
-        times = sample_times(ranges, fps, max_frames)
-        try:
-            frames = self.ctx.video.frames_at(times)
-        except Exception:  # noqa: BLE001 - an undecodable range measures nothing; the model answers
-            return None
-        if len(frames) < 4:
-            return None
-        on = [on_ground(f.image, [d.box for d in det.detect(f, ["person"]).detections], colours, part)
-              for f in frames]
-        times = [f.t_s for f in frames]
-        runs = ground_runs(times, on)
-        where = f"{word} ({'/'.join(sorted(colours))} beside the feet{', ' + part if part else ''})"
-        if st.kind == "yesno":
-            answer = "yes" if runs else "no"
-            why = (f"someone on the {where} in {', '.join(fmt_range(a, b) for a, b in runs)}" if runs else
-                   f"nobody on the {where} in two or more frames in a row")
-        else:
-            if not runs or sum(on) > max_cover * len(on):
-                return None
-            a, b = max(runs, key=lambda r: (r[1] - r[0], -r[0]))
-            a, b = round(a, 2), round(min(b, self.ctx.duration_s), 2)
-            answer = f"[{a:.1f}s, {b:.1f}s]"
-            why = f"the longest run of frames with someone on the {where}: {fmt_range(a, b)}"
-            st.evidence.append([a, b])
-        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase, frames_s=times,
-                  observation_data={"frames_s": times, "on_ground": on, "runs": runs},
-                  notes=[HOST_STEP, f"ground measured in {len(frames)} frames over "
-                                    f"{', '.join(fmt_range(a, b) for a, b in ranges)}: {why}"])
-        return answer, None
 
     def _measured_cuts(self, st: "_State", trace: Trace) -> tuple[str, str | None] | None:
         """For a question about the hard cuts themselves (:func:`cut_question`: how many, is there any, is it

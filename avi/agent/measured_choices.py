@@ -14,18 +14,14 @@ from avi.agent.measured import asks_count, count_at, count_spike, label_named, m
 from avi.agent.measured_answers import asked_ranges, named_ranges
 from avi.agent.measured_looks import (
     COLOUR_SYNONYMS,
-    area_choice,
-    area_region,
     colour_choice,
     colour_options,
-    frame_colour_shares,
-    implied_colours,
     measured_colour,
     scale_choice,
     scale_kind,
     scale_options,
 )
-from avi.agent.option_evidence import number_beside, placed_choice, text_choice
+from avi.agent.option_evidence import text_choice
 from avi.agent.state import _State
 from avi.agent.trace import HOST_STEP, Trace, host_tool_call
 from avi.backends.coco_detector import coco_classes_for
@@ -61,36 +57,6 @@ class MeasuredChoices:
         trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
                   observation_data={"colour_shares": shares, "ranges": ranges, "box_colour": box_colour},
                   notes=[f"colour option {letter} measured: {why} (in {', '.join(fmt_range(a, b) for a, b in ranges)})"])
-        return f"{letter}. {st.options[letter]}", letter
-
-    def _measured_area_choice(self, st: "_State", trace: Trace, max_frames: int = 8) -> tuple[str, str] | None:
-        """For "what fills/covers most of the (lower half of the) picture" with options naming or implying a
-        colour (:func:`area_region`, :func:`implied_colours`), the option whose colour fills the most of that
-        part of up to ``max_frames`` frames over the question's time words, else the whole video
-        (:func:`area_choice`). Returns ``(answer, letter)`` or None (option scores decide)."""
-        region = area_region(st.question) if st.kind == "choice" and st.options else None
-        if region is None:
-            return None
-        implied = {k: implied_colours(v) for k, v in st.options.items()}
-        if not all(implied.values()):
-            return None
-        ranges = named_ranges(self.ctx)
-        try:
-            frames = self.ctx.video.frames_at(sample_times(ranges, self.settings.fps, max_frames))
-        except Exception:  # noqa: BLE001 - an undecodable range measures nothing; the option scores decide
-            return None
-        y0, y1, x0, x1 = region
-        crops = [f.image[int(y0 * f.image.shape[0]):int(y1 * f.image.shape[0]),
-                         int(x0 * f.image.shape[1]):int(x1 * f.image.shape[1])] for f in frames]
-        shares = frame_colour_shares([c for c in crops if c.size])
-        got = area_choice(implied, shares)
-        if got is None:
-            return None
-        letter, why = got
-        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
-                  observation_data={"colour_shares": shares, "ranges": ranges, "region": list(region)},
-                  notes=[f"option {letter} fills the part of the picture asked about: {why}; {len(crops)} frames "
-                         f"in {', '.join(fmt_range(a, b) for a, b in ranges)}"])
         return f"{letter}. {st.options[letter]}", letter
 
     def _measured_scale_choice(self, st: "_State", trace: Trace, max_frames: int = 6) -> tuple[str, str] | None:
@@ -146,15 +112,6 @@ class MeasuredChoices:
         if asks_count(st.question) and all(option_count(v) is not None for v in st.options.values()):
             return None
         ranges, strings = self._range_lines(st)
-        boxes = [line for name, _, data in st.perceive_calls if name == "text_extract" for line in data.get("lines", [])
-                 if any(s - 1.0 <= float(line.get("t_s", -1.0)) <= e + 1.0 for s, e in ranges)]
-        placed = placed_choice(st.options, boxes, question_stem(st.question))
-        if placed is not None:
-            letter, where = placed
-            trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
-                      notes=[f"option {letter} is the one the question's place word picks among the options read in "
-                             f"{', '.join(fmt_range(a, b) for a, b in ranges)}: {where}"])
-            return f"{letter}. {st.options[letter]}", letter
         got = text_choice(st.options, strings, question_stem(st.question))
         if got is None:
             return None
@@ -187,27 +144,6 @@ class MeasuredChoices:
         if speech:
             strings += [seg.text for seg in self.ctx.index.transcript if inside(seg.start_s, seg.end_s)]
         return ranges, list(dict.fromkeys(s for s in strings if s))
-
-    def _count_read(self, st: "_State", trace: Trace, answer: str) -> str | None:
-        """For "how many goals have Rivers scored at 4:30", the number an on-screen label writes beside the name
-        (:func:`avi.agent.option_evidence.number_beside`, OCR lines of the range asked about). None when no
-        label gives one, or the thing counted is one the detector counts (those are counted in the frames)."""
-        counted = re.search(r"\bhow\s+many\s+([a-z]+)", st.question, re.I)
-        try:  # things the detector counts (people, cars, squares) are counted, not read
-            seen = counted is None or bool(self.ctx.backends.detector.supports(counted.group(1).lower()))
-        except Exception:  # noqa: BLE001 - a detector that cannot say counts nothing
-            seen = False
-        if seen or counted.group(1).lower() == "times":  # "how many times": events, not a number shown
-            return None
-        ranges, lines = self._range_lines(st, speech=False)
-        got = number_beside(question_stem(st.question), lines)
-        if got is None:
-            return None
-        trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
-                  notes=[f"count read from the screen beside the name the question gives: {got[0]} in "
-                         f"{got[1][:80]!r} ({', '.join(fmt_range(a, b) for a, b in ranges)}; the model wrote "
-                         f"{(answer or '')[:60]!r})"])
-        return got[0]
 
     def _measured_count_choice(self, st: "_State", trace: Trace) -> tuple[str, str] | None:
         """For a multiple-choice "how many <things>" question whose options are numbers, the option with the count

@@ -1,5 +1,5 @@
 """Answers read from what the frames look like (issue 14): colours measured on detection boxes and frames, the
-shot scale, the kind of a shape, black screens, and which way a thing moves sideways.
+shot scale, the kind of a shape, and which way a thing moves sideways.
 
 Each function reads the question (what it asks) and measurements (the perceive tools' observation data, pixel
 statistics of frames, the video's shots) and returns the measured answer or None; the agent
@@ -13,7 +13,6 @@ import re
 
 from avi.agent.measured import _the_label
 from avi.video.analysis import COLOUR_SYNONYMS
-from avi.video.spans import span_overlap
 
 __all__ = ["COLOUR_SYNONYMS"]
 
@@ -127,78 +126,6 @@ def colour_choice(named: dict[str, set[str]], shares: dict[str, float], box_colo
     return best, f"colours measured in the frames asked about: {top}"
 
 
-# ----------------------------------------------------------------------------- what fills the picture, measured
-
-_AREA = re.compile(r"\b(?:fills?|covers?|takes?\s+up|dominates?|occupies)\b[^?]*\b(?:most|much|majority)\b[^?]*"
-                   r"\b(?:picture|frame|screen|image|view|shot)\b"
-                   r"|\bmost\s+of\s+the\s+(?:(?:lower|upper|top|bottom|left|right)\s+half\s+of\s+the\s+)?"
-                   r"(?:picture|frame|screen|image)\b", re.I)
-_HALVES = {"lower": (0.5, 1.0, 0.0, 1.0), "bottom": (0.5, 1.0, 0.0, 1.0), "upper": (0.0, 0.5, 0.0, 1.0),
-           "top": (0.0, 0.5, 0.0, 1.0), "left": (0.0, 1.0, 0.0, 0.5), "right": (0.0, 1.0, 0.5, 1.0)}
-
-SCENE_COLOURS = {
-    **dict.fromkeys("grass grassy lawn meadow tree trees leaf leaves leafy forest foliage bushes hedge jungle".split(),
-                    {"green"}),
-    **dict.fromkeys("snow snowy ice icy".split(), {"white"}),
-    **dict.fromkeys("sky sea ocean lake water".split(), {"blue"}),
-    **dict.fromkeys("sand sandy desert beach".split(), {"yellow", "orange"}),
-    **dict.fromkeys("brick bricks".split(), {"red", "orange"}),
-    **dict.fromkeys("face skin".split(), {"orange", "pink"}),
-    **dict.fromkeys("asphalt tarmac concrete pavement road".split(), {"gray"}),
-    **dict.fromkeys("night darkness".split(), {"black"}),
-}
-"""Words for what can fill a picture and the measured colour names they show in daylight footage (assumed here,
-not measured: grass and leaves are green, snow white, sky and water blue, sand yellow to orange, brick red to
-orange, skin orange to pink, asphalt gray)."""
-
-
-def area_region(question: str) -> tuple[float, float, float, float] | None:
-    """For "what fills/covers most of the (lower half of the) picture", the part of the frame asked about as
-    fractions ``(y0, y1, x0, x1)`` of its height and width; None for any other question."""
-    m = _AREA.search(question or "")
-    if m is None:
-        return None
-    half = re.search(r"\b(lower|bottom|upper|top|left|right)\s+half\b", question, re.I)
-    return _HALVES[half.group(1).lower()] if half else (0.0, 1.0, 0.0, 1.0)
-
-
-def implied_colours(option: str) -> set[str]:
-    """The measured colour names an option names ("green grass") or, naming none, the first scene word of it
-    implies (:data:`SCENE_COLOURS`: "a snowy field" -> white, its adjective before its noun)."""
-    named = colours_named(option)
-    if named:
-        return named
-    for word in re.findall(r"[a-z]+", (option or "").lower()):
-        if word in SCENE_COLOURS:
-            return set(SCENE_COLOURS[word])
-    return set()
-
-
-def area_choice(implied: dict[str, set[str]], shares: dict[str, float], near: float = 0.9) -> tuple[str, str] | None:
-    """The option whose colour fills most of the region: the largest measured colour, when exactly one option
-    shows it and no option's colour covers at least ``near`` times its share without being it.
-
-    Args:
-        implied: each option's colours (:func:`implied_colours`), every option with at least one.
-        shares: mean share (0-1) of each measured colour over the frames' region (:func:`frame_colour_shares`).
-
-    Returns:
-        ``(letter, why)`` or None (no colour measured, two options show it, or a close rival).
-    """
-    if not shares or not all(implied.values()):
-        return None
-    top, share = next(iter(shares.items()))
-    hits = [k for k, cs in implied.items() if top in cs]
-    if len(hits) != 1:
-        return None
-    rival = max((shares.get(c, 0.0) for k, cs in implied.items() if k != hits[0] for c in cs if c != top),
-                default=0.0)
-    if rival >= near * share:
-        return None
-    listed = ", ".join(f"{c} {round(100 * s)}%" for c, s in list(shares.items())[:4])
-    return hits[0], f"{top} fills the most of it ({listed})"
-
-
 # ----------------------------------------------------------------------------- shot scale, measured
 
 _SCALE_WORDS = (("close-up", re.compile(r"\bclose[-\s]?ups?\b|\bextreme\s+close\b", re.I)),
@@ -250,19 +177,6 @@ _WHAT_SHAPE = re.compile(r"\bwhat\s+(?:kind\s+of\s+)?shape\b|\bwhich\s+shape\b",
 def asks_shape(question: str) -> bool:
     """Whether a question asks for the geometric shape of something ("What shape is the yellow sign?")."""
     return bool(_WHAT_SHAPE.search(question or ""))
-
-
-_BACKDROP = re.compile(r"\b(?:the|a|an)\s+(?:(?:dark|light|bright|pale|deep|plain)\s+)?([a-z]+)\s+"
-                       r"(?:screen|background|backdrop)\b", re.I)
-
-
-def backdrop_colour(question: str) -> str | None:
-    """The measured colour name of the picture's background a question names ("the big yellow object that
-    crosses the dark blue screen" -> ``"blue"``, "against a white background" -> ``"white"``), else None."""
-    from avi.video.analysis import COLOUR_NAMES
-
-    m = _BACKDROP.search(question or "")
-    return COLOUR_NAMES.get(m.group(1).lower()) if m else None
 
 
 def shape_answer(question: str, shapes: list[dict]) -> tuple[str, str] | None:
@@ -365,36 +279,3 @@ def sideways_motion(steps: list[tuple[str, dict]], question: str, min_move: floa
 
 def _cx(d: dict) -> float:
     return (float(d["box"][0]) + float(d["box"][2])) / 2
-
-
-# ----------------------------------------------------------------------------- black screens, measured
-
-_BLACK_SCREEN = re.compile(r"\b(?:black|blank|dark)\s+(?:screen|frames?|picture)\b|\bscreen\s+(?:goes|go|turns?|is|"
-                           r"becomes?|stays?)\s+(?:completely\s+|all\s+|fully\s+)?(?:black|blank|dark)\b|"
-                           r"\bfades?\s+(?:out\s+)?to\s+black\b", re.I)
-
-
-def asks_black_screen(question: str) -> bool:
-    """Whether a question is about the screen being black ("when does the screen go completely black?")."""
-    return bool(_BLACK_SCREEN.search(question or ""))
-
-
-def black_shot(shots: list[tuple[float, float]], black: list[float], answer: list[float] | None = None,
-               asked: list[list[float]] | None = None, min_black: float = 0.95) -> tuple[float, float] | None:
-    """The black shot a question points at: of the shots whose middle frame is at least ``min_black`` black
-    pixels, the one overlapping the range the question names, else the model's answer, else the longest (the
-    question's own words outrank the model's reading of them).
-
-    Args:
-        shots: ``(start_s, end_s)`` of every shot.
-        black: the share of black pixels of each shot's middle frame (same order).
-        answer: the model's interval, if any; asked: the ranges the question names.
-    """
-    cands = [sh for sh, b in zip(shots, black) if b >= min_black]
-    if not cands:
-        return None
-    for spans in (asked or [], [answer] if answer else []):
-        hit = [sh for sh in cands if any(span_overlap(list(sh), list(x)) > 0 for x in spans)]
-        if hit:
-            return max(hit, key=lambda sh: sh[1] - sh[0])
-    return max(cands, key=lambda sh: sh[1] - sh[0])

@@ -1,6 +1,5 @@
-"""Ranges a question names by the order of an event ("who scored the first goal", "what does the last sign say")
-or by two events ("between the Automation slide and the list of famous lighthouses"), found in the words the
-index already read (issue 14, evidence-grounded steps).
+"""Ranges a question names by the order of an event ("who scored the first goal", "what does the last sign say"),
+found in the words the index already read (issue 14, evidence-grounded steps).
 
 Time words name a part of the video by the clock (:func:`avi.video.timecode.question_ranges`); an ordinal names it
 by an event, and the small orchestrator then searches by similarity, which ranks every goal alike and hands over the
@@ -85,71 +84,3 @@ def ordinal_ranges(question: str, index, duration_s: float | None = None, min_s:
             s = 0.0
         found.append((m.group(0).strip(), [round(s, 2), round(e, 2)]))
     return found
-
-
-_BETWEEN = re.compile(r"\bbetween\s+(?P<x>the\s+[^,?;]+?)\s+and\s+(?P<y>the\s+[^,?;]+?)\s*(?:[,?;.]|$)", re.I)
-
-#: Words of an event phrase that name the kind of thing shown, not what it shows or says ("the Automation
-#: slide", "the list of famous lighthouses"): they are not looked for in the index's text.
-GENERIC = frozenset(
-    "slide slides list lists screen screens card cards sign signs title titles caption captions page pages "
-    "text board picture image view part".split()) | NOT_EVENTS
-
-
-_STOPWORDS = frozenset("the that this with from into onto over under than then what which when where about".split())
-
-
-def _key_words(phrase: str) -> list[str]:
-    return [w for w in re.findall(r"[a-z0-9]+", phrase.lower())
-            if len(w) >= 4 and w not in GENERIC and w not in _STOPWORDS]
-
-
-def _phrase_hits(index, phrase: str) -> list[tuple[float, float]]:
-    """The clips (OCR) and transcript lines that hold the most of the phrase's key words, at least half of
-    them: ``[(start_s, end_s)]`` in time order."""
-    keys = _key_words(phrase)
-    if not keys:
-        return []
-    scored = []
-    for s, e, text in _index_texts(index):
-        n = sum(bool(_word_re(k).search(text)) for k in keys)
-        if n:
-            scored.append((n, s, e))
-    best = max((n for n, _, _ in scored), default=0)
-    if best * 2 < len(keys):
-        return []
-    return sorted((s, e) for n, s, e in scored if n == best)
-
-
-def between_ranges(question: str, index, pad_s: float = 2.0) -> list[tuple[str, list[float]]]:
-    """The range a question names by two events: "between the Automation slide and the list of famous
-    lighthouses" is the time from the end of the last clip that shows the first (before the second is shown)
-    to the start of the first clip after it that shows the second, widened by ``pad_s`` on both sides (clips
-    are coarse). Each phrase is found by its key words (four letters or more, not :data:`GENERIC`) in the
-    index's OCR reads and transcript lines: the places that hold the most of them, at least half.
-
-    Args:
-        question: the question text (its options are left out); clock times ("between 7:40 and 8:40") are left to
-            :func:`avi.video.timecode.question_ranges` (their phrases have no key words).
-        index: the video index (``captions`` with ``data["ocr"]``, ``transcript``).
-
-    Returns:
-        ``[(phrase, [start_s, end_s])]``, empty when a phrase is not found or the second is not after the first.
-    """
-    from avi.agent.choice import question_stem  # options ("a paved area between lawns ...") name no range
-
-    m = _BETWEEN.search(question_stem(question or ""))
-    if not m:
-        return []
-    xs, ys = _phrase_hits(index, m.group("x")), _phrase_hits(index, m.group("y"))
-    if not xs or not ys:
-        return []
-    first_x = xs[0][0]
-    after = [s for s, _ in ys if s > first_x]
-    if not after:
-        return []
-    y_start = min(after)
-    x_end = max(e for s, e in xs if s < y_start)
-    if x_end > y_start:
-        return []
-    return [(m.group(0).strip(" ,?;."), [round(max(0.0, x_end - pad_s), 2), round(y_start + pad_s, 2)])]

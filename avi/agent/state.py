@@ -37,6 +37,7 @@ class _State:
     questioned: set = field(default_factory=set)  # perceive calls questioned once for unsupported ranges
     repeats: int = 0  # model calls that repeated an earlier call exactly (not re-asked; see Agent._decide)
     measured: tuple | None = None  # (answer, letter or None) measured by the host before any LLM step
+    unsupported: list = field(default_factory=list)  # labels object_detect reported it has no class for
 
     def perceive_data(self) -> list[tuple[str, dict]]:
         """``(tool, observation data)`` of the successful perceive calls, in order."""

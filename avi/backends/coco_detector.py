@@ -59,7 +59,7 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     "plane": ("airplane",), "aeroplane": ("airplane",), "ship": ("boat",),
     "phone": ("cell phone",), "cellphone": ("cell phone",), "mobile": ("cell phone",),
     "mobile phone": ("cell phone",), "smartphone": ("cell phone",), "telephone": ("cell phone",),
-    "glass": ("wine glass", "cup"), "mug": ("cup",), "candle": ("cup",),
+    "glass": ("wine glass", "cup"), "mug": ("cup",),
     "bag": ("handbag", "backpack", "suitcase"), "purse": ("handbag",), "rucksack": ("backpack",),
     "luggage": ("suitcase",), "ball": ("sports ball",), "football": ("sports ball",),
     "sofa": ("couch",), "table": ("dining table",), "desk": ("dining table",), "plant": ("potted plant",),
