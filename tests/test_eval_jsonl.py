@@ -607,6 +607,16 @@ def test_cli_split_runs_only_that_split(tmp_path, capsys, fake_executor):
     assert "JSONL benchmark (split.jsonl), split report: 2 questions on 2 videos" in stdout
     code, stdout, _ = run_cli(["eval", "report", str(out)], capsys)
     assert ", split report: 2 questions" in stdout
+    # a run over every split reports one of them
+    whole = tmp_path / "whole.jsonl"
+    code, _, err = run_cli(["eval", "jsonl", "--annotations", str(annotations), "--videos", str(tmp_path),
+                            "--out", str(whole), "--quiet"], capsys)
+    assert code == 0, err
+    code, stdout, _ = run_cli(["eval", "report", str(whole), "--split", "tune", "--json"], capsys)
+    data = json.loads(stdout)
+    assert data["split"] == "tune" and data["counts"]["total"] == 1
+    code, _, err = run_cli(["eval", "report", str(whole), "--split", "nope"], capsys)
+    assert code == 2 and "no question has split 'nope'" in err
     code, _, err = run_cli(["eval", "jsonl", "--annotations", str(annotations), "--videos", str(tmp_path),
                             "--out", str(tmp_path / "x.jsonl"), "--split", "nope"], capsys)
     assert code == 2 and "no question has split 'nope'" in err and len(err.strip().splitlines()) == 1

@@ -102,6 +102,8 @@ def add_eval_parser(sub, add_common) -> None:
     r.add_argument("results", type=Path, metavar="RESULTS", help="a results .jsonl written by avi eval")
     r.add_argument("--json", action="store_true", help="one JSON object instead of the tables")
     r.add_argument("--seed", type=int, help="LongVideoBench random-choice seed (default: the run's)")
+    r.add_argument("--split", metavar="NAME", help="jsonl runs: only the questions whose split key is NAME (the "
+                                                   "tables of one split of a run over several)")
     r.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     r.set_defaults(fn=cmd_eval_report)
 
@@ -219,10 +221,16 @@ def cmd_eval_report(args) -> int:
     kind = str(job.get("kind", ""))
     if not kind.startswith("eval:"):
         raise InputError(f"{args.results} was written by avi {kind or '?'}, not avi eval")
-    source = job.get("source") or {}
+    source = dict(job.get("source") or {})
     seed = args.seed if args.seed is not None else int(source.get("seed") or 0)
-    report = _score_run(kind.split(":", 1)[1], job_questions(args.results), read_records(args.results), source,
-                        seed)
+    bench, questions = kind.split(":", 1)[1], job_questions(args.results)
+    if args.split is not None:
+        if bench != "jsonl":
+            raise InputError(f"--split is for avi eval jsonl runs; {args.results} is a {bench} run")
+        from avi.eval.jsonl import select_split
+
+        questions, source["split"] = select_split(questions, args.split), args.split
+    report = _score_run(bench, questions, read_records(args.results), source, seed)
     _print_report(report, args.json)
     return 0
 
