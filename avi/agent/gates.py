@@ -71,11 +71,15 @@ class Gates:
         return [n for n in self._usable("retrieve") if n != "clip_merge"]
 
     def _has_entity_graph(self) -> bool:
-        """Whether the index's graph holds LLM-extracted entities (graph_retrieve is offered only then)."""
+        """Whether the index's graph holds LLM-extracted entities (graph_retrieve is offered only then).
+
+        A node's ``source`` is ``"captions"``, ``"llm"`` or several joined by ``+`` (``"captions+llm"`` after the
+        merge and the registry keying), so the LLM is looked for among its parts."""
         if not hasattr(self, "_graph_entities"):
             try:
                 g = self.ctx.index.graph
-                self._graph_entities = any(d.get("source") == "llm" for _, d in g.nodes(data=True))
+                self._graph_entities = any("llm" in str(d.get("source") or "").split("+")
+                                           for _, d in g.nodes(data=True))
             except Exception:  # noqa: BLE001 - no or unreadable graph: the tool is simply not offered
                 self._graph_entities = False
         return self._graph_entities
