@@ -54,6 +54,7 @@ def test_gpu_profile_generates_the_overview_once_per_query(tmp_path, embedder):
     assert prompt.index("[0.0s–60.0s] A chef") < prompt.index("[60.0s–120.0s]") < prompt.index("[180.0s–240.0s]")
     assert "when does the dog fetch the ball?" in prompt and "A day in the city" in prompt
     assert kw["temperature"] == 0.0 and kw["max_tokens"] > 0
+    assert kw["thinking"] is False  # issue 37: a Qwen3 that thinks first could spend the budget in <think>
     assert obs.data["generated"].startswith("The dog plays fetch") and not obs.data["cached"]
     assert "generated for this query" in obs.text and "catches a frisbee" in obs.text
     # the candidates are the parts the overview names, in its order
@@ -81,3 +82,12 @@ def test_failed_overview_falls_back_to_ranking_and_a_lost_server_is_raised(tmp_p
     gone = global_explore.run(_gpu(ctx, FakeOverviewLLM(error=LLMUnavailableError("server gone"))),
                               {"query": "the office meeting"})
     assert gone.error and "server gone" in gone.text
+
+
+def test_a_think_block_before_the_overview_is_dropped(tmp_path, embedder):
+    """A server without a reasoning parser returns the think block in the content: the overview is what follows."""
+    ctx = _topic_index(tmp_path, embedder, with_summary=True)
+    llm = FakeOverviewLLM("<think>The query asks about a dog.</think>\nThe dog fetches.\nRelevant parts: [120.0s–180.0s]")
+    obs = global_explore.run(_gpu(ctx, llm), {"query": "where is the dog?"})
+    assert obs.data["generated"].startswith("The dog fetches") and "<think>" not in obs.text
+    assert obs.evidence == [[120.0, 180.0]]

@@ -207,6 +207,22 @@ def test_reasoning_field(vllm_server):
     assert res.tool_calls and res.tool_calls[0][0] == "text_extract"
 
 
+def test_one_token_and_json_reads_do_not_think(vllm_server):
+    """Issue 37: with thinking on, the scripted Qwen3's first token is its reasoning word; the option scores' one-token
+    read and a JSON read are sent with enable_thinking false, so the first token is an answer token and the JSON
+    comes back in the content with no reasoning."""
+    client = ChatClient.connect(vllm_server["base_url"], model=SERVED_NAME, timeout_s=120, enable_thinking=True)
+    thought, _ = client.first_token_logprobs(MESSAGES, thinking=True)  # the control: a thinking first token
+    assert thought and max(thought, key=thought.get) == REASONING_WORD, thought
+    lps, _ = client.first_token_logprobs(MESSAGES)
+    assert lps and max(lps, key=lps.get) != REASONING_WORD, lps
+    schema = {"type": "object", "properties": {"option": {"type": "string", "enum": ["red", "blue"]}},
+              "required": ["option"], "additionalProperties": False}
+    res = client.chat(MESSAGES, json_schema=schema, max_tokens=60)
+    assert not res.reasoning, res
+    assert json.loads(res.content)["option"] in ("red", "blue")
+
+
 def _run_agent(vllm_server, settings, sign_video, sign_index, session_backends):
     """One iteration of avi's real Agent on the sign video, with the orchestrator client built from settings as in
     production; returns the run's trace steps (printed for the CI log)."""

@@ -9,7 +9,9 @@ this client absorbs (the servers: README.md, "gpu profile on an 8-GPU node"):
 * tool calls are read from ``tool_calls``, never inferred from
   ``finish_reason`` (vLLM says ``stop`` for a named tool choice);
 * ``chat_template_kwargs`` (Qwen3's ``enable_thinking``) is sent explicitly
-  to servers that take it.
+  to servers that take it; a request whose reply is read as one token (option
+  scores) or one JSON object (``json_schema``) is sent with thinking off, since a
+  Qwen3 that thinks first spends that token, or the budget, on ``<think>`` (issue 37).
 """
 
 from __future__ import annotations
@@ -142,7 +144,8 @@ class ChatClient:
 
     def chat(self, messages: list[dict], tools: list[dict] | None = None, *, max_tokens: int = 512,
              temperature: float = 0.0, seed: int | None = 0, stop: list[str] | None = None,
-             require_tool: list[str] | None = None, json_schema: dict | None = None) -> ChatResult:
+             require_tool: list[str] | None = None, json_schema: dict | None = None,
+             thinking: bool | None = None) -> ChatResult:
         """One chat completion.
 
         Args:
@@ -154,6 +157,9 @@ class ChatClient:
             json_schema: the reply's content must be JSON valid against this schema
                 (structured output): a grammar on llama.cpp (``constrain="json_schema"``),
                 ``response_format`` ``json_schema`` on vLLM and OpenAI-style servers.
+            thinking: ``enable_thinking`` for this request (sent only to a client that sends
+                ``chat_template_kwargs``, i.e. a configured endpoint); None = off when ``json_schema`` is
+                given (the reply is read as one JSON object), else the client's setting.
 
         Raises:
             ContextOverflowError: the prompt exceeds the model's context.
@@ -185,8 +191,9 @@ class ChatClient:
             else:
                 kwargs["response_format"] = {"type": "json_schema",
                                              "json_schema": {"name": "reply", "schema": json_schema, "strict": True}}
-        if self.chat_template_kwargs is not None:
-            kwargs["extra_body"] = {"chat_template_kwargs": self.chat_template_kwargs}
+        template = self.template_kwargs(False if thinking is None and json_schema is not None else thinking)
+        if template is not None:
+            kwargs["extra_body"] = {"chat_template_kwargs": template}
         t0 = time.perf_counter()
         resp = self._create(kwargs)
         seconds = time.perf_counter() - t0
@@ -257,8 +264,17 @@ class ChatClient:
                                           f"{exc.status_code}): {str(exc)[:200]}") from None
             raise AviError(f"the LLM server answered HTTP {exc.status_code}: {str(exc)[:300]}") from None
 
+    def template_kwargs(self, thinking: bool | None = None) -> dict | None:
+        """The ``chat_template_kwargs`` of one request: the client's, with ``enable_thinking`` set to ``thinking``
+        when that is not None; None when this client sends none (the embedded llama.cpp server)."""
+        if self.chat_template_kwargs is None:
+            return None
+        if thinking is None:
+            return self.chat_template_kwargs
+        return {**self.chat_template_kwargs, "enable_thinking": bool(thinking)}
+
     def first_token_logprobs(self, messages: list[dict], tools: list[dict] | None = None, *, top: int = 20,
-                             seed: int | None = 0) -> tuple[dict[str, float], ChatResult]:
+                             seed: int | None = 0, thinking: bool = False) -> tuple[dict[str, float], ChatResult]:
         """Log-probabilities of the most likely first tokens of the reply (one token generated, greedy).
 
         Used to score answer options by their letter (issue 14: option scores debiased over cyclic
@@ -269,6 +285,8 @@ class ChatClient:
             tools: the same ``tools`` as the conversation's other requests (an unchanged prompt prefix keeps
                 the server's KV cache); the reply is not constrained.
             top: how many alternatives to ask for (servers cap it, often at 20).
+            thinking: ``enable_thinking`` for this request (a configured endpoint only). Off by default: a
+                Qwen3 that thinks first generates ``<think>``, not a letter, as its one token.
 
         Returns:
             ``({token text stripped: highest logprob}, result)``; the dict is empty when the server returned
@@ -284,8 +302,9 @@ class ChatClient:
         if tools:
             kwargs["tools"] = tools
             kwargs["tool_choice"] = "auto"  # as in the conversation: the same prompt, so the prefix cache holds
-        if self.chat_template_kwargs is not None:
-            kwargs["extra_body"] = {"chat_template_kwargs": self.chat_template_kwargs}
+        template = self.template_kwargs(thinking)  # Qwen3's template only closes the think block after the prefix
+        if template is not None:
+            kwargs["extra_body"] = {"chat_template_kwargs": template}
         t0 = time.perf_counter()
         resp = self._create(kwargs)
         seconds = time.perf_counter() - t0

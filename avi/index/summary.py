@@ -88,5 +88,7 @@ def build_summary(captions: list[Caption], llm, prompts, *, chunk_chars: int = 4
 def _ask(llm, prompt: str, max_tokens: int) -> str:
     from avi.agent.parse import split_thought
 
-    res = llm.chat([{"role": "user", "content": prompt}], max_tokens=max_tokens, temperature=0.0, seed=0)
+    # thinking off: a Qwen3 that thinks first can spend the whole budget in <think> (issue 37)
+    res = llm.chat([{"role": "user", "content": prompt}], max_tokens=max_tokens, temperature=0.0, seed=0,
+                   thinking=False)
     return " ".join(split_thought(res.content)[1].split())

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from avi.agent.prompts import PromptLibrary
+from avi.backends.vlm.reply import strip_think
 from avi.errors import AviError
 from avi.tools.base import Observation, Query, ToolContext, tool
 from avi.tools.retrieve.common import (
@@ -221,8 +222,10 @@ def _overview(ctx: ToolContext, query: str, video: str, rows: list[dict]) -> tup
         if key in _OVERVIEWS:
             _OVERVIEWS.move_to_end(key)
             return _OVERVIEWS[key], True
-    res = llm.chat([{"role": "user", "content": text}], max_tokens=OVERVIEW_MAX_TOKENS, temperature=0.0, seed=0)
-    out = (res.content or "").strip()
+    # thinking off: a Qwen3 that thinks first can spend the whole budget in <think> (issue 37)
+    res = llm.chat([{"role": "user", "content": text}], max_tokens=OVERVIEW_MAX_TOKENS, temperature=0.0, seed=0,
+                   thinking=False)
+    out = strip_think(res.content or "")
     if not out:
         raise AviError("the LLM replied with an empty overview")
     with _OVERVIEWS_LOCK:
