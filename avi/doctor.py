@@ -244,10 +244,10 @@ def _openai_client(url: str, api_key: str):
     import httpx
     import openai
 
-    from avi.backends.llm import _is_loopback
+    from avi.backends.llm import is_loopback
 
     return openai.OpenAI(base_url=url, api_key=api_key, max_retries=0, timeout=10.0,
-                         http_client=httpx.Client(trust_env=not _is_loopback(url), timeout=10.0)), openai
+                         http_client=httpx.Client(trust_env=not is_loopback(url), timeout=10.0)), openai
 
 
 def endpoint_checks(settings: Settings) -> tuple[list[Check], dict[str, str]]:

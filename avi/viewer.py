@@ -29,12 +29,12 @@ THUMB_SIDE = 320
 """Long side of the embedded thumbnails in pixels."""
 
 
-def _e(value) -> str:
+def esc(value) -> str:
     """Escape anything for HTML text or a quoted attribute."""
     return escape("" if value is None else str(value), quote=True)
 
 
-def _num(value) -> float | None:
+def as_num(value) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value) if math.isfinite(value) else None
@@ -42,7 +42,7 @@ def _num(value) -> float | None:
 
 def _pair(value) -> list[float] | None:
     if isinstance(value, (list, tuple)) and len(value) == 2:
-        a, b = _num(value[0]), _num(value[1])
+        a, b = as_num(value[0]), as_num(value[1])
         if a is not None and b is not None:
             return [min(a, b), max(a, b)]
     return None
@@ -65,35 +65,35 @@ def argument_ranges(arguments) -> list[list[float]]:
             out.append(pair)
         elif isinstance(value, (list, tuple)):
             out += [p for p in (_pair(v) for v in value) if p is not None]
-    s, e = _num(arguments.get("start_s")), _num(arguments.get("end_s"))
+    s, e = as_num(arguments.get("start_s")), as_num(arguments.get("end_s"))
     if s is not None and e is not None:
         out.append([min(s, e), max(s, e)])
     return out
 
 
-def _steps(trace: dict) -> list[dict]:
+def trace_steps(trace: dict) -> list[dict]:
     steps = trace.get("steps") or []
     return [s for s in steps if isinstance(s, dict)]
 
 
-def _frames(step: dict) -> list[float]:
-    return [t for t in (_num(v) for v in (step.get("frames_s") or [])) if t is not None]
+def step_frames(step: dict) -> list[float]:
+    return [t for t in (as_num(v) for v in (step.get("frames_s") or [])) if t is not None]
 
 
-def _totals(trace: dict) -> dict:
-    steps = _steps(trace)
+def trace_totals(trace: dict) -> dict:
+    steps = trace_steps(trace)
     t = dict(trace.get("totals") or {})
     t.setdefault("prompt_tokens", sum(int(s.get("prompt_tokens") or 0) for s in steps))
     t.setdefault("completion_tokens", sum(int(s.get("completion_tokens") or 0) for s in steps))
     t.setdefault("llm_seconds", round(sum(float(s.get("llm_seconds") or 0) for s in steps), 3))
     t.setdefault("tool_seconds", round(sum(float(s.get("tool_seconds") or 0) for s in steps), 3))
     t.setdefault("tool_calls", sum(1 for s in steps if s.get("kind") == "tool_call"))
-    t.setdefault("frames_looked_at", len({t for s in steps for t in _frames(s)}))
-    t.setdefault("frames_spent", sum(len(_frames(s)) for s in steps))
+    t.setdefault("frames_looked_at", len({t for s in steps for t in step_frames(s)}))
+    t.setdefault("frames_spent", sum(len(step_frames(s)) for s in steps))
     return t
 
 
-def _fmt_t(t_s: float) -> str:
+def fmt_t(t_s: float) -> str:
     """``m:ss.s`` for a time in seconds."""
     m, s = divmod(max(0.0, t_s), 60)
     return f"{int(m)}:{s:04.1f}"
@@ -102,7 +102,7 @@ def _fmt_t(t_s: float) -> str:
 # ------------------------------------------------------------------ timeline
 
 
-def _nice_step(duration_s: float, target_ticks: int = 10) -> float:
+def nice_step(duration_s: float, target_ticks: int = 10) -> float:
     raw = max(duration_s, 1e-3) / target_ticks
     for step in (0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200):
         if step >= raw:
@@ -118,7 +118,7 @@ def timeline_svg(trace: dict, duration_s: float, width: int = 1100) -> str:
     links to its step. Then a row for the trace's evidence ranges and, if given,
     one for the answer interval.
     """
-    calls = [s for s in _steps(trace) if s.get("tool")]
+    calls = [s for s in trace_steps(trace) if s.get("tool")]
     label_w, row_h, top, pad_r = 190, 22, 28, 24
     plot_w = width - label_w - pad_r
     interval = _pair(trace.get("interval"))
@@ -131,39 +131,39 @@ def timeline_svg(trace: dict, duration_s: float, width: int = 1100) -> str:
 
     parts = [f'<svg class="timeline" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
              f'viewBox="0 0 {width} {height}" role="img" aria-label="timeline of the video, 0 to {dur:.1f} s">']
-    step = _nice_step(dur)
+    step = nice_step(dur)
     t = 0.0
     while t <= dur + 1e-9:
         xx = x(t)
         parts.append(f'<line x1="{xx:.1f}" y1="{top - 6}" x2="{xx:.1f}" y2="{height - 6}" class="grid"/>'
-                     f'<text x="{xx:.1f}" y="{top - 10}" class="tick">{_e(_fmt_t(t))}</text>')
+                     f'<text x="{xx:.1f}" y="{top - 10}" class="tick">{esc(fmt_t(t))}</text>')
         t += step
     y = top
     for s in calls:
         colour = PHASE_COLOURS.get(s.get("phase"), OTHER_COLOUR)
         idx = s.get("index", "?")
         label = f"#{idx} {s.get('tool')}" + (" (error)" if s.get("error") else "")
-        parts.append(f'<a href="#step-{_e(idx)}"><text x="4" y="{y + 15}" class="rowlabel">{_e(label[:28])}'
-                     f'<title>{_e(label)} ({_e(s.get("phase"))})</title></text></a>')
+        parts.append(f'<a href="#step-{esc(idx)}"><text x="4" y="{y + 15}" class="rowlabel">{esc(label[:28])}'
+                     f'<title>{esc(label)} ({esc(s.get("phase"))})</title></text></a>')
         parts.append(f'<rect x="{label_w}" y="{y + 2}" width="{plot_w}" height="{row_h - 4}" class="lane"/>')
         for a, b in argument_ranges(s.get("arguments")):
             w = max(x(b) - x(a), 2.0)
             parts.append(f'<rect x="{x(a):.1f}" y="{y + 3}" width="{w:.1f}" height="{row_h - 6}" fill="{colour}" '
-                         f'fill-opacity="0.3" stroke="{colour}"><title>#{_e(idx)} {_e(s.get("tool"))}: '
+                         f'fill-opacity="0.3" stroke="{colour}"><title>#{esc(idx)} {esc(s.get("tool"))}: '
                          f'{a:.1f}s–{b:.1f}s requested</title></rect>')
-        for f in _frames(s):
+        for f in step_frames(s):
             parts.append(f'<line x1="{x(f):.1f}" y1="{y + 3}" x2="{x(f):.1f}" y2="{y + row_h - 3}" '
-                         f'stroke="{colour}" stroke-width="2"><title>#{_e(idx)} looked at {f:.2f}s</title></line>')
+                         f'stroke="{colour}" stroke-width="2"><title>#{esc(idx)} looked at {f:.2f}s</title></line>')
         y += row_h
 
     def range_row(label: str, ranges: list[list[float]], colour: str) -> None:
         nonlocal y
-        parts.append(f'<text x="4" y="{y + 15}" class="rowlabel">{_e(label)}</text>'
+        parts.append(f'<text x="4" y="{y + 15}" class="rowlabel">{esc(label)}</text>'
                      f'<rect x="{label_w}" y="{y + 2}" width="{plot_w}" height="{row_h - 4}" class="lane"/>')
         for a, b in ranges:
             w = max(x(b) - x(a), 3.0)
             parts.append(f'<rect x="{x(a) - (1.5 if b - a < 1e-9 else 0):.1f}" y="{y + 3}" width="{w:.1f}" '
-                         f'height="{row_h - 6}" fill="{colour}"><title>{_e(label)}: {a:.1f}s–{b:.1f}s</title></rect>')
+                         f'height="{row_h - 6}" fill="{colour}"><title>{esc(label)}: {a:.1f}s–{b:.1f}s</title></rect>')
         y += row_h
 
     evidence = [p for p in (_pair(v) for v in (trace.get("evidence") or [])) if p is not None]
@@ -186,28 +186,28 @@ def _overlays(trace: dict) -> dict[float, list[dict]]:
     the caller assumes the video resized to the settings' ``max_side``).
     """
     out: dict[float, list[dict]] = {}
-    for s in _steps(trace):
+    for s in trace_steps(trace):
         data = s.get("observation_data")
         if not isinstance(data, dict):
             continue
         for d in data.get("detections") or []:
-            if not isinstance(d, dict) or _num(d.get("t_s")) is None:
+            if not isinstance(d, dict) or as_num(d.get("t_s")) is None:
                 continue
             box = d.get("box")
-            if not (isinstance(box, list) and len(box) == 4 and all(_num(v) is not None for v in box)):
+            if not (isinstance(box, list) and len(box) == 4 and all(as_num(v) is not None for v in box)):
                 continue
-            score = _num(d.get("score"))
+            score = as_num(d.get("score"))
             label = str(d.get("label", "")) + (f" {score:.2f}" if score is not None else "")
             size = d.get("frame_size")
-            ok = isinstance(size, (list, tuple)) and len(size) == 2 and all((_num(v) or 0) > 0 for v in size)
+            ok = isinstance(size, (list, tuple)) and len(size) == 2 and all((as_num(v) or 0) > 0 for v in size)
             size = [float(size[0]), float(size[1])] if ok else None
             out.setdefault(round(float(d["t_s"]), 3), []).append(
                 {"kind": "det", "label": label, "box": [float(v) for v in box], "frame_size": size})
         for ln in data.get("lines") or []:
-            if not isinstance(ln, dict) or _num(ln.get("t_s")) is None:
+            if not isinstance(ln, dict) or as_num(ln.get("t_s")) is None:
                 continue
             box = ln.get("box")
-            if not (isinstance(box, list) and len(box) == 4 and all(_num(v) is not None for v in box)):
+            if not (isinstance(box, list) and len(box) == 4 and all(as_num(v) is not None for v in box)):
                 continue
             out.setdefault(round(float(ln["t_s"]), 3), []).append(
                 {"kind": "ocr", "label": str(ln.get("text", "")), "box": [float(v) for v in box], "frame_size": None})
@@ -264,19 +264,19 @@ def thumbnails(trace: dict, video: Path, max_thumbs: int = 48, side: int = THUMB
     """
     from PIL import Image
 
-    from avi.video.decode import VideoReader, _target_size, probe
+    from avi.video.decode import VideoReader, target_size, probe
 
     info = probe(video)
-    times = sorted({round(min(max(0.0, t), info.duration_s), 3) for s in _steps(trace) for t in _frames(s)})
+    times = sorted({round(min(max(0.0, t), info.duration_s), 3) for s in trace_steps(trace) for t in step_frames(s)})
     times = thin_uniform(times, max_thumbs)
     if not times:
         return []
     max_side = int((trace.get("settings") or {}).get("max_side") or 1280)
-    analysed = _target_size(info.width, info.height, max_side)
+    analysed = target_size(info.width, info.height, max_side)
     overlays = _overlays(trace)
     by_time: dict[float, list[int]] = {}
-    for s in _steps(trace):
-        for t in _frames(s):
+    for s in trace_steps(trace):
+        for t in step_frames(s):
             by_time.setdefault(round(min(max(0.0, t), info.duration_s), 3), []).append(s.get("index"))
     frames = VideoReader(info, max_side=side, cache_size=4).frames_at(times)
     out = []
@@ -295,7 +295,7 @@ def thumbnails(trace: dict, video: Path, max_thumbs: int = 48, side: int = THUMB
 
 # ------------------------------------------------------------------ page
 
-_CSS = """
+CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1140px;padding:16px;
 color:#1d1d1f;background:#fafafa}
 h1{font-size:20px;margin:0 0 8px}h2{font-size:17px;margin:24px 0 8px;border-bottom:1px solid #ddd}
@@ -324,12 +324,12 @@ font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace}
 """
 
 
-def _kv(rows: list[tuple[str, object]]) -> str:
-    return "<table class=kv>" + "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in rows
+def kv_table(rows: list[tuple[str, object]]) -> str:
+    return "<table class=kv>" + "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in rows
                                         if v not in (None, "", [], {})) + "</table>"
 
 
-def _step_html(s: dict, thumb_times: set[float]) -> str:
+def step_html(s: dict, thumb_times: set[float]) -> str:
     phase = s.get("phase") or ""
     colour = PHASE_COLOURS.get(phase, OTHER_COLOUR)
     idx = s.get("index", "?")
@@ -337,32 +337,32 @@ def _step_html(s: dict, thumb_times: set[float]) -> str:
     meta = (f"iteration {s.get('iteration', '?')} · LLM {float(s.get('llm_seconds') or 0):.2f} s · tool "
             f"{float(s.get('tool_seconds') or 0):.2f} s · tokens {int(s.get('prompt_tokens') or 0)} prompt + "
             f"{int(s.get('completion_tokens') or 0)} completion")
-    parts = [f'<section class="step" id="step-{_e(idx)}" style="border-left-color:{colour}">'
-             f"<h3>{_e(title)}</h3><div class=meta>{_e(meta)}</div>"]
+    parts = [f'<section class="step" id="step-{esc(idx)}" style="border-left-color:{colour}">'
+             f"<h3>{esc(title)}</h3><div class=meta>{esc(meta)}</div>"]
     if s.get("thought"):
-        parts.append(f"<div class=lbl>thought</div><pre>{_e(s['thought'])}</pre>")
+        parts.append(f"<div class=lbl>thought</div><pre>{esc(s['thought'])}</pre>")
     if s.get("content") and s.get("content") != s.get("thought"):
-        parts.append(f"<details><summary class=lbl>raw model reply</summary><pre>{_e(s['content'])}</pre></details>")
+        parts.append(f"<details><summary class=lbl>raw model reply</summary><pre>{esc(s['content'])}</pre></details>")
     if s.get("arguments") is not None:
         args = json.dumps(s["arguments"], ensure_ascii=False, default=str)
         if len(args) > 100:
             args = json.dumps(s["arguments"], indent=1, ensure_ascii=False, default=str)
-        parts.append(f"<div class=lbl>arguments</div><pre>{_e(args)}</pre>")
+        parts.append(f"<div class=lbl>arguments</div><pre>{esc(args)}</pre>")
     if s.get("observation") is not None:
         err = " <span class=err>(error)</span>" if s.get("error") else ""
-        parts.append(f"<div class=lbl>observation{err}</div><pre>{_e(s['observation'])}</pre>")
+        parts.append(f"<div class=lbl>observation{err}</div><pre>{esc(s['observation'])}</pre>")
     if s.get("switch_to"):
-        parts.append(f"<div class=lbl>switch to</div><div>{_e(s['switch_to'])}</div>")
+        parts.append(f"<div class=lbl>switch to</div><div>{esc(s['switch_to'])}</div>")
     if s.get("answer") is not None:
-        parts.append(f"<div class=lbl>answer</div><pre>{_e(s['answer'])}</pre>")
-    frames = _frames(s)
+        parts.append(f"<div class=lbl>answer</div><pre>{esc(s['answer'])}</pre>")
+    frames = step_frames(s)
     if frames:
         links = ", ".join(f'<a href="#frame-{t:.3f}">{t:.2f}s</a>' if round(t, 3) in thumb_times else f"{t:.2f}s"
                           for t in frames)
         parts.append(f"<div class=lbl>frames looked at ({len(frames)})</div><div>{links}</div>")
     notes = [n for n in (s.get("notes") or []) if n]
     if notes:
-        parts.append("<div class=lbl>notes</div><ul>" + "".join(f"<li>{_e(n)}</li>" for n in notes) + "</ul>")
+        parts.append("<div class=lbl>notes</div><ul>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>")
     parts.append("</section>")
     return "".join(parts)
 
@@ -370,8 +370,8 @@ def _step_html(s: dict, thumb_times: set[float]) -> str:
 def _duration(trace: dict, video_duration_s: float | None) -> float:
     if video_duration_s:
         return video_duration_s
-    ts = [t for s in _steps(trace) for t in _frames(s)]
-    ts += [v for s in _steps(trace) for r in argument_ranges(s.get("arguments")) for v in r]
+    ts = [t for s in trace_steps(trace) for t in step_frames(s)]
+    ts += [v for s in trace_steps(trace) for r in argument_ranges(s.get("arguments")) for v in r]
     ts += [v for r in (trace.get("evidence") or []) for v in (_pair(r) or [])]
     ts += _pair(trace.get("interval")) or []
     return max(ts + [1.0]) * 1.05
@@ -408,8 +408,8 @@ def render_trace_html(trace: dict, out: Path, video: Path | None = None, max_thu
             thumb_note = (f"Thumbnails unavailable: cannot read the video {video_path} "
                           f"({' '.join(str(exc).split())[:300] or type(exc).__name__}).")
     duration = _duration(trace, duration_s)
-    totals = _totals(trace)
-    steps = _steps(trace)
+    totals = trace_totals(trace)
+    steps = trace_steps(trace)
     llm = trace.get("llm") or {}
     seconds = trace.get("seconds") or {}
 
@@ -433,41 +433,41 @@ def render_trace_html(trace: dict, out: Path, video: Path | None = None, max_thu
              ("tokens", f"{tokens} ({totals.get('prompt_tokens')} + {totals.get('completion_tokens')})"),
              ("LLM seconds", totals.get("llm_seconds")), ("tool seconds", totals.get("tool_seconds"))]
     boxes += [(f"{k} seconds", v) for k, v in seconds.items()]
-    legend = "".join(f'<span><i style="background:{c}"></i>{_e(p)}</span>' for p, c in
+    legend = "".join(f'<span><i style="background:{c}"></i>{esc(p)}</span>' for p, c in
                      [*PHASE_COLOURS.items(), ("evidence", EVIDENCE_COLOUR)]
                      + ([("answer interval", INTERVAL_COLOUR)] if interval else []))
     thumb_times = {round(t["t_s"], 3) for t in thumbs}
     fig = []
     for t in thumbs:
-        cap = f"{_fmt_t(t['t_s'])} ({t['t_s']:.2f} s)"
+        cap = f"{fmt_t(t['t_s'])} ({t['t_s']:.2f} s)"
         if abs(t["frame_t_s"] - t["t_s"]) > 1e-3:
             cap += f", nearest frame {t['frame_t_s']:.2f} s"
         steps_txt = ", ".join(f"#{i}" for i in t["steps"])
         fig.append(f'<figure id="frame-{t["t_s"]:.3f}"><img src="{t["data_uri"]}" alt="frame at {t["t_s"]:.2f} s">'
-                   f"<figcaption>{_e(cap)} · steps {_e(steps_txt)}"
+                   f"<figcaption>{esc(cap)} · steps {esc(steps_txt)}"
                    + (f" · {t['boxes']} boxes" if t["boxes"] else "") + "</figcaption></figure>")
     html = [
         "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>",
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; "
         "style-src 'unsafe-inline'\">",
         "<meta name=viewport content=\"width=device-width, initial-scale=1\">",
-        f"<title>avi trace: {_e((trace.get('question') or '')[:80])}</title><style>{_CSS}</style></head><body>",
+        f"<title>avi trace: {esc((trace.get('question') or '')[:80])}</title><style>{CSS}</style></head><body>",
         "<h1>avi trace</h1>",
-        f"<div class=q>{_e(trace.get('question') or '(no question)')}</div>",
-        f"<div class=ans>Answer: <b>{_e(answer if answer is not None else '(no answer)')}</b></div>",
-        _kv(ans_rows),
-        "<div class=totals>" + "".join(f"<div>{_e(k)}<b>{_e(v)}</b></div>" for k, v in boxes) + "</div>",
+        f"<div class=q>{esc(trace.get('question') or '(no question)')}</div>",
+        f"<div class=ans>Answer: <b>{esc(answer if answer is not None else '(no answer)')}</b></div>",
+        kv_table(ans_rows),
+        "<div class=totals>" + "".join(f"<div>{esc(k)}<b>{esc(v)}</b></div>" for k, v in boxes) + "</div>",
         "<h2>Timeline</h2>",
         f"<div class=legend>{legend} <span>bars: requested time ranges; ticks: frames looked at; "
-        f"0 – {_e(_fmt_t(duration))}</span></div>",
+        f"0 – {esc(fmt_t(duration))}</span></div>",
         timeline_svg(trace, duration),
         f"<h2>Steps ({len(steps)})</h2>",
-        "".join(_step_html(s, thumb_times) for s in steps) or "<p>No steps.</p>",
+        "".join(step_html(s, thumb_times) for s in steps) or "<p>No steps.</p>",
         f"<h2>Frames looked at ({len(thumbs)} shown of {totals.get('frames_looked_at')})</h2>",
-        (f"<p class=note>{_e(thumb_note)}</p>" if thumb_note else ""),
+        (f"<p class=note>{esc(thumb_note)}</p>" if thumb_note else ""),
         ("<p>Red boxes: object_detect; yellow boxes: text_extract (OCR).</p><div class=thumbs>" + "".join(fig)
          + "</div>") if fig else "",
-        "<h2>Run</h2>", _kv(info_rows),
+        "<h2>Run</h2>", kv_table(info_rows),
         "</body></html>\n",
     ]
     out.parent.mkdir(parents=True, exist_ok=True)

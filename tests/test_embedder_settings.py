@@ -11,7 +11,7 @@ import numpy as np
 
 from avi.backends.embedder import embed_query
 from avi.config_embedders import EMBEDDER_SETTINGS, embedder_settings
-from avi.tools.retrieve.common import _query_vec, cached_vectors, entity_min_cosine, merge_min_cosine
+from avi.tools.retrieve.common import query_vector, cached_vectors, entity_min_cosine, merge_min_cosine
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -31,7 +31,7 @@ class RecordingEmbedder:
 def test_qwen3_queries_get_the_instruction_and_documents_do_not():
     emb = RecordingEmbedder("Qwen/Qwen3-Embedding-4B")
     ctx = SimpleNamespace(backends=SimpleNamespace(embedder=emb))
-    _query_vec(ctx, "when does the dog fetch?")
+    query_vector(ctx, "when does the dog fetch?")
     cached_vectors(SimpleNamespace(path="/nowhere"), emb, "captions", ["A dog runs."])
     task = EMBEDDER_SETTINGS["qwen3-embedding"].query_instruction
     assert emb.texts == [f"Instruct: {task}\nQuery:when does the dog fetch?", "A dog runs."]

@@ -15,7 +15,7 @@ from avi.errors import AviError
 from avi.index.build import ensure_index
 from avi.index.store import VideoIndex
 from avi.pipeline import question_fallbacks
-from avi.tools.retrieve.common import _caption_vectors
+from avi.tools.retrieve.common import caption_vectors
 from avi.video.decode import DecodeStats, _timed_frames
 
 
@@ -77,10 +77,10 @@ def test_an_unreadable_collection_is_a_recorded_problem(sign_index, session_back
     index = _copy(sign_index, tmp_path)
     shutil.rmtree(index.path / "chroma")
     ctx = SimpleNamespace(index=index, backends=session_backends)
-    vecs = _caption_vectors(ctx, sorted(index.captions, key=lambda c: c.start_s))
+    vecs = caption_vectors(ctx, sorted(index.captions, key=lambda c: c.start_s))
     assert len(vecs) == len(index.captions)  # embedded again from the captions
     assert set(index.problems) == {"clip collection (chroma/)"}
     fresh = _copy(sign_index, tmp_path / "fresh")
-    _caption_vectors(SimpleNamespace(index=fresh, backends=session_backends), list(fresh.captions))
+    caption_vectors(SimpleNamespace(index=fresh, backends=session_backends), list(fresh.captions))
     assert fresh.problems == {}  # the stored vectors were read: nothing to report
     assert json.loads((fresh.path / "manifest.json").read_text())["decode"]["undecodable_packets"] == 0

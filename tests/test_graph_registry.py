@@ -18,7 +18,7 @@ from avi.backends.types import Caption
 from avi.config import Settings
 from avi.index.graph import build_entity_graph, save_graph, update_scores
 from avi.index.graph.registry import key_by_registry, registry_lines
-from avi.index.stages import _stage_embeddings
+from avi.index.stages import stage_embeddings
 from avi.index.store import SCHEMA_VERSION, VideoIndex
 from avi.index.subjects import merge_subjects
 from avi.tools.base import ToolContext
@@ -77,7 +77,7 @@ def ctx(tmp_path, embedder):
     work.mkdir()
     (work / "captions.jsonl").write_text("".join(json.dumps(c.to_dict()) + "\n" for c in caps))
     (work / "subjects.json").write_text(json.dumps(subjects))
-    _stage_embeddings(work, caps, [], SimpleNamespace(embedder=embedder))
+    stage_embeddings(work, caps, [], SimpleNamespace(embedder=embedder))
     save_graph(g, work / "graph.json")
     (work / "manifest.json").write_text(json.dumps({
         "schema": SCHEMA_VERSION, "complete": True, "captioner": "test", "video": {"duration_s": 35.0},

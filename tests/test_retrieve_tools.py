@@ -20,7 +20,7 @@ import pytest
 from avi.backends.types import Caption
 from avi.config import Settings
 from avi.index.graph import build_entity_graph, importance, node_text, save_graph, update_scores
-from avi.index.stages import _stage_embeddings
+from avi.index.stages import stage_embeddings
 from avi.index.store import SCHEMA_VERSION, VideoIndex
 from avi.tools.base import ToolContext
 from avi.tools.retrieve import (
@@ -55,7 +55,7 @@ def make_ctx(tmp_path, captions: list[Caption], embedder, *, graph: nx.DiGraph |
     work = tmp_path / name
     work.mkdir()
     (work / "captions.jsonl").write_text("".join(json.dumps(c.to_dict()) + "\n" for c in captions))
-    _stage_embeddings(work, captions, [], SimpleNamespace(embedder=embedder))
+    stage_embeddings(work, captions, [], SimpleNamespace(embedder=embedder))
     (work / "embeddings.done").unlink()
     save_graph(graph if graph is not None else build_entity_graph(captions), work / "graph.json")
     if summary is not None:

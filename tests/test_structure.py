@@ -54,3 +54,15 @@ def test_modules_stay_small():
     big = {n: len(p.read_text().splitlines()) for n, p in _modules().items()}
     over = {n: k for n, k in big.items() if k > MAX_LINES and n not in OVER_LIMIT}
     assert over == {}, f"modules over {MAX_LINES} lines: {over}"
+
+
+def test_no_module_imports_another_modules_private_names():
+    """A name with a leading underscore is its module's own: another module that needs it gets a public name
+    (issue 35). Function-level imports count too."""
+    found = []
+    for name, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("avi"):
+                found += [f"{name} imports {node.module}.{a.name}" for a in node.names
+                          if a.name.startswith("_") and not a.name.startswith("__")]
+    assert found == [], "private names imported across modules: " + "; ".join(found)

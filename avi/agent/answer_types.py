@@ -13,7 +13,7 @@ from avi.agent.parse import (
     find_answer,
     split_thought,
 )
-from avi.agent.state import _State
+from avi.agent.state import State
 from avi.agent.trace import Trace
 from avi.backends.llm import ContextOverflowError
 
@@ -22,7 +22,7 @@ class TypedAnswers:
     """Part of :class:`avi.agent.loop.Agent` (see the module docstring); uses the agent's ``llm``, ``ctx``,
     ``prompts`` and ``settings``."""
 
-    def _answer_schema(self, st: "_State") -> dict | None:
+    def _answer_schema(self, st: "State") -> dict | None:
         """JSON schema of the structured final answer for the question's type (None for free text)."""
         letters = sorted(st.options) or list("ABCDEFGH")
         item = {"type": "string", "enum": letters}
@@ -37,7 +37,7 @@ class TypedAnswers:
             return None
         return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
 
-    def _structured_answer(self, st: "_State", trace: Trace) -> dict | None:
+    def _structured_answer(self, st: "State", trace: Trace) -> dict | None:
         """The final answer through one constrained call (issue 5: a structured final call, regex only
         as the fallback): a JSON object valid against :meth:`_answer_schema`, decoded under that schema
         after the model's own answer. Only for typed answers (choice, multi, interval, order); free text
@@ -85,7 +85,7 @@ class TypedAnswers:
                          f"structured final answer unusable: {problem}; regex read used"])
         return value
 
-    def _typed(self, st: "_State", answer: str | None):
+    def _typed(self, st: "State", answer: str | None):
         """The answer read for its type: ``(choice, choices, interval, order, note)``.
 
         ``note`` is set when a choice / multi / interval / order answer cannot be read as such
@@ -102,7 +102,7 @@ class TypedAnswers:
             note = f"unparseable {st.kind} answer {answer[:200]!r}: reported as no answer"
         return choice, choices, interval, order, note
 
-    def _forced_answer(self, trace: Trace, st: "_State") -> str | None:
+    def _forced_answer(self, trace: Trace, st: "State") -> str | None:
         prompt = self.prompts.render("forced_answer", question=st.question, options=st.options_text,
                                      answer_format=st.answer_format)
         candidate = st.candidate

@@ -30,7 +30,7 @@ from avi.agent.parse import (
     split_thought,
 )
 from avi.agent.readings import agreed_reading
-from avi.agent.state import _State
+from avi.agent.state import State
 from avi.agent.trace import Trace
 from avi.backends.llm import ContextOverflowError
 from avi.tools import ALL_TOOLS
@@ -44,7 +44,7 @@ class GroundedAnswers:
 
     # ------------------------------------------------------------------ grounded answers (issue 14)
 
-    def _debiased_choice(self, st: "_State", trace: Trace) -> tuple[str, str] | None:
+    def _debiased_choice(self, st: "State", trace: Trace) -> tuple[str, str] | None:
         """The multiple-choice letter without position bias (:mod:`avi.agent.choice`), or None to fall back
         to the structured final call. The trace records the option scores and the method."""
         mode = getattr(self.settings, "choice_scoring", "permutation")
@@ -96,7 +96,7 @@ class GroundedAnswers:
                              else "the option text could not be read; structured letter used"])
         return (letter, "option-text") if letter else None
 
-    def _extractive_answer(self, st: "_State", trace: Trace, answer: str) -> str:
+    def _extractive_answer(self, st: "State", trace: Trace, answer: str) -> str:
         """A free-text answer about words (on-screen text, names, what was said) taken from the evidence
         strings when the model's answer gives nothing of its own (it denies, doubts or restates the question:
         :func:`~avi.agent.grounding.answers_nothing`) and holds none of them: one constrained call picks the
@@ -126,7 +126,7 @@ class GroundedAnswers:
                          + (f"taken from the evidence: {picked!r}" if ok else "no evidence string fits; kept")])
         return picked if ok else answer
 
-    def _agreed_answer_reading(self, st: "_State", trace: Trace, answer: str) -> str:
+    def _agreed_answer_reading(self, st: "State", trace: Trace, answer: str) -> str:
         """A free-text answer that quotes one OCR read, replaced by the read of that word the frames agree on
         (:func:`avi.agent.readings.agreed_reading`): every read of the range the question names (else the
         whole video) by text_extract and by the index's OCR of its clips. The answer is kept when it is no
@@ -153,7 +153,7 @@ class GroundedAnswers:
                          f"{', '.join(fmt_range(a, b) for a, b in ranges)})"])
         return got[0]
 
-    def _event_interval(self, st: "_State", trace: Trace, interval: list[float]) -> list[float]:
+    def _event_interval(self, st: "State", trace: Trace, interval: list[float]) -> list[float]:
         """An interval answer widened (or narrowed) to the whole evidence run it points at: the perceive
         tools' evidence ranges that overlap it, chained across neighbouring clips (issue 14: intervals that
         are one 5 s clip). Evidence at the edge of what was looked at is followed into the next clips by
@@ -178,14 +178,14 @@ class GroundedAnswers:
         return out
 
     @staticmethod
-    def _texts_about_question(st: "_State") -> list[dict]:
+    def _texts_about_question(st: "State") -> list[dict]:
         """The text runs text_extract found (``{text, first_s, last_s}``) that share a word of four letters or
         more with the question (not its options)."""
         words = {w for w in normalise(question_stem(st.question)).split() if len(w) >= 4}
         return [t for n, _, d in st.perceive_calls if n == "text_extract" for t in d.get("texts", [])
                 if words & set(normalise(t.get("text", "")).split())]
 
-    def _follow_event(self, st: "_State", trace: Trace, span: list[float], keys: set[str] | None = None,
+    def _follow_event(self, st: "State", trace: Trace, span: list[float], keys: set[str] | None = None,
                       max_steps: int = 6, texts_count: bool = True) -> list[float]:
         """Extend ``span`` past the edges of the frames looked at, one ``clip_seconds`` window at a time (at
         most ``max_steps`` per side), while the last evidence-giving perceive call (text_extract: the same
@@ -238,7 +238,7 @@ class GroundedAnswers:
         probe = edge + direction * 1.0
         return any(a <= probe <= b for a, b in looked)
 
-    def _cannot_tell(self, st: "_State", trace: Trace, choice: str | None) -> bool:
+    def _cannot_tell(self, st: "State", trace: Trace, choice: str | None) -> bool:
         """Whether the question asks about something this profile's tools said they cannot see: object_detect
         reported no class for a label the question names (:func:`~avi.agent.grounding.unseen_labels`: the
         detector's own vocabulary, from the tool results), and the question does not ask for words shown or said

@@ -7,7 +7,7 @@ from avi.agent.parse import (
     Reply,
     parse_reply,
 )
-from avi.agent.state import _State
+from avi.agent.state import State
 from avi.agent.trace import Trace
 
 
@@ -15,7 +15,7 @@ class CallExtraction:
     """Part of :class:`avi.agent.loop.Agent` (see the module docstring); uses the agent's ``llm``, ``ctx``,
     ``prompts`` and ``settings``."""
 
-    def _extract_call(self, st: "_State", trace: Trace, reply: Reply, common: dict, require: list[str] | None):
+    def _extract_call(self, st: "State", trace: Trace, reply: Reply, common: dict, require: list[str] | None):
         """The "think, then extract" pass (research/anchors.md §2.1): a reply that names an allowed
         tool in words but holds no usable call is turned into one by a short second request whose
         reply must be a call (``require_tool``), instead of asking the model to write it all again.

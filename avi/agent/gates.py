@@ -11,8 +11,8 @@ from avi.agent.grounding import (
 from avi.agent.parse import (
     Reply,
 )
-from avi.agent.state import _State
-from avi.agent.traps import TRAP_REPEATS, _call_key, _ranges_arg, _trap_run
+from avi.agent.state import State
+from avi.agent.traps import TRAP_REPEATS, call_key, ranges_arg, trap_run
 from avi.tools import ALL_TOOLS, tools_for
 from avi.video.timecode import fmt_range
 
@@ -21,7 +21,7 @@ class Gates:
     """Part of :class:`avi.agent.loop.Agent` (see the module docstring); uses the agent's ``llm``, ``ctx``,
     ``prompts`` and ``settings``."""
 
-    def _required(self, st: "_State") -> list[str] | None:
+    def _required(self, st: "State") -> list[str] | None:
         """Tools one of which the next reply must call, or None when the model may choose.
 
         Perceive must look at frames before it ends (AVI Fig. 11), and Retrieve must search
@@ -50,7 +50,7 @@ class Gates:
         return [t.name for t in self._phase_tools(phase) if (speech or not t.name.startswith("transcript_"))
                 and (graph or t.name != "graph_retrieve")]
 
-    def _allowed(self, st: "_State") -> list[str]:
+    def _allowed(self, st: "State") -> list[str]:
         """The usable tools of the current phase that may be called now.
 
         In Perceive, frame_analysis is a last resort (AVI §3.3.2, Fig. 11): it is offered only after
@@ -62,7 +62,7 @@ class Gates:
             names = [n for n in names if n != "frame_analysis"]
         return names
 
-    def _frame_analysis_blocked(self, st: "_State") -> bool:
+    def _frame_analysis_blocked(self, st: "State") -> bool:
         """Whether frame_analysis must wait for a confirming perceive tool (AVI Fig. 11)."""
         return bool(getattr(self.settings, "frame_analysis_last", True)) and not st.confirmed
 
@@ -84,7 +84,7 @@ class Gates:
                 self._graph_entities = False
         return self._graph_entities
 
-    def _problem(self, reply: Reply, st: "_State") -> str | None:
+    def _problem(self, reply: Reply, st: "State") -> str | None:
         """What is wrong with a reply in the current state (None if it can be acted on)."""
         call, phase = reply.call, st.phase
         allowed = self._usable(phase)
@@ -103,7 +103,7 @@ class Gates:
                 first = [n for n in self._usable("perceive") if n != "frame_analysis"]
                 return (f"frame_analysis is the last resort: first use {', '.join(first)} on the time ranges; "
                         f"frame_analysis is allowed after one of them has worked in this stage")
-            if _call_key(call.name, call.arguments) in st.seen:
+            if call_key(call.name, call.arguments) in st.seen:
                 return (f"you already called {call.name} with exactly these arguments and its result is above. "
                         f"Use other arguments or another tool, or write a stage directive")
             if tool.phase == "perceive" and tool.name != "transcript_read" and about_speech(st.question) \
@@ -112,15 +112,15 @@ class Gates:
                 st.questioned.add(("speech",))  # asked once
                 return ("the question asks what was said: read it with transcript_read on the ranges found "
                         "(the transcript holds the speech; OCR does not)")
-            ranges = _ranges_arg(call.arguments or {}, widen=False) if tool.phase == "perceive" else None
+            ranges = ranges_arg(call.arguments or {}, widen=False) if tool.phase == "perceive" else None
             off = st.places.unsupported(ranges) if ranges else []
-            key = _call_key(call.name, call.arguments)
+            key = call_key(call.name, call.arguments)
             if off and key not in st.questioned and tool.name != "transcript_read":
                 st.questioned.add(key)  # asked once: the same call again is run as asked
                 return (f"no tool returned {', '.join(fmt_range(*r) for r in off)} and the question does not name "
                         f"it. Look first where the evidence points:\n{st.places.describe()}\n"
                         f"(To look at your range anyway, send the same call again.)")
-            run = _trap_run(st.streak, call.name, call.arguments)
+            run = trap_run(st.streak, call.name, call.arguments)
             if run > TRAP_REPEATS:
                 return (f"you already called {call.name} {run} times in a row on nearly the same input. "
                         f"Switch to another tool, widen or move the time range, change the query, "

@@ -55,10 +55,10 @@ from avi.agent.measured_texts import MeasuredTexts
 from avi.agent.ordinals import ordinal_ranges
 from avi.agent.parse import Reply, answer_type, extract_choice, parse_options, parse_reply, phase_call_as_directive
 from avi.agent.prompts import PromptLibrary
-from avi.agent.state import _evidence_note, _State, compact_history
+from avi.agent.state import evidence_note, State, compact_history
 from avi.agent.search import HostSearch
 from avi.agent.trace import HOST_STEP, Trace
-from avi.agent.traps import TRAP_REPEATS, _call_key, _trap_run
+from avi.agent.traps import TRAP_REPEATS, call_key, trap_run
 from avi.backends.llm import ChatClient, ContextOverflowError
 from avi.config import Settings
 from avi.tools import ALL_TOOLS, PHASES, TIMELINE_TOOLS, Tool, ToolContext
@@ -174,7 +174,7 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, MeasuredTexts, Ty
 
     # ------------------------------------------------------------------ run
 
-    def _host_answer(self, st: "_State", trace: Trace) -> bool:
+    def _host_answer(self, st: "State", trace: Trace) -> bool:
         """An answer the host knows before any model step (none for one video; :class:`avi.agent.multi.MultiAgent`
         answers questions about the videos' lengths). True when ``st.answer`` was set."""
         return False
@@ -187,7 +187,7 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, MeasuredTexts, Ty
         """
         t_start = time.perf_counter()
         trace = trace or Trace(question=question)
-        st = _State(question=question, options=parse_options(question))
+        st = State(question=question, options=parse_options(question))
         st.options_text = ("Options: " + "; ".join(f"{k}. {v}" for k, v in st.options.items())) \
             if st.options else ""
         times = clock_times_in(question)
@@ -342,7 +342,7 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, MeasuredTexts, Ty
 
     # ------------------------------------------------------------------ steps
 
-    def _enter(self, st: "_State", new_phase: str, step_notes: list[str] | None = None) -> None:
+    def _enter(self, st: "State", new_phase: str, step_notes: list[str] | None = None) -> None:
         """Switch phase and send the new stage's instruction."""
         if new_phase == st.phase:
             return
@@ -354,7 +354,7 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, MeasuredTexts, Ty
         if step_notes is not None:
             step_notes.append(f"entered {new_phase}")
 
-    def _stage_message(self, st: "_State", phase: str, guide: bool = True) -> str:
+    def _stage_message(self, st: "State", phase: str, guide: bool = True) -> str:
         """The instruction that opens a stage. Review restates the question, the answer format and
         the evidence found so far right where the decision is made: a small orchestrator reads
         the last message far more reliably than a tool result ten messages up. ``guide=False``: the Perceive
@@ -383,7 +383,7 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, MeasuredTexts, Ty
                                    timeline_perceive="  " + self.prompts.text("timeline_perceive") if timeline else "")
         return "\n".join(line for line in text.splitlines() if line.strip())
 
-    def _decide(self, st: "_State", trace: Trace):
+    def _decide(self, st: "State", trace: Trace):
         """Ask for one usable decision, re-asking with the problem up to ``max_retries`` times.
 
         Retries sample (temperature ``retry_temperature``): a greedy model would repeat itself.
@@ -405,7 +405,7 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, MeasuredTexts, Ty
             if problem is None:
                 return res, reply, common
             if reply.call is not None and st.phase == "perceive" and st.perceive_calls and \
-                    _call_key(reply.call.name, reply.call.arguments) in st.seen and \
+                    call_key(reply.call.name, reply.call.arguments) in st.seen and \
                     (st.repeats or _attempt == self.settings.max_retries):
                 # the first time, the sampled retries may find another tool (syn-shapes-05: object_detect on the
                 # second); after that, re-asked, the 1.5B model repeats it again (syn-shapes-08: 20 retries, 5 min)
@@ -426,7 +426,7 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, MeasuredTexts, Ty
             temperature = max(temperature, self.settings.retry_temperature)
         return res, None, common
 
-    def _run_tool(self, st: "_State", trace: Trace, res, reply: Reply, common: dict) -> None:
+    def _run_tool(self, st: "State", trace: Trace, res, reply: Reply, common: dict) -> None:
         tool = self.tools[reply.call.name]
         notes = []
         if reply.extra_calls:
@@ -435,8 +435,8 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, MeasuredTexts, Ty
             self._enter(st, tool.phase, notes)  # implied switch (only retrieve/review -> perceive pass _problem)
             common["phase"] = st.phase
         obs = tool.run(self.ctx, reply.call.arguments)
-        st.seen.add(_call_key(reply.call.name, reply.call.arguments))
-        run = _trap_run(st.streak, tool.name, reply.call.arguments)
+        st.seen.add(call_key(reply.call.name, reply.call.arguments))
+        run = trap_run(st.streak, tool.name, reply.call.arguments)
         st.streak = (st.streak if run else []) + [(tool.name, reply.call.arguments or {})]
         text = obs.text
         if run + 1 > TRAP_REPEATS:  # DVD Fig. 3: a loop on one tool; tell the model to break out
@@ -451,7 +451,7 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, MeasuredTexts, Ty
             if tool.phase == "perceive":
                 st.perceive_calls.append((tool.name, dict(reply.call.arguments or {}),
                                           {**obs.data, "evidence": obs.evidence}))
-                st.evidence_notes.append(_evidence_note(obs.text))
+                st.evidence_notes.append(evidence_note(obs.text))
                 st.perceived += 1
                 if tool.name != "frame_analysis":
                     st.confirmed += 1
@@ -467,7 +467,7 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, MeasuredTexts, Ty
 
     # ------------------------------------------------------------------ helpers
 
-    def _merged_evidence(self, st: "_State") -> list[list[float]]:
+    def _merged_evidence(self, st: "State") -> list[list[float]]:
         """The answer's evidence: merged ranges the perceive tools found, else the ranges they looked at."""
         return merge_spans([list(map(float, e)) for e in st.evidence]) or merge_spans(st.looked)
 
@@ -475,7 +475,7 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, MeasuredTexts, Ty
         """``[first, last]`` frame time of a perceive call (for :meth:`_merged_evidence`)."""
         return [min(obs.frames_s), max(obs.frames_s)]
 
-    def _add_places(self, st: "_State", tool: str, obs) -> None:
+    def _add_places(self, st: "State", tool: str, obs) -> None:
         """Remember where a retrieve tool points (the Perceive instruction's places)."""
         st.places.add_observation(tool, obs.data, obs.evidence)
 

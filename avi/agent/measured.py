@@ -67,7 +67,7 @@ def label_named(label: str, question: str) -> bool:
     return bool(label_words & words)
 
 
-def _the_label(labels, question: str) -> str | None:
+def the_label(labels, question: str) -> str | None:
     """The one object_detect label a question is about: the only one measured, or the only one it names."""
     labels = list(dict.fromkeys(labels))
     if len(labels) <= 1:
@@ -85,7 +85,7 @@ def _measured_counts(steps: list[tuple[str, dict]], question: str) -> tuple[str,
         for label, summary in (data.get("summary") or {}).items():
             for t, n in summary.get("per_frame") or []:
                 per_label.setdefault(label, {})[float(t)] = int(n)
-    label = _the_label(per_label, question)
+    label = the_label(per_label, question)
     return (label, per_label[label]) if label is not None else None
 
 

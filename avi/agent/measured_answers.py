@@ -40,7 +40,7 @@ from avi.agent.measured_looks import (
     shape_answer,
     sideways_motion,
 )
-from avi.agent.state import _State
+from avi.agent.state import State
 from avi.agent.trace import Trace, host_tool_call
 from avi.tools import ALL_TOOLS
 from avi.tools.base import sample_times
@@ -53,7 +53,7 @@ def named_ranges(ctx) -> list[list[float]]:
     return merge_spans([list(r) for r in ctx.focus_ranges]) or [[0.0, ctx.duration_s]]
 
 
-def asked_ranges(ctx, st: "_State", *, looked: bool) -> list[list[float]]:
+def asked_ranges(ctx, st: "State", *, looked: bool) -> list[list[float]]:
     """The ranges a question is about, merged, in seconds: its time words (``ctx.focus_ranges``), else the
     evidence, else (with ``looked``) the frames looked at, else the whole video."""
     return (merge_spans([list(r) for r in ctx.focus_ranges]) or merge_spans([list(e) for e in st.evidence])
@@ -64,7 +64,7 @@ class MeasuredAnswers:
     """Part of :class:`avi.agent.loop.Agent` (module docstring); uses the agent's ``ctx``, ``settings`` and
     (for :meth:`_background_ranges`) :meth:`GroundedAnswers._texts_about_question`."""
 
-    def _colour_answer(self, st: "_State", trace: Trace, answer: str) -> str:
+    def _colour_answer(self, st: "State", trace: Trace, answer: str) -> str:
         """For "what colour is the <thing>", an answer that names no colour becomes the dominant colour
         object_detect measured on the thing's best box (:func:`measured_colour`); an answer that names a
         colour, or a thing never measured, is kept."""
@@ -91,7 +91,7 @@ class MeasuredAnswers:
                          f"is {colour}"])
         return colour
 
-    def _background_ranges(self, st: "_State") -> list[list[float]] | None:
+    def _background_ranges(self, st: "State") -> list[list[float]] | None:
         """Where a background colour question looks: behind the on-screen text it names, the time that text is on
         screen (text_extract's runs of it); else None (the range asked about)."""
         phrases = [normalise(p) for p in re.findall(r"\b[A-Z0-9][A-Z0-9'&-]+(?:\s+[A-Z0-9][A-Z0-9'&-]*)*", st.question)
@@ -101,7 +101,7 @@ class MeasuredAnswers:
         about = named or self._texts_about_question(st)  # the text in capitals the question quotes, else shared words
         return merge_spans([[float(t["first_s"]), float(t["last_s"])] for t in about]) or None
 
-    def _range_colours(self, st: "_State", ranges: list[list[float]] | None = None,
+    def _range_colours(self, st: "State", ranges: list[list[float]] | None = None,
                        max_frames: int = 8) -> tuple[dict[str, float], list[list[float]]]:
         """Mean colour shares (:func:`frame_colour_shares`) of up to ``max_frames`` frames spread over ``ranges``,
         by default the range the question is about: its time words, else the evidence, else what was looked
@@ -114,7 +114,7 @@ class MeasuredAnswers:
             return {}, ranges
         return frame_colour_shares([f.image for f in frames]), ranges
 
-    def _measured_shape(self, st: "_State", trace: Trace, max_frames: int = 8) -> tuple[str, None] | None:
+    def _measured_shape(self, st: "State", trace: Trace, max_frames: int = 8) -> tuple[str, None] | None:
         """For "what shape is the <thing>" (:func:`asks_shape`), the kind of the shape measured where the question
         is about (:func:`shape_answer`): shapes object_detect found, then shapes measured on up to ``max_frames``
         frames of the range asked about (its time words, else the evidence, else what was looked at), then the
@@ -159,7 +159,7 @@ class MeasuredAnswers:
                   notes=[f"shape measured in {where}: {why} (the model wrote {(st.answer or '')[:60]!r})"])
         return kind, None
 
-    def _count_interval(self, st: "_State", trace: Trace) -> list[float] | None:
+    def _count_interval(self, st: "State", trace: Trace) -> list[float] | None:
         """For "when are there five circles on screen", the longest run of frames in which object_detect counted
         exactly that many (:func:`count_span`), followed past the frames looked at by counting again in the next
         ``clip_seconds`` windows (at most six per side) while the count holds at the edge. None when the
@@ -196,7 +196,7 @@ class MeasuredAnswers:
         """The index's per-frame counts over the whole video (:func:`index_counts`); none without an index."""
         return index_counts(getattr(getattr(self.ctx, "index", None), "captions", None) or [])
 
-    def _count_yes_no(self, st: "_State", trace: Trace, answer: str) -> str:
+    def _count_yes_no(self, st: "State", trace: Trace, answer: str) -> str:
         """"Is there more than one person ...": yes or no from the counts object_detect measured
         (:func:`compare_count`), replacing the model's word when they differ; other answers are kept."""
         found = compare_count(st.question, st.perceive_data())
@@ -211,7 +211,7 @@ class MeasuredAnswers:
                   notes=[f"count comparison measured: {measured}; answer {word} (the model wrote {answer[:60]!r})"])
         return word
 
-    def _measured_direction(self, st: "_State", trace: Trace) -> tuple[str, str | None] | None:
+    def _measured_direction(self, st: "State", trace: Trace) -> tuple[str, str | None] | None:
         """For "does it move to the left or to the right", the way object_detect's boxes of the thing moved
         (:func:`sideways_motion`); when the agent measured nothing the question names, object_detect is run on
         the range asked about for the first thing the question names that the detector knows (a colour and a
@@ -248,7 +248,7 @@ class MeasuredAnswers:
                   notes=[f"direction measured: {why} (the model wrote {(st.answer or '')[:60]!r})"])
         return (f"{letter}. {st.options[letter]}" if letter else way), letter
 
-    def _count_at_moment(self, st: "_State", trace: Trace, answer: str) -> str:
+    def _count_at_moment(self, st: "State", trace: Trace, answer: str) -> str:
         """For "how many ... at 0:44", the count object_detect measured at that moment (:func:`count_at`), not
         the largest count of the frames looked at; with no moment named, a count that was never measured becomes
         the usual measured count (:func:`usual_count`). The answer is kept when nothing was measured."""
@@ -291,7 +291,7 @@ class MeasuredAnswers:
                          f"{answer[:60]!r})"])
         return str(n)
 
-    def _measured_cuts(self, st: "_State", trace: Trace) -> tuple[str, str | None] | None:
+    def _measured_cuts(self, st: "State", trace: Trace) -> tuple[str, str | None] | None:
         """For a question about the hard cuts themselves (:func:`cut_question`: how many, is there any, is it
         one continuous shot), the answer the video's cut list gives (:mod:`avi.video.shots`, every frame)
         inside the range the question names (else the whole video), as ``(answer, choice letter or None)``.
@@ -315,14 +315,14 @@ class MeasuredAnswers:
                          + f"; answer {got[0]!r} (the model wrote {(st.answer or '')[:60]!r})"])
         return got
 
-    def _shot_question(self, st: "_State") -> bool:
+    def _shot_question(self, st: "State") -> bool:
         """Whether an interval question asks when a shot is on screen (:func:`about_shot`) in a video that has cuts."""
         if not about_shot(st.question):
             return False
         shots = self.ctx.shot_list() if hasattr(self.ctx, "shot_list") else None
         return bool(shots is not None and shots.cuts_s)
 
-    def _shot_edges(self, st: "_State", trace: Trace, interval: list[float]) -> list[float]:
+    def _shot_edges(self, st: "State", trace: Trace, interval: list[float]) -> list[float]:
         """An interval answer moved onto the video's shot edges (:func:`snap_to_shots`): whole shots when the
         question asks when a shot is on screen, else ends within a second of a cut move onto it."""
         shots = self.ctx.shot_list() if hasattr(self.ctx, "shot_list") else None

@@ -22,7 +22,7 @@ from avi.agent.measured_looks import (
     scale_options,
 )
 from avi.agent.option_evidence import text_choice
-from avi.agent.state import _State
+from avi.agent.state import State
 from avi.agent.trace import HOST_STEP, Trace, host_tool_call
 from avi.backends.coco_detector import coco_classes_for
 from avi.tools import ALL_TOOLS
@@ -39,7 +39,7 @@ class MeasuredChoices:
     """Part of :class:`avi.agent.loop.Agent` (module docstring); uses the agent's ``ctx`` and ``settings`` and
     :meth:`avi.agent.measured_answers.MeasuredAnswers._range_colours`."""
 
-    def _measured_colour_choice(self, st: "_State", trace: Trace) -> tuple[str, str] | None:
+    def _measured_colour_choice(self, st: "State", trace: Trace) -> tuple[str, str] | None:
         """For a multiple-choice colour question (:func:`colour_options`), the option the measured colours
         support (:func:`colour_choice`): the colour of the thing's detector box when one was measured, else the
         colours of the frames in the range asked about. Returns ``(answer, letter)`` or None (option scores
@@ -59,7 +59,7 @@ class MeasuredChoices:
                   notes=[f"colour option {letter} measured: {why} (in {', '.join(fmt_range(a, b) for a, b in ranges)})"])
         return f"{letter}. {st.options[letter]}", letter
 
-    def _measured_scale_choice(self, st: "_State", trace: Trace, max_frames: int = 6) -> tuple[str, str] | None:
+    def _measured_scale_choice(self, st: "State", trace: Trace, max_frames: int = 6) -> tuple[str, str] | None:
         """For a multiple-choice question with options naming a shot scale or a black screen
         (:func:`scale_options`, e.g. "what fills the screen in the last seconds"), the option the frames of the
         range asked about support (:func:`scale_choice`): each shot's middle frame inside the range is measured
@@ -100,7 +100,7 @@ class MeasuredChoices:
                          f"frames in {where}"])
         return f"{letter}. {st.options[letter]}", letter
 
-    def _measured_text_choice(self, st: "_State", trace: Trace) -> tuple[str, str] | None:
+    def _measured_text_choice(self, st: "State", trace: Trace) -> tuple[str, str] | None:
         """For a multiple-choice question whose options quote words shown or said, the one option that the OCR
         and transcript lines of the range asked about hold (:func:`avi.agent.option_evidence.text_choice`): the
         lines text_extract and transcript_read returned, the index's OCR of its clips and its transcript. The
@@ -121,7 +121,7 @@ class MeasuredChoices:
                          f"{', '.join(fmt_range(a, b) for a, b in ranges)}: {line[:120]!r}"])
         return f"{letter}. {st.options[letter]}", letter
 
-    def _range_lines(self, st: "_State", speech: bool = True) -> tuple[list[list[float]], list[str]]:
+    def _range_lines(self, st: "State", speech: bool = True) -> tuple[list[list[float]], list[str]]:
         """The OCR lines (and, with ``speech``, transcript lines) of the range the question is about: those
         text_extract and transcript_read returned, the index's OCR of its clips and its transcript. The range
         is the question's time words, else the whole video. Returns ``(ranges, lines without repeats)``."""
@@ -145,7 +145,7 @@ class MeasuredChoices:
             strings += [seg.text for seg in self.ctx.index.transcript if inside(seg.start_s, seg.end_s)]
         return ranges, list(dict.fromkeys(s for s in strings if s))
 
-    def _measured_count_choice(self, st: "_State", trace: Trace) -> tuple[str, str] | None:
+    def _measured_count_choice(self, st: "State", trace: Trace) -> tuple[str, str] | None:
         """For a multiple-choice "how many <things>" question whose options are numbers, the option with the count
         object_detect measured (at the moment the question names, :func:`count_at`; else the largest count seen in
         more than one frame, :func:`most_count`) of a label the question names. Returns ``(answer, letter)`` or
@@ -178,7 +178,7 @@ class MeasuredChoices:
                   notes=[f"count option {hits[0]} measured: {label} {n} ({where})"])
         return f"{hits[0]}. {st.options[hits[0]]}", hits[0]
 
-    def _confirm_count_spike(self, st: "_State", trace: Trace, question: str, wanted: set[int] | None = None,
+    def _confirm_count_spike(self, st: "State", trace: Trace, question: str, wanted: set[int] | None = None,
                              reach_s: float = 1.0) -> None:
         """Measure the frames next to a count seen in one frame only (:func:`count_spike`), so that the largest
         count is believed when its neighbours show it too and stays a spike when they do not: a host
@@ -197,7 +197,7 @@ class MeasuredChoices:
         if not obs.error:
             st.perceive_calls.append(("object_detect", args, {**obs.data, "evidence": obs.evidence}))
 
-    def _absent_options(self, st: "_State", trace: Trace, max_frames: int = 8, min_frames: int = 3) -> set[str]:
+    def _absent_options(self, st: "State", trace: Trace, max_frames: int = 8, min_frames: int = 3) -> set[str]:
         """The options that name a thing the detector finds ("a cyclist in a helmet": a person; "a red car") and
         that it found in none of the frames of the ranges the question's time words name (at the index rate,
         at most ``max_frames``, at least ``min_frames``): what is shown "in the first second" is not a man in a

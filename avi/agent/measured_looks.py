@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from avi.agent.measured import _the_label
+from avi.agent.measured import the_label
 from avi.video.analysis import COLOUR_SYNONYMS
 
 __all__ = ["COLOUR_SYNONYMS"]
@@ -57,7 +57,7 @@ def measured_colour(steps: list[tuple[str, dict]], question: str) -> tuple[str, 
                 if b.get("colours"):
                     per_label.setdefault(label, []).append((float(b.get("score", 0.0)), float(at.get("t_s", 0.0)),
                                                             str(b["colours"][0])))
-    label = _the_label(per_label, question)
+    label = the_label(per_label, question)
     if label is None:
         return None
     score, t_s, colour = max(per_label[label])
@@ -228,7 +228,7 @@ def asks_direction(question: str) -> bool:
 def sideways_motion(steps: list[tuple[str, dict]], question: str, min_move: float = 0.05) -> tuple[str, str] | None:
     """Which way the thing a question is about moves across the frame, from object_detect's boxes over time.
 
-    The label is the one the question is about (:func:`_the_label`); one box per frame is followed from the
+    The label is the one the question is about (:func:`the_label`); one box per frame is followed from the
     best box of its first frame to the nearest box in each later frame (within a quarter of the frame's width),
     and a least-squares line through the box centres gives the speed in pixels per second.
 
@@ -246,7 +246,7 @@ def sideways_motion(steps: list[tuple[str, dict]], question: str, min_move: floa
         if tool == "object_detect":
             for d in data.get("detections") or []:
                 per_label.setdefault(str(d.get("label")), []).append(d)
-    label = _the_label(per_label, question)
+    label = the_label(per_label, question)
     if label is None:
         return None
     by_t: dict[float, list[dict]] = {}

@@ -8,7 +8,7 @@ import re
 from avi.agent.grounding import is_yes_no
 from avi.agent.measured_answers import named_ranges
 from avi.agent.option_evidence import quoted_in
-from avi.agent.state import _State
+from avi.agent.state import State
 from avi.agent.trace import Trace
 from avi.video.timecode import fmt_range
 
@@ -16,7 +16,7 @@ from avi.video.timecode import fmt_range
 class MeasuredTexts:
     """Part of :class:`avi.agent.loop.Agent` (module docstring)."""
 
-    def _quoted_yes_no(self, st: "_State", trace: Trace, answer: str) -> str:
+    def _quoted_yes_no(self, st: "State", trace: Trace, answer: str) -> str:
         """For a yes/no question about a quoted line ("Is the line 'About 100 metres tall' on screen in the first
         minute?"), "Yes" when a read of the range the question names holds the quote
         (:func:`~avi.agent.option_evidence.quoted_in`): the lines text_extract read and the index's OCR reads
@@ -39,7 +39,7 @@ class MeasuredTexts:
                          f"{got[1][:100]!r}; answer yes (the model wrote {(answer or '')[:60]!r})"])
         return "Yes"
 
-    def _text_reads(self, st: "_State") -> list[tuple[float, str]]:
+    def _text_reads(self, st: "State") -> list[tuple[float, str]]:
         """``(t_s, text)`` of every OCR read: the lines text_extract returned and the index's OCR of its clips."""
         reads = [(float(line.get("t_s", -1.0)), str(line.get("text", ""))) for name, _, data in st.perceive_calls
                  if name == "text_extract" for line in data.get("lines", [])]

@@ -20,7 +20,7 @@ import json
 
 from avi.agent.loop import Agent, AgentResult
 from avi.agent.parse import split_thought
-from avi.agent.state import _State
+from avi.agent.state import State
 from avi.agent.trace import HOST_STEP, Trace
 from avi.backends.llm import ContextOverflowError
 from avi.tools import Tool
@@ -74,7 +74,7 @@ class MultiAgent(Agent):
 
     # ------------------------------------------------------------------ answer types over videos
 
-    def _host_answer(self, st: _State, trace: Trace) -> bool:
+    def _host_answer(self, st: State, trace: Trace) -> bool:
         """Questions about the videos' lengths ("order the videos by length, shortest first", "which video is
         the longest") are answered from their durations (:func:`avi.videos.kinds.by_length`) before any model
         step: the model ordered three numbers wrongly (bench/questions_multi cross-order-length)."""
@@ -96,7 +96,7 @@ class MultiAgent(Agent):
             return super()._answer_kind(question, options)
         return kind, self.prompts.text(f"videos/format_{kind}")
 
-    def _typed(self, st: _State, answer: str | None):
+    def _typed(self, st: State, answer: str | None):
         if st.kind not in VIDEO_KINDS:
             return super()._typed(st, answer)
         value = read_video_answer(st.kind, answer, self.names)
@@ -106,7 +106,7 @@ class MultiAgent(Agent):
         order = value if st.kind == "video_order" else None
         return None, None, None, order, note
 
-    def _structured_answer(self, st: _State, trace: Trace) -> dict | None:
+    def _structured_answer(self, st: State, trace: Trace) -> dict | None:
         if st.kind not in VIDEO_KINDS:
             return super()._structured_answer(st, trace)
         if self._host_value is not None:  # measured by the host: no model call to restate it
@@ -140,7 +140,7 @@ class MultiAgent(Agent):
 
     # ------------------------------------------------------------------ evidence per video
 
-    def _merged_evidence(self, st: _State) -> list:
+    def _merged_evidence(self, st: State) -> list:
         spans = [e for e in st.evidence if len(e) >= 3] or st.looked
         out = []
         for name in self.names:
@@ -153,7 +153,7 @@ class MultiAgent(Agent):
         video = obs.data.get("video")
         return span + [video] if video else span
 
-    def _add_places(self, st: _State, tool: str, obs) -> None:
+    def _add_places(self, st: State, tool: str, obs) -> None:
         per_video = obs.data.get("per_video")
         if per_video:  # a search over all videos: each video's hits, labelled with it in the Perceive instruction
             key = {"clip_retrieve": "clips", "transcript_search": "segments"}.get(tool)

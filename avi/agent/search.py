@@ -13,7 +13,7 @@ import re
 
 from avi.agent.choice import question_stem
 from avi.agent.grounding import Place
-from avi.agent.state import _State
+from avi.agent.state import State
 from avi.agent.tree_search import tree_search
 from avi.agent.trace import HOST_STEP, Trace, host_tool_call
 from avi.tools.retrieve.common import BEST_FIRST
@@ -49,7 +49,7 @@ class HostSearch:
     """Part of :class:`avi.agent.loop.Agent`: the host's search before the first model step; uses the agent's
     ``tools``, ``ctx``, ``prompts`` and ``_add_places``."""
 
-    def _host_retrieve(self, st: "_State", trace: Trace) -> str:
+    def _host_retrieve(self, st: "State", trace: Trace) -> str:
         """Run ``clip_retrieve`` for the question before the first model step (setting ``host_retrieve``): its
         hits become the places to look and the agent opens in Perceive, saving the model's Retrieve call and its
         stage switch (issue 17, item 5: two steps of prompt reading and decoding). Questions about the whole
@@ -80,7 +80,7 @@ class HostSearch:
         text = "\n".join(line for line in obs.text.splitlines() if not line.startswith(BEST_FIRST))
         return self.prompts.render("host_search", result=text)
 
-    def _host_tree(self, st: "_State", trace: Trace) -> None:
+    def _host_tree(self, st: "State", trace: Trace) -> None:
         """Setting ``perceive_strategy = "tree"``: the host's budgeted tree search (:mod:`avi.agent.tree_search`,
         EEA) over the ranges the question names, else the whole video, before the first model step; its best
         segments replace the search hits as the Perceive places (the tree has fused the hits' similarities with

@@ -11,7 +11,7 @@ from avi.video.timecode import mentions_time
 
 
 @dataclass
-class _State:
+class State:
     """Mutable state of one run (AVI §3.4: messages, phase, evidence)."""
 
     question: str
@@ -48,7 +48,7 @@ class _State:
         return mentions_time(self.question) or any(p.source == "question" for p in self.places.items)
 
 
-def _evidence_note(observation: str, limit: int = 400) -> str:
+def evidence_note(observation: str, limit: int = 400) -> str:
     """One perceive result as a compact line for the Review message."""
     text = " ".join(observation.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"

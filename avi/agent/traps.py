@@ -12,7 +12,7 @@ _RANGE_KEYS = ("time_ranges", "clips")
 _QUERY_KEYS = ("query", "event", "question", "objects")
 
 
-def _trap_run(streak: list, name: str, arguments: dict | None) -> int:
+def trap_run(streak: list, name: str, arguments: dict | None) -> int:
     """How many calls at the end of ``streak`` the call ``name(arguments)`` would continue (0 if none).
 
     Trap detection after DVD Fig. 3: consecutive calls of one tool are near-identical when
@@ -33,7 +33,7 @@ def near_identical(a: tuple[str, dict], b: tuple[str, dict], min_overlap: float 
     (na, aa), (nb, ab) = a, b
     if na != nb:
         return False
-    ra, rb = _ranges_arg(aa or {}), _ranges_arg(ab or {})
+    ra, rb = ranges_arg(aa or {}), ranges_arg(ab or {})
     if ra is not None or rb is not None:
         return ra is not None and rb is not None and coverage_iou(ra, rb) >= min_overlap
     qa, qb = _query_arg(aa or {}), _query_arg(ab or {})
@@ -42,7 +42,7 @@ def near_identical(a: tuple[str, dict], b: tuple[str, dict], min_overlap: float 
     return (aa or {}) == (ab or {})
 
 
-def _ranges_arg(arguments: dict, widen: bool = True) -> list[list[float]] | None:
+def ranges_arg(arguments: dict, widen: bool = True) -> list[list[float]] | None:
     for key in _RANGE_KEYS:
         value = arguments.get(key)
         if isinstance(value, list) and value:
@@ -69,5 +69,5 @@ def _query_arg(arguments: dict) -> str | None:
     return None
 
 
-def _call_key(name: str, arguments: dict | None) -> tuple[str, str]:
+def call_key(name: str, arguments: dict | None) -> tuple[str, str]:
     return name, json.dumps(arguments or {}, sort_keys=True)

@@ -116,12 +116,12 @@ class OpenAIEmbedder:
             import openai
         except ImportError as exc:  # pragma: no cover
             raise AviError("the openai package is not installed") from exc
-        from avi.backends.llm import _is_loopback, served_model
+        from avi.backends.llm import is_loopback, served_model
 
         self.base_url = base_url.rstrip("/")
         self.batch_size = max(1, int(batch_size))
         self._openai = openai
-        http_client = httpx.Client(trust_env=not _is_loopback(self.base_url), timeout=timeout_s)
+        http_client = httpx.Client(trust_env=not is_loopback(self.base_url), timeout=timeout_s)
         self._client = openai.OpenAI(base_url=self.base_url, api_key=api_key, timeout=timeout_s,
                                      max_retries=1, http_client=http_client)
         self.name = served_model(self._client, openai, self.base_url, model, "embedding server", AviError)

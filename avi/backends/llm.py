@@ -64,7 +64,7 @@ class ChatResult:
     seconds: float = 0.0
 
 
-def _is_loopback(url: str) -> bool:
+def is_loopback(url: str) -> bool:
     host = urlparse(url).hostname or ""
     if host == "localhost":
         return True
@@ -113,7 +113,7 @@ class ChatClient:
         self.progress_s = float(progress_s or 0.0)
         timeout = httpx.Timeout(self.timeout_s, connect=self.connect_timeout_s)
         # Loopback endpoints must not be routed through an HTTP proxy from the environment.
-        http_client = httpx.Client(trust_env=not _is_loopback(self.base_url), timeout=timeout)
+        http_client = httpx.Client(trust_env=not is_loopback(self.base_url), timeout=timeout)
         self._openai = openai
         # No retries inside the client: a timed-out request is not sent again (the wait stays bounded by
         # timeout_s); a dropped connection is retried once by _create.

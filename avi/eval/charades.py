@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from avi.errors import InputError
-from avi.eval.readers import _Bad, _json_items, _jsonl_items, _number, _read_text, _req, _unique, _Videos, _wrap
+from avi.eval.readers import BadRecord, json_items, jsonl_items, as_number, read_text, required, unique_questions, VideoFolder, record_at
 from avi.jobs.spec import JobQuestion
 
 CHARADES_QUESTION = "When does this happen in the video: '{sentence}'? Answer with the start and end time in seconds."
@@ -19,7 +19,7 @@ def _charades_question(qid: str, vid: str, video: Path, sentence: str, start: An
                        duration: float | None, line: int | str) -> JobQuestion:
     sentence = str(sentence).strip()
     if not sentence:
-        raise _Bad("empty sentence")
+        raise BadRecord("empty sentence")
     s, e = float(start), float(end)
     return JobQuestion(qid=qid, video=video, question=CHARADES_QUESTION.format(sentence=sentence),
                        answer_type="interval", gt=[s, e],
@@ -31,7 +31,7 @@ def _timestamp(v: Any) -> tuple[float, float]:
     if isinstance(v, str):
         v = ast.literal_eval(v.strip())
     if not isinstance(v, (list, tuple)) or len(v) != 2:
-        raise _Bad(f"timestamp {v!r} is not [start, end]")
+        raise BadRecord(f"timestamp {v!r} is not [start, end]")
     return float(v[0]), float(v[1])
 
 
@@ -45,20 +45,20 @@ def read_durations(path: Path) -> dict[str, float]:
     import csv
 
     path = Path(path)
-    text = _read_text(path)
+    text = read_text(path)
     if path.suffix.lower() == ".csv":
         rows = list(csv.DictReader(text.splitlines()))
         if rows and not {"id", "length"} <= set(rows[0]):
             raise InputError(f"{path}: line 1: expected the columns 'id' and 'length' (Charades_v1_*.csv)")
         out = {}
         for n, row in enumerate(rows, 2):
-            value = _number(row.get("length"))
+            value = as_number(row.get("length"))
             if value is None:
                 raise InputError(f"{path}: line {n}: length {row.get('length')!r} is not a number")
             out[str(row["id"]).strip()] = value
         return out
-    data = _json_items(path, text)
-    if not isinstance(data, dict) or any(_number(v) is None for v in data.values()):
+    data = json_items(path, text)
+    if not isinstance(data, dict) or any(as_number(v) is None for v in data.values()):
         raise InputError(f"{path}: line 1: expected a JSON object {{video id: seconds}}")
     return {str(k): float(v) for k, v in data.items()}
 
@@ -86,8 +86,8 @@ def load_charades(annotations: Path, videos_dir: Path, *,
         InputError: missing or malformed file (file and line named).
     """
     path = Path(annotations)
-    text = _read_text(path)
-    videos = _Videos(videos_dir)
+    text = read_text(path)
+    videos = VideoFolder(videos_dir)
     durations = read_durations(Path(durations)) if isinstance(durations, (str, Path)) else dict(durations or {})
     counter: dict[str, int] = {}
     out: list[JobQuestion] = []
@@ -106,58 +106,58 @@ def load_charades(annotations: Path, videos_dir: Path, *,
 
             def row(raw=raw, n=n):
                 if "##" not in raw:
-                    raise _Bad("expected 'VID start end##sentence'")
+                    raise BadRecord("expected 'VID start end##sentence'")
                 head, sentence = raw.split("##", 1)
                 parts = head.split()
                 if len(parts) != 3:
-                    raise _Bad("expected 'VID start end##sentence'")
+                    raise BadRecord("expected 'VID start end##sentence'")
                 vid = parts[0]
                 return _charades_question(next_qid(vid), vid, videos.find(vid), sentence, parts[1], parts[2],
-                                          _number(durations.get(vid)), n)
+                                          as_number(durations.get(vid)), n)
 
-            out.append(_wrap(path, n, row))
+            out.append(record_at(path, n, row))
             lines.append(n)
     else:
         if path.suffix.lower() == ".jsonl":
-            data: Any = _jsonl_items(path, text)
+            data: Any = jsonl_items(path, text)
         elif first == "[":
-            data = _json_items(path, text)
+            data = json_items(path, text)
         else:
             try:
                 data = json.loads(text)
             except json.JSONDecodeError:
-                data = _jsonl_items(path, text)  # JSON lines without the .jsonl suffix
+                data = jsonl_items(path, text)  # JSON lines without the .jsonl suffix
         if isinstance(data, dict) and not {"video", "caption"} <= set(data):  # MMN: {vid: {...}}
             for vid, anno in data.items():
                 def per_video(vid=vid, anno=anno):
-                    stamps, sentences = _req(anno, "timestamps"), _req(anno, "sentences")
+                    stamps, sentences = required(anno, "timestamps"), required(anno, "sentences")
                     if len(stamps) != len(sentences):
-                        raise _Bad(f"{len(stamps)} timestamps but {len(sentences)} sentences")
-                    dur = _number(anno.get("duration")) or _number(durations.get(vid))
+                        raise BadRecord(f"{len(stamps)} timestamps but {len(sentences)} sentences")
+                    dur = as_number(anno.get("duration")) or as_number(durations.get(vid))
                     return [_charades_question(next_qid(vid), vid, videos.find(vid), sent, *_timestamp(ts), dur,
                                                f"video {vid!r}") for ts, sent in zip(stamps, sentences)]
 
-                qs = _wrap(path, f"video {vid!r}", per_video)
+                qs = record_at(path, f"video {vid!r}", per_video)
                 out += qs
                 lines += [f"video {vid!r}"] * len(qs)
         else:
             rows = data if isinstance(data, list) else [(1, data)]
             for n, rec in rows:
                 def lmms_row(rec=rec, n=n):
-                    name = str(_req(rec, "video"))
+                    name = str(required(rec, "video"))
                     vid = Path(name).stem
                     video = Path(videos_dir) / name if Path(name).suffix else videos.find(vid)
                     explicit = rec.get("id", rec.get("question_id"))
                     qid = str(explicit) if explicit is not None else next_qid(vid)
-                    dur = _number(rec.get("duration")) or _number(durations.get(vid))
-                    return _charades_question(qid, vid, video, _req(rec, "caption"), *_timestamp(_req(rec, "timestamp")),
+                    dur = as_number(rec.get("duration")) or as_number(durations.get(vid))
+                    return _charades_question(qid, vid, video, required(rec, "caption"), *_timestamp(required(rec, "timestamp")),
                                               dur, n)
 
-                out.append(_wrap(path, n, lmms_row))
+                out.append(record_at(path, n, lmms_row))
                 lines.append(n)
     if not out:
         raise InputError(f"{path}: no Charades-STA queries in the file")
-    return _unique(path, out, lines)
+    return unique_questions(path, out, lines)
 
 
 _SPAN_CLOCK = re.compile(r"\b(\d{1,2}:\d{2}(?::\d{2})?)\s*[–-]\s*(\d{1,2}:\d{2}(?::\d{2})?)\b")

@@ -54,8 +54,8 @@ from typing import Any
 
 from avi.errors import InputError
 from avi.eval.jsonl_videos import VIDEO_TYPES, judge_videos, video_list, video_truth
-from avi.eval.readers import _Bad, _jsonl_items, _read_text, _req, _wrap
-from avi.eval.stats import _status
+from avi.eval.readers import BadRecord, jsonl_items, read_text, required, record_at
+from avi.eval.stats import record_status
 from avi.jobs.spec import JobQuestion
 from avi.video.spans import temporal_iou
 
@@ -151,33 +151,33 @@ def truth_kind(answer: Any) -> str | None:
 
 
 def _truth(kind: str, answer: Any, options: list[str] | None) -> Any:
-    """``answer`` checked and normalised for ``kind`` (raises _Bad when it does not fit)."""
+    """``answer`` checked and normalised for ``kind`` (raises BadRecord when it does not fit)."""
     if kind == "choice":
         letter = str(answer).strip().upper() if isinstance(answer, str) else ""
         n = len(options) if options else len(LETTERS)
         if len(letter) != 1 or letter not in LETTERS[:n]:
-            raise _Bad(f"answer {answer!r} is not an option letter (A-{LETTERS[n - 1]})")
+            raise BadRecord(f"answer {answer!r} is not an option letter (A-{LETTERS[n - 1]})")
         return letter
     if kind == "text":
         accepted = [answer] if isinstance(answer, str) else answer
         if not isinstance(accepted, list) or not accepted or not all(
                 isinstance(a, str) and normalize_text(a) for a in accepted):
-            raise _Bad(f"answer {answer!r} is not a list of accepted strings (type text)")
+            raise BadRecord(f"answer {answer!r} is not a list of accepted strings (type text)")
         return accepted
     if kind == "number":
         if isinstance(answer, bool):
-            raise _Bad(f"answer {answer!r} is not a number (type number)")
+            raise BadRecord(f"answer {answer!r} is not a number (type number)")
         try:
             value = float(answer)
         except (TypeError, ValueError):
-            raise _Bad(f"answer {answer!r} is not a number (type number)") from None
+            raise BadRecord(f"answer {answer!r} is not a number (type number)") from None
         if not math.isfinite(value):
-            raise _Bad(f"answer {answer!r} is not a finite number")
+            raise BadRecord(f"answer {answer!r} is not a finite number")
         return int(value) if value.is_integer() else value
     if kind == "yesno":
         word = str(answer).strip().lower() if isinstance(answer, str) else ""
         if word not in ("yes", "no"):
-            raise _Bad(f"answer {answer!r} is not \"yes\" or \"no\" (type yesno)")
+            raise BadRecord(f"answer {answer!r} is not \"yes\" or \"no\" (type yesno)")
         return word
     if kind == "interval":
         try:
@@ -186,17 +186,17 @@ def _truth(kind: str, answer: Any, options: list[str] | None) -> Any:
         except (TypeError, ValueError):
             start, end = 0.0, -1.0
         if not (math.isfinite(start) and math.isfinite(end)) or end < start:
-            raise _Bad(f"answer {answer!r} is not [start_s, end_s] with start <= end (type interval)")
+            raise BadRecord(f"answer {answer!r} is not [start_s, end_s] with start <= end (type interval)")
         return [start, end]
     if kind == "cannot_tell":
         if answer is None:
             return None
         inner = truth_kind(answer)
         if inner is None:
-            raise _Bad(f"answer {answer!r} of a cannot_tell question is not a letter, yes/no, a string, a list "
+            raise BadRecord(f"answer {answer!r} of a cannot_tell question is not a letter, yes/no, a string, a list "
                        f"of strings, a number or [start_s, end_s] (or null)")
         return _truth(inner, answer, options)
-    raise _Bad(f"type {kind!r} is not one of {', '.join(TYPES)}")
+    raise BadRecord(f"type {kind!r} is not one of {', '.join(TYPES)}")
 
 
 def _str_list(value: Any, key: str) -> list[str]:
@@ -207,29 +207,29 @@ def _str_list(value: Any, key: str) -> list[str]:
     if isinstance(value, list) and all(isinstance(v, (str, int, float)) and not isinstance(v, bool)
                                        for v in value):
         return [str(v) for v in value]
-    raise _Bad(f"{key} {value!r} is not a list of strings")
+    raise BadRecord(f"{key} {value!r} is not a list of strings")
 
 
 def _question(path: Path, line: int, rec: Any, videos_dir: Path) -> JobQuestion:
     if not isinstance(rec, dict):
-        raise _Bad(f"expected a JSON object, got {type(rec).__name__}")
-    qid = _req(rec, "qid")
+        raise BadRecord(f"expected a JSON object, got {type(rec).__name__}")
+    qid = required(rec, "qid")
     if isinstance(qid, bool) or not isinstance(qid, (str, int)) or not str(qid).strip():
-        raise _Bad(f"qid {qid!r} is not a non-empty string")
-    video = _req(rec, "video")
+        raise BadRecord(f"qid {qid!r} is not a non-empty string")
+    video = required(rec, "video")
     files = video_list(video)  # several videos (issue 21): avi/eval/jsonl_videos.py
     video = files[0] if files else video
     if not isinstance(video, str) or not video.strip():
-        raise _Bad(f"video {video!r} is not a file name")
-    question = _req(rec, "question")
+        raise BadRecord(f"video {video!r} is not a file name")
+    question = required(rec, "question")
     if not isinstance(question, str) or not question.strip():
-        raise _Bad("the question is empty")
+        raise BadRecord("the question is empty")
     kind = rec.get("type")
     if kind is not None and kind not in TYPES:
-        raise _Bad(f"type {kind!r} is not one of {', '.join(TYPES)}")
+        raise BadRecord(f"type {kind!r} is not one of {', '.join(TYPES)}")
     options = _str_list(rec.get("options"), "options") or None
     if options and len(options) > len(LETTERS):
-        raise _Bad(f"at most {len(LETTERS)} options, got {len(options)}")
+        raise BadRecord(f"at most {len(LETTERS)} options, got {len(options)}")
     answer = rec.get("answer")
     if kind is None:
         gt = answer  # kept for the record; not scored without a type
@@ -241,10 +241,10 @@ def _question(path: Path, line: int, rec: Any, videos_dir: Path) -> JobQuestion:
         gt = _truth(kind, answer, options)
     source = rec.get("source")
     if source is not None and not isinstance(source, str):
-        raise _Bad(f"source {source!r} is not a string")
+        raise BadRecord(f"source {source!r} is not a string")
     split = rec.get("split")
     if split is not None and (not isinstance(split, str) or not split.strip()):
-        raise _Bad(f"split {split!r} is not a non-empty string")
+        raise BadRecord(f"split {split!r} is not a non-empty string")
     meta = {"benchmark": BENCHMARK, "video_id": "+".join(files) if files else video.strip(), "type": kind,
             "tags": _str_list(rec.get("tags"), "tags"), "source": source, "file": path.name, "line": line}
     if split is not None:
@@ -284,8 +284,8 @@ def load_jsonl(annotations: Path, videos_dir: Path) -> list[JobQuestion]:
     seen: dict[str, str] = {}
     files = jsonl_files(annotations)
     for path in files:
-        for line, rec in _jsonl_items(path, _read_text(path)):
-            q = _wrap(path, line, lambda rec=rec, line=line, path=path: _question(path, line, rec, videos_dir))
+        for line, rec in jsonl_items(path, read_text(path)):
+            q = record_at(path, line, lambda rec=rec, line=line, path=path: _question(path, line, rec, videos_dir))
             where = f"{path.name} line {line}" if len(files) > 1 else f"line {line}"
             if q.qid in seen:
                 raise InputError(f"{path}: line {line}: question id {q.qid!r} appears twice (first at "
@@ -564,7 +564,7 @@ def grade_jsonl(question: JobQuestion, record: dict | None) -> dict:
         (the answer hedges: :func:`hedges`) and, for cannot_tell, ``by`` (``flag``, ``phrase`` or ``answer``:
         what made it right, strict; None when wrong).
     """
-    kind, status = question.meta.get("type"), _status(record)
+    kind, status = question.meta.get("type"), record_status(record)
     ok = status == "ok"
     rec = record if ok else {}
     text = rec.get("answer") if isinstance(rec.get("answer"), str) else ""

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from avi.eval.jsonl import BENCHMARK, LETTERS, SCORING_NOTE, TIMING_NOTE, TYPES, grade_jsonl
-from avi.eval.stats import CI_NOTE, Score, _grid, _records_by_qid, _score
+from avi.eval.stats import CI_NOTE, Score, text_grid, records_by_qid, score_values
 from avi.jobs.spec import JobQuestion
 
 # ------------------------------------------------------------------------------------------------ report
@@ -93,7 +93,7 @@ def _cluster(q: JobQuestion) -> str:
 
 
 def _acc(graded: list[tuple[JobQuestion, dict]], key: str = "correct") -> Score:
-    return _score([1.0 if f[key] else 0.0 for _, f in graded], [_cluster(q) for q, _ in graded])
+    return score_values([1.0 if f[key] else 0.0 for _, f in graded], [_cluster(q) for q, _ in graded])
 
 
 def _interval(spans: list[tuple[JobQuestion, dict]], key: str) -> dict[str, Score]:
@@ -102,9 +102,9 @@ def _interval(spans: list[tuple[JobQuestion, dict]], key: str) -> dict[str, Scor
         return {}
     clusters = [_cluster(q) for q, _ in spans]
     ious = [f[key] or 0.0 for _, f in spans]
-    out = {"mIoU": _score(ious, clusters)}
+    out = {"mIoU": score_values(ious, clusters)}
     for t in (0.3, 0.5):
-        out[f"R@{t}"] = _score([1.0 if v >= t else 0.0 for v in ious], clusters)
+        out[f"R@{t}"] = score_values([1.0 if v >= t else 0.0 for v in ious], clusters)
     return out
 
 
@@ -139,7 +139,7 @@ def score_jsonl(questions: list[JobQuestion], records: Iterable[dict] | dict[str
     Returns:
         A :class:`JsonlReport` (``to_dict()`` for JSON, :func:`format_jsonl_report` for text).
     """
-    by_qid = _records_by_qid(records)
+    by_qid = records_by_qid(records)
     graded = [(q, grade_jsonl(q, by_qid.get(q.qid))) for q in questions]
     scored = [(q, f) for q, f in graded if f["scored"]]
 
@@ -236,7 +236,7 @@ def _acc_rows(first: str, rows: list[tuple[str, Score, Score | None]]) -> list[s
         table.append([label, _v(s.value), "" if s.ci is None else f"[{s.ci[0]:.1f}, {s.ci[1]:.1f}]",
                       f"{s.total:g}", _v(lenient.value) if lenient else "-",
                       f"{lenient.total:g}" if lenient else "-", str(s.n), str(s.videos)])
-    return _grid(table, {1, 3, 4, 5, 6, 7})
+    return text_grid(table, {1, 3, 4, 5, 6, 7})
 
 
 def _with_lenient(report: JsonlReport, name: str) -> list[tuple[str, Score, Score | None]]:
@@ -281,7 +281,7 @@ def format_jsonl_report(report: JsonlReport) -> str:
         lines.append(f"choice letters (% of {cl['n']} choice questions; none = no letter, failed or missing)")
         table = [["letter", "answered", "truth"]]
         table += [[k, _v(cl["answered"][k]), _v(cl["truth"][k])] for k in cl["letters"]]
-        lines += _grid(table, {1, 2})
+        lines += text_grid(table, {1, 2})
     if report.interval:
         m = report.interval
         ci = m["mIoU"].ci

@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from avi.eval.readers import _Bad
+from avi.eval.readers import BadRecord
 from avi.videos.kinds import mentioned
 from avi.videos.naming import resolve_name, video_names
 
@@ -29,12 +29,12 @@ def video_list(value: Any) -> list[str] | None:
     """A line's ``video`` as a list of file names when it names several (None for one).
 
     Raises:
-        _Bad: a list with fewer than two entries or one that is not a non-empty string.
+        BadRecord: a list with fewer than two entries or one that is not a non-empty string.
     """
     if not isinstance(value, list):
         return None
     if len(value) < 2 or not all(isinstance(v, str) and v.strip() for v in value):
-        raise _Bad(f"video {value!r} is not a file name or a list of at least two file names")
+        raise BadRecord(f"video {value!r} is not a file name or a list of at least two file names")
     return [v.strip() for v in value]
 
 
@@ -42,22 +42,22 @@ def video_truth(kind: str, answer: Any, files: list[str] | None) -> list[str]:
     """The truth of a ``kind`` question as video names (a list: the accepted videos, the set, or the order).
 
     Raises:
-        _Bad: the line names one video, the answer names a video not in its list, or the order repeats one.
+        BadRecord: the line names one video, the answer names a video not in its list, or the order repeats one.
     """
     if not files:
-        raise _Bad(f"type {kind} needs \"video\" to list the videos (at least two)")
+        raise BadRecord(f"type {kind} needs \"video\" to list the videos (at least two)")
     names = video_names([Path(f) for f in files])
     items = [answer] if isinstance(answer, str) else answer
     if not isinstance(items, list) or not items or not all(isinstance(a, str) for a in items):
-        raise _Bad(f"answer {answer!r} is not a video file name or a list of them (type {kind})")
+        raise BadRecord(f"answer {answer!r} is not a video file name or a list of them (type {kind})")
     out = []
     for a in items:
         name = resolve_name(a, names)
         if name is None:
-            raise _Bad(f"answer {a!r} is not one of the question's videos ({', '.join(files)})")
+            raise BadRecord(f"answer {a!r} is not one of the question's videos ({', '.join(files)})")
         out.append(name)
     if kind == "video_order" and (len(set(out)) != len(out) or len(out) < 2):
-        raise _Bad(f"answer {answer!r} of a video_order question must list at least two different videos")
+        raise BadRecord(f"answer {answer!r} of a video_order question must list at least two different videos")
     return out
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from avi.errors import InputError
-from avi.eval.readers import _Bad, _number, _records, _req, _selection, _unique, _wrap
+from avi.eval.readers import BadRecord, as_number, records_of, required, selection, unique_questions, record_at
 from avi.jobs.spec import JobQuestion, format_choice_question
 
 LONGVIDEOBENCH_GROUPS = (15, 60, 600, 3600)
@@ -38,62 +38,62 @@ def load_longvideobench(annotations: Path, videos_dir: Path, *, duration_groups:
         InputError: missing or malformed file (file and line named); an unknown duration group.
     """
     path = Path(annotations)
-    wanted = _selection(duration_groups, LONGVIDEOBENCH_GROUPS, "LongVideoBench duration group",
+    wanted = selection(duration_groups, LONGVIDEOBENCH_GROUPS, "LongVideoBench duration group",
                         cast=lambda v: int(float(v)))
     videos_dir = Path(videos_dir)
     sub_dir = Path(subtitles_dir) if subtitles_dir else videos_dir.parent / "subtitles"
 
     def build(rec: Any) -> list[JobQuestion]:
-        qid = str(_req(rec, "id"))
+        qid = str(required(rec, "id"))
         group = rec.get("duration_group")
-        group = int(float(group)) if _number(group) is not None else group
+        group = int(float(group)) if as_number(group) is not None else group
         if wanted is not None and group not in wanted:
             return []
         if "candidates" in rec:
-            options = [str(c) for c in _req(rec, "candidates")]
+            options = [str(c) for c in required(rec, "candidates")]
         else:
             options = [str(rec[f"option{i}"]) for i in range(10) if rec.get(f"option{i}") not in (None, "N/A")]
         if len(options) < 2:
-            raise _Bad("missing field 'candidates' (a list of at least two options)")
+            raise BadRecord("missing field 'candidates' (a list of at least two options)")
         choice = rec.get("correct_choice")
         if choice in (None, "@", -1, "-1", ""):
             gt = None
         else:
             idx = int(choice)
             if not 0 <= idx < len(options):
-                raise _Bad(f"correct_choice {choice!r} is not an index into the {len(options)} candidates")
+                raise BadRecord(f"correct_choice {choice!r} is not an index into the {len(options)} candidates")
             gt = chr(ord("A") + idx)
-        video_path = str(_req(rec, "video_path"))
+        video_path = str(required(rec, "video_path"))
         video_id = str(rec.get("video_id") or Path(video_path).stem)
         subs = None
         if with_subtitles and rec.get("subtitle_path"):
             candidate = sub_dir / str(rec["subtitle_path"])
             subs = candidate if candidate.is_file() else None
         return [JobQuestion(
-            qid=qid, video=videos_dir / video_path, question=format_choice_question(str(_req(rec, "question")), options),
+            qid=qid, video=videos_dir / video_path, question=format_choice_question(str(required(rec, "question")), options),
             answer_type="choice", options=options, subtitles=subs, gt=gt,
-            meta={"benchmark": "longvideobench", "video_id": video_id, "duration": _number(rec.get("duration")),
+            meta={"benchmark": "longvideobench", "video_id": video_id, "duration": as_number(rec.get("duration")),
                   "duration_group": group, "question_category": rec.get("question_category"),
                   "topic_category": rec.get("topic_category"), "level": rec.get("level"),
-                  "subtitle_offset_s": _number(rec.get("starting_timestamp_for_subtitles")) or 0.0,
+                  "subtitle_offset_s": as_number(rec.get("starting_timestamp_for_subtitles")) or 0.0,
                   "position": rec.get("position")})]
 
     out: list[JobQuestion] = []
     lines: list[int | str] = []
-    for line, rec in _records(path):
-        qs = _wrap(path, line, lambda rec=rec: build(rec))
+    for line, rec in records_of(path):
+        qs = record_at(path, line, lambda rec=rec: build(rec))
         out += qs
         lines += [line] * len(qs)
     if not out:
         raise InputError(f"{path}: no LongVideoBench questions in duration groups {duration_groups!r}")
-    return _unique(path, out, lines)
+    return unique_questions(path, out, lines)
 
 
 _LVB_PREFIXES = ("The best answer is", "The correct answer is", "The answer is", "The answer", "The best option is",
                  "The correct option is", "Best answer:", "Best option:")
 
 
-def _lvb_parse(response: str) -> str | None:
+def lvb_parse(response: str) -> str | None:
     s = response.strip()
     for prefix in _LVB_PREFIXES:
         s = s.replace(prefix, "")
@@ -110,7 +110,7 @@ def parse_multi_choice_response(response: str, all_choices: list[str], rng: rand
     element of ``all_choices`` (drawn from ``rng``; the module ``random`` when None); else the first
     capital A–E.
     """
-    letter = _lvb_parse(response)
+    letter = lvb_parse(response)
     if letter is None:
         return (rng or random).choice(all_choices)
     return letter

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from avi.errors import InputError
-from avi.eval.readers import _Bad, _jsonl_items, _letter, _number, _read_text, _req, _unique, _Videos, _wrap
+from avi.eval.readers import BadRecord, jsonl_items, answer_letter, as_number, read_text, required, unique_questions, VideoFolder, record_at
 from avi.jobs.spec import JobQuestion, format_choice_question
 
 LVBENCH_CATEGORIES = {
@@ -64,38 +64,38 @@ def load_lvbench(annotations: Path, videos_dir: Path) -> list[JobQuestion]:
             question without ``(A) …`` options, a repeated uid.
     """
     path = Path(annotations)
-    videos = _Videos(videos_dir)
+    videos = VideoFolder(videos_dir)
     out: list[JobQuestion] = []
     lines: list[int | str] = []
-    for line, rec in _jsonl_items(path, _read_text(path)):
+    for line, rec in jsonl_items(path, read_text(path)):
         def video(rec=rec):
-            key = str(_req(rec, "key"))
+            key = str(required(rec, "key"))
             info = rec.get("video_info") or {}
-            minutes = _number(info.get("duration_minutes")) if isinstance(info, dict) else None
+            minutes = as_number(info.get("duration_minutes")) if isinstance(info, dict) else None
             qs = []
-            for qa in _req(rec, "qa"):
-                uid = _req(qa, "uid")
+            for qa in required(rec, "qa"):
+                uid = required(qa, "uid")
                 try:
-                    stem, options = split_lvbench_question(str(_req(qa, "question")))
+                    stem, options = split_lvbench_question(str(required(qa, "question")))
                 except ValueError as exc:
-                    raise _Bad(f"uid {uid}: {exc}") from None
+                    raise BadRecord(f"uid {uid}: {exc}") from None
                 types = qa.get("question_type") or []
                 types = [types] if isinstance(types, str) else [str(t) for t in types]
                 qs.append(JobQuestion(
                     qid=str(uid), video=videos.find(key), question=format_choice_question(stem, options),
-                    answer_type="choice", options=options, gt=_letter(_req(qa, "answer"), len(options)),
+                    answer_type="choice", options=options, gt=answer_letter(required(qa, "answer"), len(options)),
                     meta={"benchmark": "lvbench", "video_id": key, "uid": uid, "question_type": types,
                           "categories": [LVBENCH_CATEGORIES.get(t.strip().lower(), t) for t in types],
                           "time_reference": qa.get("time_reference"),
                           "duration": minutes * 60 if minutes is not None else None}))
             return qs
 
-        qs = _wrap(path, line, video)
+        qs = record_at(path, line, video)
         out += qs
         lines += [line] * len(qs)
     if not out:
         raise InputError(f"{path}: no questions in the file")
-    return _unique(path, out, lines)
+    return unique_questions(path, out, lines)
 
 
 def polish_answer(answer: str) -> str:

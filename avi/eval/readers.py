@@ -15,13 +15,13 @@ from avi.jobs.spec import JobQuestion
 VIDEO_EXTS = (".mp4", ".mkv", ".webm", ".avi", ".mov", ".m4v", ".mpg", ".mpeg", ".wmv", ".flv", ".ts", ".3gp")
 
 
-class _Bad(Exception):
+class BadRecord(Exception):
     """A record that does not fit the format (wrapped into InputError with the file and line)."""
 
 
 
 
-def _read_text(path: Path) -> str:
+def read_text(path: Path) -> str:
     path = Path(path)
     if not path.is_file():
         raise InputError(f"annotation file not found: {path}")
@@ -60,7 +60,7 @@ def _strip_trailing_commas(text: str) -> str:
     return "".join(out)
 
 
-def _json_items(path: Path, text: str, *, tolerant: bool = False) -> Any:
+def json_items(path: Path, text: str, *, tolerant: bool = False) -> Any:
     """The JSON document in ``text``; for a top-level list, ``[(line, item), …]`` (1-based line of each item).
 
     Args:
@@ -95,7 +95,7 @@ def _json_items(path: Path, text: str, *, tolerant: bool = False) -> Any:
     return items
 
 
-def _jsonl_items(path: Path, text: str) -> list[tuple[int, Any]]:
+def jsonl_items(path: Path, text: str) -> list[tuple[int, Any]]:
     """``[(line, object), …]`` of a JSON-lines file (blank lines skipped).
 
     Raises:
@@ -112,10 +112,10 @@ def _jsonl_items(path: Path, text: str) -> list[tuple[int, Any]]:
     return items
 
 
-def _records(path: Path, *, tolerant: bool = False) -> list[tuple[int, Any]]:
+def records_of(path: Path, *, tolerant: bool = False) -> list[tuple[int, Any]]:
     """``[(line, record), …]`` of a JSON list or JSON-lines file (chosen by content: a ``.jsonl`` suffix or a
     first line that is a whole JSON object means JSON lines)."""
-    text = _read_text(path)
+    text = read_text(path)
     first = next((ln for ln in text.splitlines() if ln.strip()), "")
     jsonl = Path(path).suffix.lower() == ".jsonl"
     if not jsonl and first.lstrip().startswith("{"):
@@ -124,35 +124,35 @@ def _records(path: Path, *, tolerant: bool = False) -> list[tuple[int, Any]]:
         except json.JSONDecodeError:
             jsonl = False
     if jsonl:
-        return _jsonl_items(path, text)
-    data = _json_items(path, text, tolerant=tolerant)
+        return jsonl_items(path, text)
+    data = json_items(path, text, tolerant=tolerant)
     if not isinstance(data, list):
         raise InputError(f"{path}: line 1: expected a JSON list of records, got a JSON {type(data).__name__}")
     return data
 
 
-def _wrap(path: Path, line: int | str, fn: Callable[[], Any]) -> Any:
+def record_at(path: Path, line: int | str, fn: Callable[[], Any]) -> Any:
     """``fn()``, with a record's format problems raised as one-line InputErrors naming ``path`` and ``line``."""
     try:
         return fn()
     except InputError:
         raise
-    except (_Bad, KeyError, TypeError, ValueError, AttributeError) as exc:
-        msg = str(exc) if isinstance(exc, _Bad) else (
+    except (BadRecord, KeyError, TypeError, ValueError, AttributeError) as exc:
+        msg = str(exc) if isinstance(exc, BadRecord) else (
             f"missing field {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}")
         where = f"line {line}" if isinstance(line, int) else line
         raise InputError(f"{path}: {where}: {msg}") from None
 
 
-def _req(d: Any, key: str) -> Any:
+def required(d: Any, key: str) -> Any:
     if not isinstance(d, dict):
-        raise _Bad(f"expected a JSON object, got {type(d).__name__}")
+        raise BadRecord(f"expected a JSON object, got {type(d).__name__}")
     if key not in d or d[key] is None:
-        raise _Bad(f"missing field {key!r}")
+        raise BadRecord(f"missing field {key!r}")
     return d[key]
 
 
-class _Videos:
+class VideoFolder:
     """Video files of a folder by stem (``<videos_dir>/<stem>.<ext>``); listed once.
 
     A stem without a file maps to ``<videos_dir>/<stem>.mp4`` (the runner reports it as missing).
@@ -174,7 +174,7 @@ class _Videos:
         return self.by_stem.get(stem, self.dir / f"{stem}.mp4")
 
 
-def _unique(path: Path, questions: list[JobQuestion], lines: list[int | str]) -> list[JobQuestion]:
+def unique_questions(path: Path, questions: list[JobQuestion], lines: list[int | str]) -> list[JobQuestion]:
     seen: dict[str, int | str] = {}
     for q, line in zip(questions, lines):
         if q.qid in seen:
@@ -187,7 +187,7 @@ def _unique(path: Path, questions: list[JobQuestion], lines: list[int | str]) ->
 _LETTER_PREFIX = re.compile(r"^\s*\(?([A-J])\s*[.):：]\s*")
 
 
-def _strip_letter(option: Any, index: int) -> str:
+def option_text(option: Any, index: int) -> str:
     """``"A. Apples."`` → ``"Apples."`` when the letter is the option's own (index 0 → A); else unchanged."""
     text = str(option).strip()
     m = _LETTER_PREFIX.match(text)
@@ -196,21 +196,21 @@ def _strip_letter(option: Any, index: int) -> str:
     return text
 
 
-def _letter(answer: Any, n_options: int) -> str:
+def answer_letter(answer: Any, n_options: int) -> str:
     letter = str(answer).strip().upper()
     if len(letter) != 1 or not ("A" <= letter < chr(ord("A") + n_options)):
-        raise _Bad(f"answer {answer!r} is not one of the {n_options} option letters")
+        raise BadRecord(f"answer {answer!r} is not one of the {n_options} option letters")
     return letter
 
 
-def _number(v: Any) -> float | None:
+def as_number(v: Any) -> float | None:
     try:
         return float(v) if v is not None and v != "" else None
     except (TypeError, ValueError):
         return None
 
 
-def _selection(value: Any, allowed: Iterable, what: str, *, cast: Callable = str) -> set | None:
+def selection(value: Any, allowed: Iterable, what: str, *, cast: Callable = str) -> set | None:
     """A subset choice (``"all"``/None → None = everything; ``"a,b"`` or a list → a set, each checked)."""
     if value is None or (isinstance(value, str) and value.strip().lower() == "all"):
         return None

@@ -54,15 +54,15 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from avi.eval.charades import extract_time
-from avi.eval.longvideobench import _lvb_parse
+from avi.eval.longvideobench import lvb_parse
 from avi.eval.lvbench import LVBENCH_ORDER, polish_answer
 from avi.eval.stats import (
     CI_NOTE,
     Score,
-    _grid,
-    _records_by_qid,
-    _score,
-    _status,
+    text_grid,
+    records_by_qid,
+    score_values,
+    record_status,
 )
 from avi.eval.videomme import VIDEOMME_DOMAINS, VIDEOMME_TASKS, extract_characters_regex
 from avi.jobs.spec import JobQuestion
@@ -147,7 +147,7 @@ def _values_span(iou: float) -> dict[str, float]:
 
 
 def _grade(q: JobQuestion, record: dict | None, seed: int) -> _Graded:
-    bench, status = _benchmark(q), _status(record)
+    bench, status = _benchmark(q), record_status(record)
     record = record or {}
     text = record.get("answer") if status == "ok" and isinstance(record.get("answer"), str) else ""
     gt = q.gt
@@ -182,7 +182,7 @@ def _grade(q: JobQuestion, record: dict | None, seed: int) -> _Graded:
         off = extract_characters_regex(text) if status == "ok" else None
         counted, unparsed = status == "ok" and off != "", status == "ok" and off == ""
     elif bench == "longvideobench":
-        off = _lvb_parse(text) if status == "ok" else None
+        off = lvb_parse(text) if status == "ok" else None
         unparsed = status == "ok" and off is None
         if unparsed:
             off = random.Random(f"{seed}:{q.qid}").choice(_letters(q))
@@ -312,7 +312,7 @@ def _mode_scores(graded: list[_Graded], metrics: list[str]) -> dict[str, dict[st
     for mode in MODES:
         rows = [g for g in graded if g.values[mode] is not None]
         clusters = [str(g.q.meta.get("video_id") or g.q.video) for g in rows]
-        out[mode] = {m: _score([g.values[mode][m] for g in rows], clusters) for m in metrics}
+        out[mode] = {m: score_values([g.values[mode][m] for g in rows], clusters) for m in metrics}
     return out
 
 
@@ -335,7 +335,7 @@ def score(questions: list[JobQuestion], records: Iterable[dict] | dict[str, dict
         from avi.eval.jsonl_report import score_jsonl
 
         return score_jsonl(questions, records)
-    by_qid = _records_by_qid(records)
+    by_qid = records_by_qid(records)
     graded = [_grade(q, by_qid.get(q.qid), seed) for q in questions]
     spans = bench == "charades" or any(q.answer_type == "interval" for q in questions)
     metrics = list(GROUNDING_METRICS) if spans else ["acc"]
@@ -385,7 +385,7 @@ def _mode_table(first: str, labelled: list[tuple[str, dict[str, Score]]]) -> lis
             s = by_mode[mode]
             row += [_fmt_value(s), _fmt_ci(s), str(s.n)]
         rows.append(row)
-    return _grid(rows, {1, 3, 4, 6})
+    return text_grid(rows, {1, 3, 4, 6})
 
 
 def format_report(report: EvalReport) -> str:

@@ -30,7 +30,7 @@ def clustered_stderr(scores: list[float], clusters: list[Any]) -> float | None:
     return math.sqrt(max(var / n + cross / (n * n), 0.0))
 
 
-def _status(record: dict | None) -> str:
+def record_status(record: dict | None) -> str:
     if record is None:
         return "missing"
     return "ok" if record.get("status") == "ok" else "failed"
@@ -57,7 +57,7 @@ class Score:
     videos: int = 0
 
 
-def _score(values: list[float], clusters: list[Any]) -> Score:
+def score_values(values: list[float], clusters: list[Any]) -> Score:
     n = len(values)
     if not n:
         return Score(None, 0, 0.0)
@@ -71,7 +71,7 @@ def _score(values: list[float], clusters: list[Any]) -> Score:
     return Score(value, n, total, se, ci, len(set(clusters)))
 
 
-def _records_by_qid(records: Iterable[dict] | dict[str, dict]) -> dict[str, dict]:
+def records_by_qid(records: Iterable[dict] | dict[str, dict]) -> dict[str, dict]:
     if isinstance(records, dict):
         return {str(k): v for k, v in records.items()}
     out: dict[str, dict] = {}
@@ -81,7 +81,7 @@ def _records_by_qid(records: Iterable[dict] | dict[str, dict]) -> dict[str, dict
     return out
 
 
-def _grid(rows: list[list[str]], right: set[int]) -> list[str]:
+def text_grid(rows: list[list[str]], right: set[int]) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
             for r in rows]

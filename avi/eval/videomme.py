@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from avi.errors import InputError
-from avi.eval.readers import _Bad, _letter, _records, _req, _selection, _strip_letter, _unique, _Videos, _wrap
+from avi.eval.readers import BadRecord, answer_letter, records_of, required, selection, option_text, unique_questions, VideoFolder, record_at
 from avi.jobs.spec import JobQuestion, format_choice_question
 
 VIDEOMME_DURATIONS = ("short", "medium", "long")
@@ -45,8 +45,8 @@ def load_videomme(annotations: Path, videos_dir: Path, *, duration: str | Iterab
             subtitles folder with ``with_subtitles``.
     """
     path = Path(annotations)
-    wanted = _selection(duration, VIDEOMME_DURATIONS, "Video-MME duration")
-    videos = _Videos(videos_dir)
+    wanted = selection(duration, VIDEOMME_DURATIONS, "Video-MME duration")
+    videos = VideoFolder(videos_dir)
     sub_dir = Path(subtitles_dir) if subtitles_dir else Path(videos_dir).parent / "subtitle"
     if with_subtitles and not sub_dir.is_dir():
         raise InputError(f"Video-MME subtitles folder not found: {sub_dir} (pass subtitles_dir)")
@@ -55,18 +55,18 @@ def load_videomme(annotations: Path, videos_dir: Path, *, duration: str | Iterab
         vid_number = str(video.get("video_id", "")).strip()
         vid = str(video.get("videoID") or vid_number).strip()
         if not vid:
-            raise _Bad("missing field 'videoID' (and 'video_id')")
+            raise BadRecord("missing field 'videoID' (and 'video_id')")
         raw_opts = q.get("options", q.get("choices"))
         if not isinstance(raw_opts, list) or len(raw_opts) < 2:
-            raise _Bad("missing field 'options' (a list of 'A. …' strings)")
-        options = [_strip_letter(o, i) for i, o in enumerate(raw_opts)]
+            raise BadRecord("missing field 'options' (a list of 'A. …' strings)")
+        options = [option_text(o, i) for i, o in enumerate(raw_opts)]
         answer = q.get("answer")
         subs = sub_dir / f"{vid}.srt" if with_subtitles else None
         return JobQuestion(
-            qid=str(_req(q, "question_id")), video=videos.find(vid),
-            question=format_choice_question(str(_req(q, "question")), options), answer_type="choice",
+            qid=str(required(q, "question_id")), video=videos.find(vid),
+            question=format_choice_question(str(required(q, "question")), options), answer_type="choice",
             options=options, subtitles=subs if subs is not None and subs.is_file() else None,
-            gt=_letter(answer, len(options)) if answer not in (None, "") else None,
+            gt=answer_letter(answer, len(options)) if answer not in (None, "") else None,
             meta={"benchmark": "videomme", "video_id": vid, "video_number": vid_number or None,
                   "duration_group": video.get("duration", video.get("duration_category")),
                   "domain": video.get("domain", video.get("video_category")),
@@ -76,25 +76,25 @@ def load_videomme(annotations: Path, videos_dir: Path, *, duration: str | Iterab
 
     out: list[JobQuestion] = []
     lines: list[int | str] = []
-    for line, rec in _records(path, tolerant=True):
+    for line, rec in records_of(path, tolerant=True):
         def build(rec=rec):
             if not isinstance(rec, dict):
-                raise _Bad(f"expected a JSON object, got {type(rec).__name__}")
+                raise BadRecord(f"expected a JSON object, got {type(rec).__name__}")
             group = rec.get("duration", rec.get("duration_category"))
             if group is None:
-                raise _Bad("missing field 'duration'")
+                raise BadRecord("missing field 'duration'")
             if wanted is not None and str(group) not in wanted:
                 return []
             if "questions" in rec:  # the nested template: one record per video
-                return [question(rec, q) for q in _req(rec, "questions")]
+                return [question(rec, q) for q in required(rec, "questions")]
             return [question(rec, rec)]
 
-        qs = _wrap(path, line, build)
+        qs = record_at(path, line, build)
         out += qs
         lines += [line] * len(qs)
     if not out:
         raise InputError(f"{path}: no Video-MME questions of duration {duration!r} in the file")
-    return _unique(path, out, lines)
+    return unique_questions(path, out, lines)
 
 
 _VIDEOMME_PREFIXES = (  # as in the official script: two missing commas join neighbouring strings

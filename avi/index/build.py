@@ -54,14 +54,14 @@ from avi.errors import AviError
 from avi.hashing import sha256_file
 from avi.index.reuse import seed_work
 from avi.index.stages import (
-    _read_jsonl,
-    _stage_captions,
-    _stage_embeddings,
-    _stage_graph,
-    _stage_summary,
-    _stage_transcript,
-    _write_atomic,
-    _write_jsonl,
+    read_jsonl,
+    stage_captions,
+    stage_embeddings,
+    stage_graph,
+    stage_summary,
+    stage_transcript,
+    write_atomic,
+    write_jsonl,
 )
 from avi.index.store import (
     SCHEMA_VERSION,
@@ -184,21 +184,21 @@ def finish_index(index: VideoIndex, settings: Settings, backends: Backends, *, p
     final = index.path
     with _build_lock(final.parent, final.name):
         manifest = json.loads((final / "manifest.json").read_text())
-        captions = [Caption.from_dict(d) for d in _read_jsonl(final / "captions.jsonl")]
+        captions = [Caption.from_dict(d) for d in read_jsonl(final / "captions.jsonl")]
         for stage in list(manifest.get("pending") or []):
             t = time.perf_counter()
             if stage == "graph":
-                info = _stage_graph(final, captions, settings, backends, progress)
+                info = stage_graph(final, captions, settings, backends, progress)
                 manifest["graph"] = info
                 manifest["counts"].update(entities=info["nodes"], relations=info["edges"])
             elif stage == "summary":
-                summary = _stage_summary(final, captions, settings, backends, progress)
+                summary = stage_summary(final, captions, settings, backends, progress)
                 manifest["counts"]["summary_segments"] = len(summary.get("segments", []))
             manifest["build_seconds"][stage] = round(time.perf_counter() - t, 2)
             manifest["build_seconds"]["total"] = round(manifest["build_seconds"].get("total", 0.0)
                                                        + manifest["build_seconds"][stage], 2)
             manifest["pending"] = [p for p in manifest["pending"] if p != stage]
-            _write_atomic(final / "manifest.json", json.dumps(manifest, indent=1))
+            write_atomic(final / "manifest.json", json.dumps(manifest, indent=1))
     return VideoIndex(final)
 
 
@@ -274,30 +274,30 @@ def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, back
                                                            components)
         times: dict[str, float] = {}
         t0 = time.perf_counter()
-        segments, transcript_info = _stage_transcript(work, info, settings, backends, progress)
+        segments, transcript_info = stage_transcript(work, info, settings, backends, progress)
         times["transcript"] = time.perf_counter() - t0
         t = time.perf_counter()
         decode = DecodeStats()
-        captions, captioned_now = _stage_captions(work, info, settings, backends, progress, decode)
+        captions, captioned_now = stage_captions(work, info, settings, backends, progress, decode)
         times["captions"] = time.perf_counter() - t
         attach_speech(captions, segments)
         t = time.perf_counter()
         subjects = merge_subjects(captions, backends.embedder)
         times["subjects"] = time.perf_counter() - t
-        _write_jsonl(work / "captions.jsonl", [c.to_dict() for c in captions])
-        _write_atomic(work / "subjects.json", json.dumps(subjects, ensure_ascii=False, indent=1))
+        write_jsonl(work / "captions.jsonl", [c.to_dict() for c in captions])
+        write_atomic(work / "subjects.json", json.dumps(subjects, ensure_ascii=False, indent=1))
         t = time.perf_counter()
-        _stage_embeddings(work, captions, segments, backends)
+        stage_embeddings(work, captions, segments, backends)
         times["embeddings"] = time.perf_counter() - t
         pending = pending_stages(settings) if stages == "search" else []
         graph_info, summary = {"nodes": 0, "edges": 0, "kinds": {}, "extraction": None}, {}
         if "graph" not in pending:
             t = time.perf_counter()
-            graph_info = _stage_graph(work, captions, settings, backends, progress)
+            graph_info = stage_graph(work, captions, settings, backends, progress)
             times["graph"] = time.perf_counter() - t
         if "summary" not in pending:
             t = time.perf_counter()
-            summary = _stage_summary(work, captions, settings, backends, progress)
+            summary = stage_summary(work, captions, settings, backends, progress)
             times["summary"] = time.perf_counter() - t
         failed = [c.clip_index for c in captions if c.data.get("failed")]
         manifest = {
@@ -327,7 +327,7 @@ def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, back
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         (work / "embeddings.done").unlink(missing_ok=True)
-        _write_atomic(work / "manifest.json", json.dumps(manifest, indent=1))
+        write_atomic(work / "manifest.json", json.dumps(manifest, indent=1))
         release_chroma(work / "chroma")
         if final.exists():
             release_chroma(final / "chroma")  # a client opened on the old index must not serve it on

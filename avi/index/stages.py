@@ -34,7 +34,7 @@ from avi.video.clips import Clip, segment
 from avi.video.decode import DecodeStats, Frame, VideoInfo, sample_frames
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     with open(tmp, "w") as f:
         f.write(text)
@@ -43,11 +43,11 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _write_jsonl(path: Path, rows) -> None:
-    _write_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+def write_jsonl(path: Path, rows) -> None:
+    write_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 
 
-def _read_jsonl(path: Path) -> list[dict]:
+def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
@@ -71,16 +71,16 @@ def _read_partial_captions(path: Path) -> dict[int, Caption]:
     return done
 
 
-def _stage_transcript(work: Path, info: VideoInfo, settings: Settings, backends: Backends,
+def stage_transcript(work: Path, info: VideoInfo, settings: Settings, backends: Backends,
                       progress: bool) -> tuple[list[TranscriptSegment], dict]:
     seg_path, info_path = work / "transcript.jsonl", work / "transcript_info.json"
     if seg_path.exists() and info_path.exists():
-        return [TranscriptSegment.from_dict(d) for d in _read_jsonl(seg_path)], json.loads(info_path.read_text())
+        return [TranscriptSegment.from_dict(d) for d in read_jsonl(seg_path)], json.loads(info_path.read_text())
     if progress:
         print(f"transcript of {info.path.name} ({settings.transcript})…", file=sys.stderr, flush=True)
     segments, tinfo = build_transcript(info.path, settings, backends)
-    _write_jsonl(seg_path, [s.to_dict() for s in segments])
-    _write_atomic(info_path, json.dumps(tinfo))
+    write_jsonl(seg_path, [s.to_dict() for s in segments])
+    write_atomic(info_path, json.dumps(tinfo))
     return segments, tinfo
 
 
@@ -104,7 +104,7 @@ def _clip_frames(info: VideoInfo, clips: list[Clip], settings: Settings, first: 
             previous = frames[-1]
 
 
-def _stage_captions(work: Path, info: VideoInfo, settings: Settings, backends: Backends, progress: bool,
+def stage_captions(work: Path, info: VideoInfo, settings: Settings, backends: Backends, progress: bool,
                     stats: DecodeStats | None = None) -> tuple[list[Caption], int]:
     """All clips' captions (resuming finished ones); returns (captions, clips captioned in this run).
 
@@ -157,7 +157,7 @@ def _stage_captions(work: Path, info: VideoInfo, settings: Settings, backends: B
     return captions, len(todo)
 
 
-def _stage_embeddings(work: Path, captions: list[Caption], segments: list[TranscriptSegment],
+def stage_embeddings(work: Path, captions: list[Caption], segments: list[TranscriptSegment],
                       backends: Backends) -> None:
     marker = work / "embeddings.done"
     if marker.exists():
@@ -189,7 +189,7 @@ def _stage_embeddings(work: Path, captions: list[Caption], segments: list[Transc
     marker.touch()
 
 
-def _stage_graph(work: Path, captions: list[Caption], settings: Settings, backends: Backends,
+def stage_graph(work: Path, captions: list[Caption], settings: Settings, backends: Backends,
                  progress: bool = False) -> dict:
     path = work / "graph.json"
     if not path.exists():
@@ -224,7 +224,7 @@ def _stage_graph(work: Path, captions: list[Caption], settings: Settings, backen
             "extraction": g.graph.get("extraction")}
 
 
-def _stage_summary(work: Path, captions: list[Caption], settings: Settings, backends: Backends,
+def stage_summary(work: Path, captions: list[Caption], settings: Settings, backends: Backends,
                    progress: bool) -> dict:
     path = work / "summary.json"
     if not path.exists():
@@ -241,7 +241,7 @@ def _stage_summary(work: Path, captions: list[Caption], settings: Settings, back
 
         with bar:
             summary = build_summary(captions, llm, PromptLibrary(settings.prompts_dir), progress=tick)
-        _write_atomic(path, json.dumps(summary, ensure_ascii=False, indent=1))
+        write_atomic(path, json.dumps(summary, ensure_ascii=False, indent=1))
     return json.loads(path.read_text())
 
 

@@ -171,7 +171,7 @@ def probe(path: Path) -> VideoInfo:
         container.close()
 
 
-def _target_size(width: int, height: int, max_side: int) -> tuple[int, int]:
+def target_size(width: int, height: int, max_side: int) -> tuple[int, int]:
     scale = min(1.0, max_side / max(width, height))
     w = max(2, int(round(width * scale / 2)) * 2)
     h = max(2, int(round(height * scale / 2)) * 2)
@@ -224,7 +224,7 @@ def _timed_frames(container, stream, start_s: float,
 
 
 def _to_rgb(frame: av.VideoFrame, max_side: int) -> np.ndarray:
-    w, h = _target_size(frame.width, frame.height, max_side)
+    w, h = target_size(frame.width, frame.height, max_side)
     if (w, h) == (frame.width, frame.height):
         return frame.to_ndarray(format="rgb24")
     return frame.reformat(width=w, height=h, format="rgb24").to_ndarray()

@@ -19,7 +19,7 @@ from typing import Literal
 from pydantic import Field, create_model
 
 from avi.tools import PHASE_TOOLS, Observation, Tool
-from avi.tools.retrieve.common import _fit, _max_chars, _short
+from avi.tools.retrieve.common import fit_lines, max_chars, shorten
 from avi.video.timecode import fmt_range
 from avi.videos.context import MultiContext
 from avi.videos.naming import resolve_name
@@ -97,8 +97,8 @@ class VideoTool(Tool):
         failed = [f"{n}: {o.text.split(': ', 2)[-1][:160]}" for n, o in runs.items() if o.error]
         data = {"query": args.get("query"), "videos": list(ok), "per_video": {n: o.data for n, o in ok.items()}}
         key = RANKED.get(self.name)
-        text = _ranked_text(self.name, key, ok, args, data, _max_chars(ctx)) if key else \
-            _sections_text(ok, _max_chars(ctx))
+        text = _ranked_text(self.name, key, ok, args, data, max_chars(ctx)) if key else \
+            _sections_text(ok, max_chars(ctx))
         if failed:
             text += "\nNot searched: " + "; ".join(failed)
         evidence = [ev for o in ok.values() for ev in o.evidence]
@@ -120,13 +120,13 @@ def _ranked_text(tool: str, key: str, runs: dict[str, Observation], args: dict, 
     header = (f'{len(rows)} {what} of all videos most similar to "{args.get("query", "")}", ranked together '
               f"(grouped by video, in time order; each range is seconds of its own video):")
     lines = [f"{r['video']} {fmt_range(float(r['start_s']), float(r['end_s']))} sim {float(r['similarity']):.2f}: "
-             f"{_short(r.get('caption') or r.get('text') or '', _ROW_CHARS)}" for r in shown]
+             f"{shorten(r.get('caption') or r.get('text') or '', _ROW_CHARS)}" for r in shown]
     tail = ["Most similar first: " + ", ".join(
         f"{r['video']} {fmt_range(float(r['start_s']), float(r['end_s']))}" for r in rows[:3])] if rows else []
     none = [n for n in runs if not any(r["video"] == n for r in rows)]
     if none:
         tail.append("No hit among the best in: " + ", ".join(none))
-    return _fit([header] + lines, limit, tail)
+    return fit_lines([header] + lines, limit, tail)
 
 
 def _sections_text(runs: dict[str, Observation], limit: int) -> str:

@@ -9,19 +9,19 @@ import json
 from pathlib import Path
 
 from avi.viewer import (
-    _CSS,
+    CSS,
     EVIDENCE_COLOUR,
     OTHER_COLOUR,
     PHASE_COLOURS,
-    _e,
-    _fmt_t,
-    _frames,
-    _kv,
-    _nice_step,
-    _num,
-    _step_html,
-    _steps,
-    _totals,
+    esc,
+    fmt_t,
+    step_frames,
+    kv_table,
+    nice_step,
+    as_num,
+    step_html,
+    trace_steps,
+    trace_totals,
     argument_ranges,
     thumbnails,
 )
@@ -46,7 +46,7 @@ def labelled_evidence(trace: dict) -> list[tuple[str, float, float]]:
     out = []
     for r in trace.get("evidence") or []:
         if isinstance(r, (list, tuple)) and len(r) >= 3:
-            a, b = _num(r[0]), _num(r[1])
+            a, b = as_num(r[0]), as_num(r[1])
             if a is not None and b is not None:
                 out.append((str(r[2]), min(a, b), max(a, b)))
     return out
@@ -66,35 +66,35 @@ def videos_timeline_svg(trace: dict, width: int = 1100) -> str:
 
     parts = [f'<svg class="timeline" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
              f'viewBox="0 0 {width} {height}" role="img" aria-label="one timeline row per video, 0 to {dur:.1f} s">']
-    t, step = 0.0, _nice_step(dur)
+    t, step = 0.0, nice_step(dur)
     while t <= dur + 1e-9:
         parts.append(f'<line x1="{x(t):.1f}" y1="{top - 6}" x2="{x(t):.1f}" y2="{height - 6}" class="grid"/>'
-                     f'<text x="{x(t):.1f}" y="{top - 10}" class="tick">{_e(_fmt_t(t))}</text>')
+                     f'<text x="{x(t):.1f}" y="{top - 10}" class="tick">{esc(fmt_t(t))}</text>')
         t += step
     evidence = labelled_evidence(trace)
     y = top
     for v in videos:
         name, vd = str(v.get("name")), float(v.get("duration_s") or 0)
-        parts.append(f'<text x="4" y="{y + 20}" class="rowlabel">{_e(name[:24])}<title>{_e(v.get("path"))} '
+        parts.append(f'<text x="4" y="{y + 20}" class="rowlabel">{esc(name[:24])}<title>{esc(v.get("path"))} '
                      f'({vd:.1f} s)</title></text>'
                      f'<rect x="{label_w}" y="{y + 2}" width="{x(vd) - label_w:.1f}" height="{row_h - 4}" class="lane"/>')
-        for s in _steps(trace):
+        for s in trace_steps(trace):
             if step_video(s) != name or not s.get("tool"):
                 continue
             colour, idx = PHASE_COLOURS.get(s.get("phase"), OTHER_COLOUR), s.get("index", "?")
             for a, b in argument_ranges(s.get("arguments")):
-                parts.append(f'<a href="#step-{_e(idx)}"><rect x="{x(a):.1f}" y="{y + 3}" '
+                parts.append(f'<a href="#step-{esc(idx)}"><rect x="{x(a):.1f}" y="{y + 3}" '
                              f'width="{max(x(b) - x(a), 2.0):.1f}" height="{row_h // 2 - 3}" fill="{colour}" '
-                             f'fill-opacity="0.3" stroke="{colour}"><title>#{_e(idx)} {_e(s.get("tool"))} in '
-                             f'{_e(name)}: {a:.1f}s–{b:.1f}s requested</title></rect></a>')
-            for f in _frames(s):
+                             f'fill-opacity="0.3" stroke="{colour}"><title>#{esc(idx)} {esc(s.get("tool"))} in '
+                             f'{esc(name)}: {a:.1f}s–{b:.1f}s requested</title></rect></a>')
+            for f in step_frames(s):
                 parts.append(f'<line x1="{x(f):.1f}" y1="{y + 3}" x2="{x(f):.1f}" y2="{y + row_h // 2}" '
-                             f'stroke="{colour}" stroke-width="2"><title>#{_e(idx)} looked at {_e(name)} '
+                             f'stroke="{colour}" stroke-width="2"><title>#{esc(idx)} looked at {esc(name)} '
                              f'{f:.2f}s</title></line>')
         for video, a, b in evidence:
             if video == name:
                 parts.append(f'<rect x="{x(a):.1f}" y="{y + row_h // 2 + 1}" width="{max(x(b) - x(a), 3.0):.1f}" '
-                             f'height="{row_h // 2 - 4}" fill="{EVIDENCE_COLOUR}"><title>evidence in {_e(name)}: '
+                             f'height="{row_h // 2 - 4}" fill="{EVIDENCE_COLOUR}"><title>evidence in {esc(name)}: '
                              f'{a:.1f}s–{b:.1f}s</title></rect>')
         y += row_h
     parts.append("</svg>")
@@ -109,7 +109,7 @@ def render_videos_html(trace: dict, out: Path, max_thumbs: int = 48) -> Path:
     """
     out = Path(out)
     videos = [v for v in trace.get("videos") or [] if isinstance(v, dict)]
-    steps, totals, notes, figures = _steps(trace), _totals(trace), [], []
+    steps, totals, notes, figures = trace_steps(trace), trace_totals(trace), [], []
     per = max(1, max_thumbs // max(1, len(videos))) if max_thumbs else 0
     for v in videos:
         name = str(v.get("name"))
@@ -122,8 +122,8 @@ def render_videos_html(trace: dict, out: Path, max_thumbs: int = 48) -> Path:
             continue
         for t in thumbs:
             steps_txt = ", ".join(f"#{i}" for i in t["steps"])
-            figures.append(f'<figure><img src="{t["data_uri"]}" alt="{_e(name)} at {t["t_s"]:.2f} s"><figcaption>'
-                           f"{_e(name)} {_e(_fmt_t(t['t_s']))} ({t['t_s']:.2f} s) · steps {_e(steps_txt)}"
+            figures.append(f'<figure><img src="{t["data_uri"]}" alt="{esc(name)} at {t["t_s"]:.2f} s"><figcaption>'
+                           f"{esc(name)} {esc(fmt_t(t['t_s']))} ({t['t_s']:.2f} s) · steps {esc(steps_txt)}"
                            + (f" · {t['boxes']} boxes" if t["boxes"] else "") + "</figcaption></figure>")
     evidence = ", ".join(f"{v} {a:.1f} s – {b:.1f} s" for v, a, b in labelled_evidence(trace))
     ans_rows = [("answer videos", ", ".join(trace.get("answer_videos") or []) or None),
@@ -140,7 +140,7 @@ def render_videos_html(trace: dict, out: Path, max_thumbs: int = 48) -> Path:
     boxes = [("videos", len(videos)), ("steps", len(steps)), ("tool calls", totals.get("tool_calls")),
              ("frames looked at", totals.get("frames_spent")), ("tokens", tokens),
              *[(f"{k} seconds", v) for k, v in (trace.get("seconds") or {}).items()]]
-    legend = "".join(f'<span><i style="background:{c}"></i>{_e(p)}</span>'
+    legend = "".join(f'<span><i style="background:{c}"></i>{esc(p)}</span>'
                      for p, c in [*PHASE_COLOURS.items(), ("evidence", EVIDENCE_COLOUR)])
     answer = trace.get("answer")
     html = [
@@ -148,22 +148,22 @@ def render_videos_html(trace: dict, out: Path, max_thumbs: int = 48) -> Path:
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; "
         "style-src 'unsafe-inline'\">",
         "<meta name=viewport content=\"width=device-width, initial-scale=1\">",
-        f"<title>avi trace: {_e((trace.get('question') or '')[:80])}</title><style>{_CSS}</style></head><body>",
+        f"<title>avi trace: {esc((trace.get('question') or '')[:80])}</title><style>{CSS}</style></head><body>",
         f"<h1>avi trace over {len(videos)} videos</h1>",
-        f"<div class=q>{_e(trace.get('question') or '(no question)')}</div>",
-        f"<div class=ans>Answer: <b>{_e(answer if answer is not None else '(no answer)')}</b></div>",
-        _kv(ans_rows),
-        "<div class=totals>" + "".join(f"<div>{_e(k)}<b>{_e(v)}</b></div>" for k, v in boxes) + "</div>",
+        f"<div class=q>{esc(trace.get('question') or '(no question)')}</div>",
+        f"<div class=ans>Answer: <b>{esc(answer if answer is not None else '(no answer)')}</b></div>",
+        kv_table(ans_rows),
+        "<div class=totals>" + "".join(f"<div>{esc(k)}<b>{esc(v)}</b></div>" for k, v in boxes) + "</div>",
         "<h2>Timeline, one row per video</h2>",
         f"<div class=legend>{legend} <span>upper half: requested ranges and frames looked at; lower half: "
         f"evidence; seconds from each video's start</span></div>",
         videos_timeline_svg(trace),
         f"<h2>Steps ({len(steps)})</h2>",
-        "".join(_step_html(s, set()) for s in steps) or "<p>No steps.</p>",
+        "".join(step_html(s, set()) for s in steps) or "<p>No steps.</p>",
         f"<h2>Frames looked at ({len(figures)} shown)</h2>",
-        "".join(f"<p class=note>{_e(n)}</p>" for n in notes),
+        "".join(f"<p class=note>{esc(n)}</p>" for n in notes),
         ("<div class=thumbs>" + "".join(figures) + "</div>") if figures else "",
-        "<h2>Videos</h2>", _kv(video_rows), "<h2>Run</h2>", _kv(info_rows),
+        "<h2>Videos</h2>", kv_table(video_rows), "<h2>Run</h2>", kv_table(info_rows),
         "</body></html>\n",
     ]
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,7 @@ from pydantic import ValidationError
 from avi.agent.prompts import PromptLibrary
 from avi.backends.types import Caption
 from avi.backends.vlm.frames import frames_to_content, thin_frames
-from avi.backends.vlm.reply import ClipCaptionReply, _validation_message, caption_json_schema, first_json_object
+from avi.backends.vlm.reply import ClipCaptionReply, validation_message, caption_json_schema, first_json_object
 from avi.backends.vlm.servers import VlmBackend
 from avi.video.clips import Clip
 from avi.video.decode import Frame
@@ -72,7 +72,7 @@ class VlmCaptioner:
         try:
             reply = ClipCaptionReply.model_validate(obj)
         except ValidationError as exc:
-            raise ValueError(_validation_message(exc)) from None
+            raise ValueError(validation_message(exc)) from None
         notes = []
         tol = self.time_tolerance_s
         if abs(reply.clip_start_time - clip.start_s) > tol or abs(reply.clip_end_time - clip.end_s) > tol:

@@ -138,7 +138,7 @@ def caption_json_schema() -> dict:
     return _inline_refs(ClipCaptionReply.model_json_schema(mode="serialization"))
 
 
-def _validation_message(exc: ValidationError) -> str:
+def validation_message(exc: ValidationError) -> str:
     parts = []
     for e in exc.errors()[:6]:
         loc = ".".join(str(x) for x in e.get("loc", ())) or "reply"

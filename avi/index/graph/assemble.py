@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 import networkx as nx
 
 from avi.backends.types import Caption
-from avi.index.graph.extraction import _extract
+from avi.index.graph.extraction import extract_chunk
 from avi.index.graph.importance import update_scores
-from avi.index.graph.structured import _structured_graph
+from avi.index.graph.structured import structured_graph
 
 if TYPE_CHECKING:
     from avi.agent.prompts import PromptLibrary
@@ -66,7 +66,7 @@ def build_entity_graph(captions: list[Caption], *, llm: ChatClient | None = None
             overflow (which fails only that chunk).
     """
     caps = sorted(captions, key=lambda c: (c.start_s, c.clip_index))
-    g = _structured_graph(caps)
+    g = structured_graph(caps)
     g.graph["n_clips"] = len(caps)
     g.graph["extraction"] = {"llm": None, "chunks": 0, "failed_chunks": [], "seconds": 0.0, "dropped_references": 0}
     if llm is not None and caps:
@@ -75,6 +75,6 @@ def build_entity_graph(captions: list[Caption], *, llm: ChatClient | None = None
             from avi.config import PROMPTS_DIR_DEFAULT
 
             prompts = PromptLibrary(PROMPTS_DIR_DEFAULT)
-        g.graph["extraction"] = _extract(g, caps, llm, prompts, embedder, chunk_chars, max_tokens, progress)
+        g.graph["extraction"] = extract_chunk(g, caps, llm, prompts, embedder, chunk_chars, max_tokens, progress)
     update_scores(g)
     return g

@@ -14,7 +14,7 @@ import networkx as nx
 from avi.backends.llm import ContextOverflowError
 from avi.backends.types import Caption
 from avi.index.caption_runs import merge_repeats, no_person_seen
-from avi.index.graph.merge import _Merger
+from avi.index.graph.merge import Merger
 from avi.index.graph.schema import extraction_schema, parse_extraction
 from avi.video.timecode import fmt_range
 
@@ -68,14 +68,14 @@ def _user_message(lines: list[str], t0: float, t1: float, known: list[tuple[str 
     return "\n\n".join(parts)
 
 
-def _extract(g: nx.DiGraph, captions: list[Caption], llm: ChatClient, prompts: PromptLibrary,
+def extract_chunk(g: nx.DiGraph, captions: list[Caption], llm: ChatClient, prompts: PromptLibrary,
              embedder: Embedder | None, chunk_chars: int, max_tokens: int,
              progress: Callable[[int, int], None] | None) -> dict:
     t_start = time.perf_counter()
     chunks = chunk_captions(merge_repeats(captions), chunk_chars)
     system = prompts.render("graph_extract")
     schema = extraction_schema()
-    merger = _Merger(g, captions, embedder)
+    merger = Merger(g, captions, embedder)
     stats = {"llm": getattr(llm, "model", None), "chunks": len(chunks), "failed_chunks": [],
              "skipped_chunks": [], "seconds": 0.0, "calls": 0, "repairs": 0, "prompt_tokens": 0, "completion_tokens": 0,
              "chunk_seconds": [], "truncated_lines": sum(line.endswith("…") and len(line) == chunk_chars

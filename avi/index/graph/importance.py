@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     pass
 
 
-def _unit(v: np.ndarray) -> np.ndarray:
+def unit_rows(v: np.ndarray) -> np.ndarray:
     n = float(np.linalg.norm(v))
     return v / n if n > 0 else v
 
@@ -81,13 +81,13 @@ def importance(g: nx.DiGraph, query_vec: np.ndarray, node_vecs: Mapping[str, np.
     Raises:
         KeyError: a node of ``node_vecs`` is not in the graph.
     """
-    q = _unit(np.asarray(query_vec, dtype=np.float64).ravel())
+    q = unit_rows(np.asarray(query_vec, dtype=np.float64).ravel())
     l1, l2, l3 = weights
     out = {}
     for n, v in node_vecs.items():
         if n not in g:
             raise KeyError(f"node {n!r} is not in the graph")
         d = g.nodes[n]
-        rel = float(_unit(np.asarray(v, dtype=np.float64).ravel()) @ q)
+        rel = float(unit_rows(np.asarray(v, dtype=np.float64).ravel()) @ q)
         out[n] = l1 * float(d.get("freq", 0.0)) + l2 * float(d.get("centrality", 0.0)) + l3 * rel
     return out

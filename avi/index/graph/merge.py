@@ -12,7 +12,7 @@ import numpy as np
 from avi.backends.captioner import normalise_text
 from avi.backends.types import Caption
 from avi.index.graph.constants import MAX_KNOWN_SUBJECTS, NAME_MERGE_COSINE
-from avi.index.graph.importance import _unit, node_text
+from avi.index.graph.importance import unit_rows, node_text
 from avi.index.graph.schema import ExtractedInteraction, ExtractedSubject, GraphExtraction
 from avi.video.spans import merge_spans
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from avi.backends.embedder import Embedder
 
 
-def _key(text: str) -> str:
+def name_key(text: str) -> str:
     return normalise_text(text)
 
 
@@ -43,10 +43,10 @@ def _intersect(a: list[list[float]], b: list[list[float]]) -> list[list[float]]:
     return merge_spans(out)
 
 
-def _dedupe(items: list[str]) -> list[str]:
+def dedupe(items: list[str]) -> list[str]:
     seen, out = set(), []
     for it in items:
-        k = _key(it)
+        k = name_key(it)
         if k and k not in seen:
             seen.add(k)
             out.append(it)
@@ -96,7 +96,7 @@ def _subject_text(subj: ExtractedSubject) -> str:
     return f"{subj.subject_name}: {', '.join(subj.attributes)}" if subj.attributes else subj.subject_name
 
 
-class _Merger:
+class Merger:
     """Folds the validated replies of successive chunks into the graph."""
 
     def __init__(self, g: nx.DiGraph, captions: list[Caption], embedder: Embedder | None):
@@ -107,7 +107,7 @@ class _Merger:
         self.by_name: dict[str, str] = {}
         for n, d in g.nodes(data=True):
             if d.get("kind") == "subject":
-                self.by_name.setdefault(_key(str(d.get("name", ""))), n)
+                self.by_name.setdefault(name_key(str(d.get("name", ""))), n)
         self.vecs: dict[str, np.ndarray] = {}
         self.touched: list[str] = []
         self.dropped_references = 0
@@ -128,12 +128,12 @@ class _Merger:
         missing = [n for n in nodes if n not in self.vecs]
         if missing and self.embedder is not None:
             for n, v in zip(missing, self.embedder.embed([node_text(self.g, n) for n in missing])):
-                self.vecs[n] = _unit(np.asarray(v, dtype=np.float64))
+                self.vecs[n] = unit_rows(np.asarray(v, dtype=np.float64))
 
     def _conflict(self, node: str, nid: str | None) -> bool:
         """Whether ``node`` already has a subject id other than ``nid`` (two ids: two people)."""
         sid = self.g.nodes[node].get("subject_id")
-        return bool(nid) and sid is not None and _key(sid) != nid
+        return bool(nid) and sid is not None and name_key(sid) != nid
 
     def _match(self, subjects: list[ExtractedSubject], chunk_text: str) -> list[tuple[str | None, str | None]]:
         """For each subject: (grounded normalised id or None, existing node or None)."""
@@ -141,14 +141,14 @@ class _Merger:
         out: list[tuple[str | None, str | None]] = []
         claimed: set[str] = set()
         for subj in subjects:
-            nid = _key(subj.subject_id) if subj.subject_id else None
+            nid = name_key(subj.subject_id) if subj.subject_id else None
             grounded = bool(nid) and (subj.subject_id.lower() in lowered or nid in self.by_id)
             if subj.subject_id and not grounded:
                 self.ungrounded_ids += 1
             nid = nid if grounded else None
             node = self.by_id.get(nid) if nid else None
             if node is None:
-                named = self.by_name.get(_key(subj.subject_name))
+                named = self.by_name.get(name_key(subj.subject_name))
                 node = named if named is not None and not self._conflict(named, nid) else None
             if node is not None:
                 claimed.add(node)
@@ -164,7 +164,7 @@ class _Merger:
         qv = np.asarray(self.embedder.embed(texts), dtype=np.float64)
         cand = np.stack([self.vecs[n] for n in candidates])
         for i, v in zip(todo, qv):
-            sims = cand @ _unit(v)
+            sims = cand @ unit_rows(v)
             for j in np.argsort(-sims, kind="stable"):
                 if sims[j] < NAME_MERGE_COSINE:
                     break
@@ -189,7 +189,7 @@ class _Merger:
         ext = ext.model_copy(update={"subjects": kept})
         for subj, (nid, node) in zip(ext.subjects, self._match(ext.subjects, chunk_text)):
             if node is None:
-                node = f"subject:{nid or _key(subj.subject_name)}"
+                node = f"subject:{nid or name_key(subj.subject_name)}"
             if node not in g:
                 g.add_node(node, kind="subject", name=subj.subject_name, subject_id=None, attributes=[],
                            spans=[], actions=[], clips=[], source="llm")
@@ -199,7 +199,7 @@ class _Merger:
             data.setdefault("subject_id", None)
             if nid and data["subject_id"] is None:
                 data["subject_id"] = subj.subject_id
-            data["attributes"] = _dedupe(list(data.get("attributes") or []) + list(subj.attributes))
+            data["attributes"] = dedupe(list(data.get("attributes") or []) + list(subj.attributes))
             data["spans"] = merge_spans(list(data["spans"]) + [list(iv) for iv in subj.appearance_timeline]
                                         + [list(a.timestamp) for a in subj.actions_events])
             data.setdefault("actions", [])
@@ -215,13 +215,13 @@ class _Merger:
                 self.by_id.setdefault(nid, node)
                 local[nid] = node
             if subj.subject_id:
-                local.setdefault(_key(subj.subject_id), node)
-            self.by_name.setdefault(_key(subj.subject_name), node)
-            local[_key(subj.subject_name)] = node
+                local.setdefault(name_key(subj.subject_id), node)
+            self.by_name.setdefault(name_key(subj.subject_name), node)
+            local[name_key(subj.subject_name)] = node
         for inter in ext.interactions:
             involved: list[str] = []
             for ref in inter.subjects_involved:
-                k = _key(str(ref))
+                k = name_key(str(ref))
                 node = local.get(k) or self.by_id.get(k) or self.by_name.get(k)
                 if node is None:
                     self.dropped_references += 1

@@ -23,7 +23,7 @@ import networkx as nx
 from avi.backends.captioner import normalise_text
 from avi.backends.types import Caption
 from avi.index.graph.importance import update_scores
-from avi.index.graph.merge import _dedupe
+from avi.index.graph.merge import dedupe
 from avi.video.spans import merge_spans
 
 _RELATION_RANK = {"interacts": 2, "co_occurs": 1}  # when two merged edges differ, the more specific wins
@@ -140,7 +140,7 @@ def key_by_registry(g: nx.DiGraph, subjects: list[dict], captions: Sequence[Capt
             continue
         s = reg[gid]
         datas = [dict(out.nodes[n]) for n in nodes]
-        names = _dedupe([str(d.get("name") or "") for d in datas] + [m["name"] for m in mentions.get(gid, [])])
+        names = dedupe([str(d.get("name") or "") for d in datas] + [m["name"] for m in mentions.get(gid, [])])
         name = str(s.get("name") or gid)
         spans = [list(sp) for d in datas for sp in d.get("spans") or []] + [list(sp) for sp in s.get("spans") or []]
         clips = sorted({int(c) for d in datas for c in d.get("clips") or []} | {int(c) for c in s.get("clips") or []})
@@ -152,7 +152,7 @@ def key_by_registry(g: nx.DiGraph, subjects: list[dict], captions: Sequence[Capt
                  "appearance": list(s.get("appearance") or []), "identity": list(s.get("identity") or []),
                  "first_seen": s.get("first_seen"), "mentions": mentions.get(gid, []),
                  "spans": merge_spans(spans), "clips": clips,
-                 "attributes": _dedupe([str(a) for d in datas for a in d.get("attributes") or []]),
+                 "attributes": dedupe([str(a) for d in datas for a in d.get("attributes") or []]),
                  "actions": [{"action": a, "start_s": st, "end_s": en} for a, st, en in actions],
                  "source": "+".join(dict.fromkeys(p for src in sources for p in src.split("+"))),
                  "folded": sorted(nodes)}

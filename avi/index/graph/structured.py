@@ -35,7 +35,7 @@ def _add_edge(g: nx.DiGraph, a: str, b: str, relation: str, cap: Caption) -> Non
     g.edges[a, b]["spans"].append([cap.start_s, cap.end_s])
 
 
-def _structured_graph(captions: list[Caption]) -> nx.DiGraph:
+def structured_graph(captions: list[Caption]) -> nx.DiGraph:
     g = nx.DiGraph()
     scene = 0
     scene_node = None

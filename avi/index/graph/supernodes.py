@@ -10,8 +10,8 @@ import networkx as nx
 import numpy as np
 
 from avi.index.graph.constants import ENTITY_KINDS
-from avi.index.graph.importance import _unit, node_text, update_scores
-from avi.index.graph.merge import _dedupe, _key
+from avi.index.graph.importance import unit_rows, node_text, update_scores
+from avi.index.graph.merge import dedupe, name_key
 from avi.video.spans import merge_spans
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ def entity_affinity(g: nx.DiGraph, nodes: list[str], vecs: np.ndarray) -> np.nda
     a.data[:] = 1.0
     rows = a[[pos[n] for n in nodes], :]
     reach = (rows @ rows.T + rows[:, [pos[n] for n in nodes]]).toarray() > 0
-    v = np.stack([_unit(np.asarray(x, dtype=np.float64)) for x in vecs]) if len(nodes) else np.zeros((0, 1))
+    v = np.stack([unit_rows(np.asarray(x, dtype=np.float64)) for x in vecs]) if len(nodes) else np.zeros((0, 1))
     s = np.clip(v @ v.T, 0.0, None) * reach
     np.fill_diagonal(s, 1.0)
     return s
@@ -135,10 +135,10 @@ def add_super_nodes(g: nx.DiGraph, embedder: Embedder, k_range: tuple[int, int] 
         sub = s[np.ix_(idx, idx)]
         central = members[int(np.argmax(sub.sum(axis=1) - 1.0))]
         shared = [a for a in g.nodes[central].get("attributes") or []
-                  if all(_key(a) in {_key(b) for b in g.nodes[m].get("attributes") or []} for m in members)]
+                  if all(name_key(a) in {name_key(b) for b in g.nodes[m].get("attributes") or []} for m in members)]
         node = f"super:{num}"
         g.add_node(node, kind="super", name=f"{g.nodes[central]['name']} group", members=sorted(members),
-                   attributes=_dedupe(shared),
+                   attributes=dedupe(shared),
                    spans=merge_spans([list(sp) for m in members for sp in g.nodes[m].get("spans") or []]),
                    clips=sorted({c for m in members for c in g.nodes[m].get("clips") or []}))
         for m in members:

@@ -6,13 +6,13 @@ import numpy as np
 
 from avi.tools.base import Observation, TimeRanges, ToolContext, clip_ranges, tool
 from avi.tools.retrieve.common import (
-    _caption_vectors,
-    _captions,
-    _clips_in,
-    _f2,
-    _fit,
-    _max_chars,
-    _short,
+    caption_vectors,
+    captions_of,
+    clips_in,
+    f2,
+    fit_lines,
+    max_chars,
+    shorten,
     merge_min_cosine,
 )
 from avi.video.timecode import fmt_range
@@ -58,8 +58,8 @@ def clip_merge(ctx: ToolContext, clips: TimeRanges) -> Observation:
         notes += [f"#{i + 1}: {m}" for m in more]
     if not kept:
         clip_ranges(ctx, clips)  # raises the standard "no time range overlaps the video" error
-    caps = _captions(ctx)
-    vecs = _caption_vectors(ctx, caps) if caps else np.zeros((0, 1))
+    caps = captions_of(ctx)
+    vecs = caption_vectors(ctx, caps) if caps else np.zeros((0, 1))
     gap_max = float(getattr(ctx.settings, "clip_seconds", 5.0) or 5.0)
     min_cos = merge_min_cosine(ctx)
 
@@ -76,7 +76,7 @@ def clip_merge(ctx: ToolContext, clips: TimeRanges) -> Observation:
     cuts = sorted({float(t) for c in caps for t in c.data.get("shot_changes_s") or []}) if perception else []
     groups: list[dict] = []
     for i, s, e in sorted(kept, key=lambda x: (x[1], x[2], x[0])):
-        cl = _clips_in(caps, s, e)
+        cl = clips_in(caps, s, e)
         v = mean_vec(cl)
         g = groups[-1] if groups else None
         sim, why = None, None
@@ -89,7 +89,7 @@ def clip_merge(ctx: ToolContext, clips: TimeRanges) -> Observation:
             elif sim is None:
                 why = "no captions to compare"
             elif sim < min_cos:
-                why = f"captions differ, similarity {_f2(sim)}"
+                why = f"captions differ, similarity {f2(sim)}"
         overlap = g is not None and s < g["end_s"]
         if overlap or (g is not None and sim is not None and why is None):
             g["inputs"].append(i + 1)
@@ -113,7 +113,7 @@ def clip_merge(ctx: ToolContext, clips: TimeRanges) -> Observation:
         texts = list(dict.fromkeys(str(o.get("text", "")) for j in cl for o in caps[j].data.get("ocr") or []))
         missing = [t for t in texts if t and t not in gist]
         if missing:  # on-screen text read in other clips of the range (perception captions carry it)
-            gist = _short(gist, 160) + " Text seen in the range: " + "; ".join(f'"{t}"' for t in missing[:6])
+            gist = shorten(gist, 160) + " Text seen in the range: " + "; ".join(f'"{t}"' for t in missing[:6])
         ins = ",".join(f"#{k}" for k in g["inputs"])
         head = fmt_range(g["start_s"], g["end_s"])
         if len(g["inputs"]) > 1:
@@ -121,12 +121,12 @@ def clip_merge(ctx: ToolContext, clips: TimeRanges) -> Observation:
             head += f" merged {ins}{sim_txt}"
         else:
             head += f" {ins} alone" + (f" (near the previous one, but {g['why']})" if g["why"] else "")
-        lines.append(head + (f": {_short(gist, 260)}" if gist else ": (no caption)"))
+        lines.append(head + (f": {shorten(gist, 260)}" if gist else ": (no caption)"))
         merged_data.append({"start_s": g["start_s"], "end_s": g["end_s"], "inputs": g["inputs"],
                             "clip_indices": [caps[j].clip_index for j in cl],
                             "similarity": round(min(g["sims"]), 4) if g["sims"] else None, "gist": gist})
     tail = ["Note: " + "; ".join(notes)] if notes else []
-    return Observation(_fit(lines, _max_chars(ctx), tail),
+    return Observation(fit_lines(lines, max_chars(ctx), tail),
                        {"merged": merged_data, "threshold": min_cos, "max_gap_s": gap_max},
                        evidence=[[g["start_s"], g["end_s"]] for g in groups], notes=notes)
 

@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import Field
 
 from avi.tools.base import Observation, Query, ToolContext, tool
-from avi.tools.retrieve.common import _CAPTION_CHARS, BEST_FIRST, _max_chars
+from avi.tools.retrieve.common import CAPTION_CHARS, BEST_FIRST, max_chars
 from avi.video.spans import merge_spans
 from avi.video.timecode import fmt_range
 
@@ -36,7 +36,7 @@ def clip_retrieve(ctx: ToolContext, query: Query, top_k: Annotated[int, Field(ge
     # observation budget is spent (each caption cut to what fits), then shown in time order. Clips with the
     # same caption (a slide held for a minute) share one line that lists their ranges (issue 17, item 5:
     # a repeated caption costs its range, not its text, and more distinct clips fit the budget).
-    limit = min(_max_chars(ctx), int(getattr(ctx.settings, "retrieve_max_chars", 1600) or 1600))
+    limit = min(max_chars(ctx), int(getattr(ctx.settings, "retrieve_max_chars", 1600) or 1600))
     budget = limit - len(header) - 120
     chosen, groups, used = [], {}, 0
     for h in hits:
@@ -49,7 +49,7 @@ def clip_retrieve(ctx: ToolContext, query: Query, top_k: Annotated[int, Field(ge
             chosen.append(h)
             used += 24
             continue
-        room = min(_CAPTION_CHARS if len(groups) < 3 else _CAPTION_CHARS * 2 // 3, budget - used - 40)
+        room = min(CAPTION_CHARS if len(groups) < 3 else CAPTION_CHARS * 2 // 3, budget - used - 40)
         if room < 60:
             break
         if len(text) > room:

@@ -20,7 +20,7 @@ from avi.video.timecode import fmt_range
 #: list says the same)
 BEST_FIRST = "Most similar first: "
 
-_CAPTION_CHARS = 320  # per clip in the LLM's context; the trace keeps full captions
+CAPTION_CHARS = 320  # per clip in the LLM's context; the trace keeps full captions
 
 
 MERGE_MIN_COSINE = EMBEDDER_SETTINGS["all-minilm-l6-v2"].merge_min_cosine
@@ -94,17 +94,17 @@ def cached_vectors(index: Any, embedder: Any, kind: str, texts: list[str],
     return vecs
 
 
-def _query_vec(ctx: ToolContext, query: str) -> np.ndarray:
+def query_vector(ctx: ToolContext, query: str) -> np.ndarray:
     v = np.asarray(embed_query(ctx.backends.embedder, [query]), dtype=np.float64)[0]
     n = float(np.linalg.norm(v))
     return v / n if n > 0 else v
 
 
-def _captions(ctx: ToolContext) -> list:
+def captions_of(ctx: ToolContext) -> list:
     return sorted(ctx.index.captions, key=lambda c: (c.start_s, c.clip_index))
 
 
-def _caption_vectors(ctx: ToolContext, caps: list) -> np.ndarray:
+def caption_vectors(ctx: ToolContext, caps: list) -> np.ndarray:
     """Unit caption embeddings, rows in the order of ``caps``: the ones stored in Chroma at build
     time when they can be read, else embedded now (same text as the build: empty -> "(no caption)");
     an unreadable or incomplete collection is recorded in the index's ``problems`` and logged."""
@@ -129,23 +129,23 @@ def _caption_vectors(ctx: ToolContext, caps: list) -> np.ndarray:
     return cached_vectors(ctx.index, embedder, "captions", texts, compute)
 
 
-def _clips_in(caps: list, s: float, e: float) -> list[int]:
+def clips_in(caps: list, s: float, e: float) -> list[int]:
     """Positions in ``caps`` of the clips overlapping [s, e] (the clip containing s when s == e)."""
     if e > s:
         return [i for i, c in enumerate(caps) if c.start_s < e and c.end_s > s]
     return [i for i, c in enumerate(caps) if c.start_s <= s < c.end_s or (i == len(caps) - 1 and s == c.end_s)]
 
 
-def _short(text: str, n: int) -> str:
+def shorten(text: str, n: int) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= n else text[:n - 1] + "…"
 
 
-def _max_chars(ctx: ToolContext) -> int:
+def max_chars(ctx: ToolContext) -> int:
     return int(getattr(ctx.settings, "observation_max_chars", 2400) or 2400)
 
 
-def _fit(lines: list[str], limit: int, tail: list[str] = ()) -> str:
+def fit_lines(lines: list[str], limit: int, tail: list[str] = ()) -> str:
     """Join ``lines`` (dropping those that do not fit, from the end) and ``tail`` within ``limit`` characters."""
     budget = limit - sum(len(t) + 1 for t in tail)
     out, size, dropped = [], 0, 0
@@ -160,11 +160,11 @@ def _fit(lines: list[str], limit: int, tail: list[str] = ()) -> str:
     return "\n".join(out + list(tail))
 
 
-def _f2(x: float) -> str:
+def f2(x: float) -> str:
     return f"{x:.2f}".replace("-0.00", "0.00")
 
 
-def _spans_text(spans: list[list[float]], n: int = 3) -> str:
+def spans_text(spans: list[list[float]], n: int = 3) -> str:
     shown = ", ".join(fmt_range(s, e) for s, e in spans[:n])
     return shown + (f" +{len(spans) - n} more" if len(spans) > n else "")
 

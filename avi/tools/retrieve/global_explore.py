@@ -22,12 +22,12 @@ from avi.tools.base import Observation, Query, ToolContext, tool
 from avi.tools.retrieve.common import (
     FALLBACK_SEGMENT_S,
     SUMMARY_WEIGHT,
-    _caption_vectors,
-    _captions,
-    _fit,
-    _max_chars,
-    _query_vec,
-    _short,
+    caption_vectors,
+    captions_of,
+    fit_lines,
+    max_chars,
+    query_vector,
+    shorten,
     cached_vectors,
 )
 from avi.video.timecode import fmt_range
@@ -116,11 +116,11 @@ def global_explore(ctx: ToolContext, query: Query) -> Observation:
     query = query.strip()
     if not query:
         raise ValueError("query is empty; give the question or topic to focus on")
-    caps = _captions(ctx)
+    caps = captions_of(ctx)
     if not caps:
         raise ValueError("this index has no clip captions to explore")
-    q = _query_vec(ctx, query)
-    cap_sims = _caption_vectors(ctx, caps) @ q
+    q = query_vector(ctx, query)
+    cap_sims = caption_vectors(ctx, caps) @ q
     summary = load_summary(ctx.index) or {}
     seg_rows = [s for s in summary.get("segments") or [] if str(s.get("summary", "")).strip()]
     has_summary = bool(seg_rows)
@@ -150,7 +150,7 @@ def global_explore(ctx: ToolContext, query: Query) -> Observation:
         else:
             score = ss if ss is not None else (cap_score if cap_score is not None else -1.0)
         if not text:
-            shown = [f"{fmt_range(caps[i].start_s, caps[i].end_s)} {_short(caps[i].text, 140)}"
+            shown = [f"{fmt_range(caps[i].start_s, caps[i].end_s)} {shorten(caps[i].text, 140)}"
                       for i in ranked[:2] if caps[i].text.strip()]
             text = ("(no summary) " if has_summary else "") + (" | ".join(shown) or "(no captions)")
         best = [caps[ranked[0]].start_s, caps[ranked[0]].end_s] if ranked else None
@@ -161,21 +161,21 @@ def global_explore(ctx: ToolContext, query: Query) -> Observation:
     rows.sort(key=lambda r: (-r["score"], r["start_s"]))
     cands = rows[:3]
     if has_summary:
-        head = (f'global_explore "{_short(query, 80)}": video summary and its {len(rows)} segments ranked by '
+        head = (f'global_explore "{shorten(query, 80)}": video summary and its {len(rows)} segments ranked by '
                 f"similarity to the query (summary + captions):")
     else:
-        head = (f'global_explore "{_short(query, 80)}": this index has no LLM summary (built with summary_llm off); '
+        head = (f'global_explore "{shorten(query, 80)}": this index has no LLM summary (built with summary_llm off); '
                 f"{len(rows)} segment{'s' if len(rows) != 1 else ''} of up to {FALLBACK_SEGMENT_S:g}s ranked by "
                 "caption similarity, each shown by its captions closest to the query:")
     lines = [head]
     video = str(summary.get("video") or "").strip()
     if has_summary and video and not (len(segs) == 1 and video == segs[0][2]):
-        lines.append(f"Video: {_short(video, 500)}")
+        lines.append(f"Video: {shorten(video, 500)}")
     per_seg = 260 if has_summary else 300
     for rank, r in enumerate(rows, 1):
         best = f", best clip {fmt_range(*r['best_clip'])}" if r["best_clip"] and has_summary else ""
         lines.append(f"{rank}. {fmt_range(r['start_s'], r['end_s'])} score {r['score']:.2f}{best}: "
-                     f"{_short(r['text'], per_seg)}")
+                     f"{shorten(r['text'], per_seg)}")
     generated, cached, note = None, False, None
     if has_summary and ctx.settings.resolved_profile() == "gpu":
         try:
@@ -183,20 +183,20 @@ def global_explore(ctx: ToolContext, query: Query) -> Observation:
         except AviError as exc:
             if type(exc).__name__ == "LLMUnavailableError":
                 raise
-            note = f"the generated overview failed ({_short(str(exc), 160)}); ranked summaries instead"
+            note = f"the generated overview failed ({shorten(str(exc), 160)}); ranked summaries instead"
             log.warning("global_explore: %s", note)
     if generated is not None:
         named = _named_segments(generated, rows)
         cands = named[:3] or cands
-        head = (f'global_explore "{_short(query, 80)}": overview of the whole video generated for this query from '
+        head = (f'global_explore "{shorten(query, 80)}": overview of the whole video generated for this query from '
                 f"its {len(rows)} segment summaries:")
-        lines = [head, _short(generated, max(400, _max_chars(ctx) // 2))]
-        lines += [f"{fmt_range(r['start_s'], r['end_s'])}: {_short(r['text'], 200)}" for r in cands]
+        lines = [head, shorten(generated, max(400, max_chars(ctx) // 2))]
+        lines += [f"{fmt_range(r['start_s'], r['end_s'])}: {shorten(r['text'], 200)}" for r in cands]
     elif note:
         lines.insert(1, f"Note: {note}.")
     tail = ["Candidate segments (best first): " + ", ".join(fmt_range(r["start_s"], r["end_s"]) for r in cands)
             + ". Confirm by looking at them (perceive tools)."]
-    return Observation(_fit(lines, _max_chars(ctx), tail),
+    return Observation(fit_lines(lines, max_chars(ctx), tail),
                        {"query": query, "has_summary": has_summary, "video_summary": video or None,
                         "segments": rows, "generated": generated, "cached": cached},
                        evidence=[[r["start_s"], r["end_s"]] for r in cands])
@@ -207,14 +207,14 @@ def _overview(ctx: ToolContext, query: str, video: str, rows: list[dict]) -> tup
     llm = ctx.backends.llm
     chosen, size = [], 0
     for r in rows:  # best ranked first, so the least relevant are the ones left out
-        line = f"{fmt_range(r['start_s'], r['end_s'])} {_short(r['text'], OVERVIEW_SEGMENT_CHARS)}"
+        line = f"{fmt_range(r['start_s'], r['end_s'])} {shorten(r['text'], OVERVIEW_SEGMENT_CHARS)}"
         if chosen and size + len(line) + 1 > OVERVIEW_PROMPT_CHARS:
             break
         chosen.append((r["start_s"], line))
         size += len(line) + 1
     segments = "\n".join(line for _, line in sorted(chosen))
     prompts = PromptLibrary(ctx.settings.prompts_dir)
-    text = prompts.render("global_explore", duration=f"{ctx.duration_s:.0f}", video=_short(video or "(none)", 1500),
+    text = prompts.render("global_explore", duration=f"{ctx.duration_s:.0f}", video=shorten(video or "(none)", 1500),
                           segments=segments, query=query)
     key = (str(getattr(ctx.index, "path", id(ctx.index))), str(getattr(llm, "model", "")), query,
            hashlib.sha1(text.encode("utf-8", "replace")).hexdigest())

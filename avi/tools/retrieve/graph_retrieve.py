@@ -15,11 +15,11 @@ from avi.index.graph.registry import registry_lines
 from avi.tools.base import Observation, Query, ToolContext, tool
 from avi.tools.retrieve.common import (
     SEED_MARGIN,
-    _fit,
-    _max_chars,
-    _query_vec,
-    _short,
-    _spans_text,
+    fit_lines,
+    max_chars,
+    query_vector,
+    shorten,
+    spans_text,
     cached_vectors,
     entity_min_cosine,
 )
@@ -41,14 +41,14 @@ def _entity_line(g: nx.DiGraph, n: str, w: float, sim: float, member_of: dict[st
     parts = [f"{d.get('name', n)} ({kind}, w {w:.2f}, match {sim:.2f})"]
     if d.get("kind") == "super":
         names = [str(g.nodes[m].get("name", m)) for m in d.get("members") or [] if m in g]
-        parts.append(f"members: {_short(', '.join(names), 160)}")
+        parts.append(f"members: {shorten(', '.join(names), 160)}")
     attrs = [str(a) for a in d.get("attributes") or []]
     if attrs:
-        parts.append("attributes: " + _short(", ".join(attrs), 140))
+        parts.append("attributes: " + shorten(", ".join(attrs), 140))
     if d.get("max_count"):
         parts.append(f"up to {d['max_count']} at once")
     if d.get("spans"):
-        parts.append("seen " + _spans_text(d["spans"]))
+        parts.append("seen " + spans_text(d["spans"]))
     acts = d.get("actions") or []
     if acts:
         parts.append("actions: " + "; ".join(f"{a['action']} {fmt_range(a['start_s'], a['end_s'])}"
@@ -130,7 +130,7 @@ def graph_retrieve(ctx: ToolContext, query: Query, target: str = "", hops: Annot
                           [f"{n}\x1e{node_text(g, n)}" for n in ents],
                           compute=lambda: ctx.backends.embedder.embed([node_text(g, n) for n in ents]))
     registry = _registry(ctx)
-    q = _query_vec(ctx, query)
+    q = query_vector(ctx, query)
     sims = _entity_sims(ctx, g, ents, vecs, q, query)
     target = target.strip()
     if target:
@@ -182,19 +182,19 @@ def graph_retrieve(ctx: ToolContext, query: Query, target: str = "", hops: Annot
                 member_of.setdefault(m, []).append(n)
     ranked = sorted(dist, key=lambda n: (-w[n], n))[:top_k]
     seed_txt = ", ".join(f'"{g.nodes[n].get("name", n)}" ({sim_of[n]:.2f})' for n in seeds)
-    head = (f'graph_retrieve "{_short(query, 80)}": matched {seed_txt}; {len(dist)} entities within {hops} '
+    head = (f'graph_retrieve "{shorten(query, 80)}": matched {seed_txt}; {len(dist)} entities within {hops} '
             f"hop{'s' if hops > 1 else ''}, ranked by importance w (frequency, centrality, query relevance):")
     ent_lines = [_entity_line(g, n, w[n], sim_of[n], member_of) for n in ranked]
     rel_lines = ["Relations (most important first):"] if triples else ["No relations to other entities within reach."]
     for t in triples:
-        rel = t["relation"] + (f": {_short('; '.join(t['descriptions']), 100)}" if t["descriptions"] else "")
+        rel = t["relation"] + (f": {shorten('; '.join(t['descriptions']), 100)}" if t["descriptions"] else "")
         arrow = f"-[{rel}]-" if t["relation"] == "co_occurs" else f"-[{rel}]->"
-        rel_lines.append(f"({t['source_name']}) {arrow} ({t['target_name']}) at {_spans_text(t['spans'])}")
+        rel_lines.append(f"({t['source_name']}) {arrow} ({t['target_name']}) at {spans_text(t['spans'])}")
     tail = ([f"Note: {no_llm}."] if not llm_graph else []) + _registry_tail(registry)
     # entities get at most 55% of the room, so the relations are never all cut off
-    room = _max_chars(ctx) - len(head) - sum(len(t) + 1 for t in tail) - 2
-    ent_block = _fit(ent_lines, int(room * 0.55))
-    text = "\n".join([head, ent_block, _fit(rel_lines, room - len(ent_block) - 1)] + tail)
+    room = max_chars(ctx) - len(head) - sum(len(t) + 1 for t in tail) - 2
+    ent_block = fit_lines(ent_lines, int(room * 0.55))
+    text = "\n".join([head, ent_block, fit_lines(rel_lines, room - len(ent_block) - 1)] + tail)
     evidence = merge_spans([list(map(float, sp)) for n in seeds for sp in g.nodes[n].get("spans") or []]
                            + [sp for t in triples for sp in t["spans"]])
     return Observation(text, {
@@ -258,7 +258,7 @@ def _unknown(g: nx.DiGraph, ents: list[str], sims: np.ndarray, query: str, regis
     near = [ents[i] for i in order[:5]]
     sim_of = {ents[i]: float(sims[i]) for i in order[:5]}
     listing = ", ".join(f'"{g.nodes[n].get("name", n)}" ({sim_of[n]:.2f})' for n in near)
-    text = (f'graph_retrieve: no entity in the graph matches "{_short(query, 80)}" (best similarity {best:.2f} '
+    text = (f'graph_retrieve: no entity in the graph matches "{shorten(query, 80)}" (best similarity {best:.2f} '
             f"< {min_cos}). Nearest known entities: {listing}. Query one of these names, or use "
             "clip_retrieve for things that are not entities.")
     if not llm_graph:
@@ -289,7 +289,7 @@ def _relation(ctx: ToolContext, g: nx.DiGraph, ents: list[str], vecs: np.ndarray
     plain = [i for i, n in enumerate(ents) if g.nodes[n].get("kind") != "super"]
     if not plain:
         raise ValueError("the entity graph of this video has only groups, no single entities to relate")
-    q2 = _query_vec(ctx, target)
+    q2 = query_vector(ctx, target)
     sims2 = _entity_sims(ctx, g, ents, vecs, q2, target)
     ends = []
     for text, sv in ((query, sims), (target, sims2)):
@@ -299,13 +299,13 @@ def _relation(ctx: ToolContext, g: nx.DiGraph, ents: list[str], vecs: np.ndarray
         ends.append((ents[i], float(sv[i])))
     (a, sa), (b, sb) = ends
     name = {n: str(g.nodes[n].get("name", n)) for n in g}
-    head = (f'graph_retrieve relation "{_short(query, 60)}" - "{_short(target, 60)}": matched "{name[a]}" '
+    head = (f'graph_retrieve relation "{shorten(query, 60)}" - "{shorten(target, 60)}": matched "{name[a]}" '
             f'({sa:.2f}) and "{name[b]}" ({sb:.2f}).')
     data = {"query": query, "target": target, "llm_graph": llm_graph, "registry": _registry_data(registry),
             "source": {"node": a, "name": name[a], "similarity": round(sa, 4)},
             "target_entity": {"node": b, "name": name[b], "similarity": round(sb, 4)}, "direct": [], "paths": []}
     if a == b:
-        text = "\n".join([head, f'Both name the same entity "{name[a]}", seen {_spans_text(g.nodes[a].get("spans") or [])}.'
+        text = "\n".join([head, f'Both name the same entity "{name[a]}", seen {spans_text(g.nodes[a].get("spans") or [])}.'
                           " Name two different entities."] + _registry_tail(registry))
         return Observation(text, data, error=True)
     walk = nx.Graph()
@@ -326,9 +326,9 @@ def _relation(ctx: ToolContext, g: nx.DiGraph, ents: list[str], vecs: np.ndarray
     evidence: list[list[float]] = []
 
     def hop_line(h: dict) -> str:
-        rel = h["relation"] + (f": {_short('; '.join(h['descriptions']), 100)}" if h["descriptions"] else "")
+        rel = h["relation"] + (f": {shorten('; '.join(h['descriptions']), 100)}" if h["descriptions"] else "")
         arrow = f"-[{rel}]-" if h["relation"] == "co_occurs" else f"-[{rel}]->"
-        when = _spans_text(h["spans"]) if h["spans"] else "(no times)"
+        when = spans_text(h["spans"]) if h["spans"] else "(no times)"
         return f"({name[h['source']]}) {arrow} ({name[h['target']]}) at {when}"
 
     if paths and len(paths[0]) == 2:
@@ -359,7 +359,7 @@ def _relation(ctx: ToolContext, g: nx.DiGraph, ents: list[str], vecs: np.ndarray
             evidence += [sp for h in hops_ for sp in h["spans"]]
     else:
         lines.append(f"No path of at most {MAX_PATH_HOPS} relations links them in the graph. "
-                     f'"{name[a]}" is seen {_spans_text(g.nodes[a].get("spans") or []) or "at unknown times"}; '
-                     f'"{name[b]}" {_spans_text(g.nodes[b].get("spans") or []) or "at unknown times"}.')
+                     f'"{name[a]}" is seen {spans_text(g.nodes[a].get("spans") or []) or "at unknown times"}; '
+                     f'"{name[b]}" {spans_text(g.nodes[b].get("spans") or []) or "at unknown times"}.')
     tail = ([f"Note: {no_llm}."] if not llm_graph else []) + _registry_tail(registry)
-    return Observation(_fit(lines, _max_chars(ctx), tail), data, evidence=merge_spans(evidence))
+    return Observation(fit_lines(lines, max_chars(ctx), tail), data, evidence=merge_spans(evidence))
