@@ -32,6 +32,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from avi.config_devices import DeviceSettings
 from avi.errors import InputError
 from avi.serve.layout import ROLE_SETTING, ServeLayout
 from avi.budget import frame_budget_value
@@ -117,12 +118,13 @@ class ConfigFileSource(TomlConfigSettingsSource):
         return data
 
 
-class Settings(BaseSettings):
+class Settings(DeviceSettings, BaseSettings):
     """All knobs of avi. Units are in the field names or descriptions.
 
     Hyperparameters default to the AVI paper (§4.1): 5 s clips, frames at 2 fps,
     top-k 16 for clip_retrieve, NMS IoU 0.5 for object_detect, at most 64 frames
-    for frame_analysis and at most 10 agent iterations.
+    for frame_analysis and at most 10 agent iterations. The in-process models'
+    devices and dtypes: :class:`avi.config_devices.DeviceSettings`.
     """
 
     model_config = SettingsConfigDict(env_prefix="AVI_", extra="ignore", allow_inf_nan=False)
@@ -242,15 +244,13 @@ class Settings(BaseSettings):
                                                                       "format (config.json, e.g. grounding-dino-tiny) "
                                                                       "or the original *.py config + *.pth + "
                                                                       "bert-base-uncased/ (needs groundingdino-py)")
-    detector_box_threshold: float = Field(default=0.35, ge=0.0, le=1.0, description="Grounding-DINO minimum box "
-                                                                                    "score")
+    detector_box_threshold: float = Field(default=0.35, ge=0.0, le=1.0, description="Grounding-DINO minimum box score")
     detector_text_threshold: float = Field(default=0.25, ge=0.0, le=1.0, description="Grounding-DINO minimum "
                                                                                      "token probability naming a box")
     ocr_paddle_det_dir: Path | None = Field(default=None, description="PaddleOCR 3.x text-detection inference "
                                                                       "directory (e.g. PP-OCRv5_server_det); with "
                                                                       "ocr_paddle_rec_dir replaces rapidocr")
-    ocr_paddle_rec_dir: Path | None = Field(default=None, description="PaddleOCR 3.x text-recognition inference "
-                                                                      "directory (e.g. PP-OCRv5_server_rec)")
+    ocr_paddle_rec_dir: Path | None = Field(default=None, description="PaddleOCR 3.x text-recognition directory")
     ocr_paddle_cls_dir: Path | None = Field(default=None, description="optional PaddleOCR text-line orientation "
                                                                       "directory (e.g. PP-LCNet_x1_0_textline_ori)")
     frame_analysis_max_frames: int = Field(default=64, ge=1, le=1024)

@@ -5,6 +5,7 @@ Checks, per profile (``cpu``: the embedded stack; ``gpu``: the paper's models be
 * Python packages the profile imports (gpu: ``vllm`` only when the endpoints are this node's ``avi serve``
   servers); optional ones that are missing are warnings;
 * GPUs (``nvidia-smi``, else ``torch.cuda`` on the gpu profile): none is fine on the cpu profile;
+* where each in-process model runs (``<role>_device``, ``<role>_dtype``; ``auto`` resolved) and that it can;
 * OpenCV's HOG and Haar detectors, the ffmpeg CLI;
 * weights against ``weights.lock`` (an entry for the other profile is skipped; an unpinned entry, one
   without a sha256, is reported as ``unpinned``);
@@ -172,6 +173,25 @@ def gpu_check(settings: Settings) -> Check:
     if not names:
         return Check("GPUs", "warn", "none: the in-process CV tools (Grounding-DINO, PaddleOCR, CLIP) run on the CPU")
     return Check("GPUs", "ok", detail)
+
+
+def device_checks(settings: Settings) -> list[Check]:
+    """Where each in-process model runs (``<role>_device`` / ``<role>_dtype``, ``auto`` resolved here) and whether
+    it can: the device exists, the GPU has bfloat16, no float16 on the cpu (:mod:`avi.backends.devices`)."""
+    from avi.backends.devices import check_placement, describe, in_process_roles, placement
+
+    rows = []
+    for role in in_process_roles(settings):
+        def probe(role=role):
+            device, dtype = placement(settings, role)
+            problem = check_placement(device, dtype)
+            if problem:
+                raise AviError(f"{problem} ({role}_device {getattr(settings, role + '_device')}, "
+                               f"{role}_dtype {getattr(settings, role + '_dtype')})")
+            return describe(device, dtype)
+
+        rows.append(_run(f"device {role}", probe))
+    return rows
 
 
 def cv_checks() -> list[Check]:
@@ -362,6 +382,7 @@ def run_doctor(settings: Settings, *, serve: bool = False) -> list[Check]:
     """
     rows = package_checks(settings)
     rows.append(gpu_check(settings))
+    rows += device_checks(settings)
     rows += cv_checks()
     rows += weight_checks(settings)
     eps, healthy = endpoint_checks(settings)

@@ -48,7 +48,7 @@ from machine import machine_line  # noqa: E402 - scripts/machine.py
 
 from avi.backends import Backends  # noqa: E402
 from avi.config import Settings  # noqa: E402
-from avi.eval.jsonl import hedges, stated_number, strict_text  # noqa: E402
+from avi.eval.answer_reading import hedges, stated_number, strict_text  # noqa: E402
 from avi.index.build import ensure_index  # noqa: E402
 from avi.offline import enforce_offline_env  # noqa: E402
 from avi.pipeline import ask  # noqa: E402
@@ -119,7 +119,7 @@ def cases() -> list[Case]:
 
 def _stated_time(answer: str | None) -> float | None:
     """The one time (seconds) the answer's leading statement gives: "12.5 s", "at 0:12" or a bare number."""
-    from avi.eval.jsonl import leading_statement
+    from avi.eval.answer_reading import leading_statement
     from avi.video.timecode import clock_times_in
 
     lead = leading_statement(answer)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from conftest import sample_video
 
-from avi.eval.jsonl import first_number
+from avi.eval.answer_reading import first_number
 
 AVI_RUN = str(Path(sys.executable).with_name("avi-run"))
 REAL = Path(__file__).resolve().parent.parent / "bench" / "questions" / "real.jsonl"

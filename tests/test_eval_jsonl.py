@@ -14,21 +14,23 @@ import pytest
 
 from avi.errors import InputError
 from avi.eval import format_report, grade, score
-from avi.eval.jsonl import (
+from avi.eval.answer_reading import (
     first_number,
     first_yes_no,
-    grade_jsonl,
     hedges,
     leading_statement,
     lists_candidates,
-    load_jsonl,
     says_cannot_tell,
-    select_split,
     stated_number,
     stated_yes_no,
     strict_text,
-    stratified_subset,
     text_match,
+)
+from avi.eval.jsonl import (
+    grade_jsonl,
+    load_jsonl,
+    select_split,
+    stratified_subset,
     truth_kind,
 )
 from avi.eval.jsonl_report import format_jsonl_report, percentile, score_jsonl

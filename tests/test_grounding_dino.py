@@ -4,7 +4,8 @@ Exercises the real loading (AutoProcessor / AutoModelForZeroShotObjectDetection
 from a local dir), the prompt, the processor's post-processing with target
 sizes, the phrase-to-label mapping, clipping, NMS and batching. Random weights:
 only geometry and plumbing are asserted, never what is detected.
-Run: ``.venv-gpu/bin/python -m pytest -m gpu_paths tests/test_grounding_dino.py -q``.
+Run: ``.venv-gpu/bin/python -m pytest -m gpu_paths tests/test_grounding_dino.py -q``; ``AVI_TEST_DEVICE=cuda``
+runs the detector on a GPU, in bfloat16 unless ``AVI_TEST_DTYPE`` says otherwise (tests/gpu_device.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ pytestmark = pytest.mark.gpu_paths
 pytest.importorskip("torchvision")
 pytest.importorskip("transformers")
 
+from gpu_device import DEVICE, dtype, skip_on_cpu, skip_unless_exact, tolerance  # noqa: E402
 from tiny_models import build_tiny_grounding_dino  # noqa: E402
 
 from avi.backends.boxes import box_iou  # noqa: E402
@@ -41,7 +43,7 @@ def frames():
 
 
 def make(tiny_dir, **kw) -> GroundingDinoDetector:
-    args = dict(box_threshold=0.0, text_threshold=0.0, iou_threshold=0.5, device="cpu")
+    args = dict(box_threshold=0.0, text_threshold=0.0, iou_threshold=0.5, device=DEVICE, dtype=dtype("detector"))
     args.update(kw)
     return GroundingDinoDetector(tiny_dir, **args)
 
@@ -55,7 +57,8 @@ def test_protocol_and_loading(det, tiny_dir):
     assert isinstance(det, Detector)
     assert det.vocabulary == "any object named in text" and det.supports("a purple giraffe")
     assert type(det.processor).__name__ == "GroundingDinoProcessor"
-    assert type(det.model).__name__ == "GroundingDinoForObjectDetection" and det.device == "cpu"
+    assert type(det.model).__name__ == "GroundingDinoForObjectDetection" and det.device == DEVICE
+    assert str(next(det.model.parameters()).dtype) == f"torch.{dtype('detector')}"
     assert det.name == "grounding-dino:tiny-grounding-dino" and det.max_text_len == 64
     assert isinstance(load_grounding_dino(tiny_dir, device="cpu"), GroundingDinoDetector)
 
@@ -82,7 +85,7 @@ def test_boxes_are_the_models_boxes_scaled_to_the_original_frame(det, frames):
     inputs = det.processor(images=[Image.fromarray(frames[0].image)], text=[prompt], return_tensors="pt")
     assert inputs["pixel_values"].shape[-2:] != (H, W)  # the model saw a resized frame
     with torch.inference_mode():
-        cx, cy, bw, bh = det.model(**inputs).pred_boxes[0].unbind(-1)
+        cx, cy, bw, bh = det.model(**inputs.to(det.device, det.dtype)).pred_boxes[0].float().cpu().unbind(-1)
     expected = torch.stack([(cx - bw / 2) * W, (cy - bh / 2) * H, (cx + bw / 2) * W, (cy + bh / 2) * H], -1)
     expected[:, 0::2] = expected[:, 0::2].clamp(0, W)
     expected[:, 1::2] = expected[:, 1::2].clamp(0, H)
@@ -112,7 +115,7 @@ def test_nms_and_clipping_with_frame_sized_boxes(tiny_dir, frames):
     last = wide.model.bbox_embed[-1].layers[-1]  # shared by the decoder layers; predicts (dcx, dcy, dw, dh)
     with torch.no_grad():
         last.weight.zero_()
-        last.bias.copy_(torch.tensor([0.0, 0.0, 6.0, 6.0]))
+        last.bias.copy_(torch.tensor([0.0, 0.0, 6.0, 6.0]))  # copy_ moves it to the layer's device and dtype
     kept_all = wide.detect(frames[0], LABELS).detections  # IoU 1.0: nothing suppressed
     wide.iou_threshold = 0.5
     kept = wide.detect(frames[0], LABELS).detections
@@ -127,6 +130,7 @@ def test_nms_and_clipping_with_frame_sized_boxes(tiny_dir, frames):
 
 
 def test_batch_matches_single_frames(det, frames):
+    skip_unless_exact("detector")
     batch = det.detect_batch(frames[:2] + [Frame(9.0, np.zeros((64, 48, 3), np.uint8))], LABELS)
     assert [r.t_s for r in batch] == [0.0, 0.5, 9.0]
     for frame, res in zip(frames[:2], batch):
@@ -157,3 +161,60 @@ def test_bad_model_dirs(tmp_path):
         load_grounding_dino(tmp_path)
     with pytest.raises(AviError, match="config.json"):
         GroundingDinoDetector(tmp_path)
+
+
+@pytest.mark.parametrize("thresholds", [(0.0, 0.0), (0.5, 0.0)])
+def test_vectorised_post_processing_matches_the_per_box_reference(tiny_dir, frames, thresholds):
+    """Issue 37: the tensor post-processing (grounding_post) keeps the same boxes, scores and labels as the
+    processor's per-box post-processing + match_label, where both rules must agree (every token of a label passes
+    the text threshold: the label with the highest token probability wins in both)."""
+    skip_unless_exact("detector")
+    box, text = thresholds
+    fast = make(tiny_dir, box_threshold=box, text_threshold=text)
+    slow = make(tiny_dir, box_threshold=box, text_threshold=text, vectorised=False)
+    labels = LABELS + ["blue bus", "traffic light"]
+    for a, b in zip(fast.detect_batch(frames, labels), slow.detect_batch(frames, labels)):
+        assert a.detections, "these thresholds keep boxes"
+        assert [(d.label, d.t_s, d.frame_size) for d in a.detections] == \
+            [(d.label, d.t_s, d.frame_size) for d in b.detections]
+        assert np.allclose([d.box for d in a.detections], [d.box for d in b.detections], atol=1e-3)
+        assert np.allclose([d.score for d in a.detections], [d.score for d in b.detections], atol=1e-6)
+
+
+def test_the_label_with_the_largest_share_of_passing_tokens_names_the_box():
+    """select_detections on hand-made probabilities: 'red car' (2 tokens) beats 'car' only when both its tokens
+    pass the text threshold; a tie goes to the higher token probability, then to the earlier label."""
+    import torch
+
+    from avi.backends.grounding_post import label_mask, select_detections
+
+    # prompt positions: 0 [CLS], 1 red, 2 car, 3 ., 4 car, 5 ., 6 [SEP]; labels "red car" (1, 2) and "car" (4)
+    mask = label_mask([[1, 2], [4]], 8)
+    probs = torch.zeros((1, 4, 8))
+    probs[0, 0, [1, 2]] = torch.tensor([0.9, 0.8])  # red car: 2/2 pass; car: 0/1
+    probs[0, 1, [2, 4]] = torch.tensor([0.6, 0.7])  # red car 1/2, car 1/1
+    probs[0, 2, [1, 2, 4]] = torch.tensor([0.5, 0.5, 0.95])  # both all pass: car's 0.95 wins the tie
+    probs[0, 3, 6] = 0.99  # only [SEP] passes: no label, no box
+    boxes = torch.tensor([[[0.25, 0.5, 0.2, 0.2], [0.5, 0.5, 0.1, 0.1], [0.75, 0.5, 0.1, 0.1], [0.5, 0.5, 1.0, 1.0]]])
+    (xyxy, scores, label), = select_detections(probs, boxes, mask, (100, 200), 0.3, 0.4, 0.5)
+    order = np.argsort(-scores)
+    assert np.allclose(scores, [0.95, 0.9, 0.7]) and (order == [0, 1, 2]).all()
+    assert label.tolist() == [1, 0, 1]
+    assert np.allclose(xyxy[1], [30, 40, 70, 60])  # cx 0.25 w 0.2 of 200 px, cy 0.5 h 0.2 of 100 px
+
+
+def test_device_detections_match_the_cpu(tiny_dir, frames):
+    """On a GPU (AVI_TEST_DEVICE): the model's probabilities and boxes in the test dtype against the cpu's float32."""
+    skip_on_cpu()
+    import torch
+    from PIL import Image
+
+    prompt, _, _ = build_prompt(LABELS)
+    cpu, dev = make(tiny_dir, device="cpu", dtype="float32"), make(tiny_dir)
+    inputs = cpu.processor(images=[Image.fromarray(frames[0].image)], text=[prompt], return_tensors="pt")
+    with torch.inference_mode():
+        ref = cpu.model(**inputs)
+        out = dev.model(**inputs.to(dev.device, dev.dtype))
+    atol = tolerance("detector")
+    assert torch.allclose(out.logits.float().sigmoid().cpu(), ref.logits.sigmoid(), atol=atol)
+    assert torch.allclose(out.pred_boxes.float().cpu(), ref.pred_boxes, atol=atol)

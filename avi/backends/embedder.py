@@ -41,10 +41,13 @@ class SentenceTransformerEmbedder:
         model_dir: directory with the model's config and safetensors.
         name: the name stored with the index (weights.lock entry name).
         batch_size: texts per forward pass.
-        device: torch device; ``None`` picks CUDA when available, else CPU.
+        device: torch device; ``None`` or ``"auto"`` picks CUDA when available, else CPU.
+        dtype: weights and activations, a name (``"bfloat16"``) or None/``"auto"`` = bfloat16 on CUDA, float32
+            elsewhere (:func:`avi.backends.devices.resolve_dtype`); vectors are returned as float32 either way.
     """
 
-    def __init__(self, model_dir: Path, name: str, batch_size: int = 64, device: str | None = "cpu"):
+    def __init__(self, model_dir: Path, name: str, batch_size: int = 64, device: str | None = "cpu",
+                 dtype: str | None = None):
         from avi.offline import enforce_offline_env
 
         enforce_offline_env()
@@ -59,9 +62,14 @@ class SentenceTransformerEmbedder:
             hf_logging.set_verbosity_error()
         except ImportError:  # pragma: no cover
             pass
+        from avi.backends.devices import resolve_device, resolve_dtype, torch_dtype
+
         self.name = name
         self.batch_size = batch_size
-        self._model = SentenceTransformer(str(model_dir), device=device, local_files_only=True)
+        self.device = resolve_device(device)
+        self.dtype = resolve_dtype(dtype, self.device, "embedder")
+        self._model = SentenceTransformer(str(model_dir), device=self.device, local_files_only=True,
+                                          model_kwargs={_dtype_key(): torch_dtype(self.dtype)})
         get_dim = getattr(self._model, "get_embedding_dimension", None) or \
             self._model.get_sentence_embedding_dimension
         self.dim = int(get_dim())
@@ -72,6 +80,14 @@ class SentenceTransformerEmbedder:
         vecs = self._model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
                                   convert_to_numpy=True, show_progress_bar=False)
         return np.asarray(vecs, dtype=np.float32)
+
+
+def _dtype_key() -> str:
+    """The dtype argument of transformers' ``from_pretrained``: ``dtype`` since 4.56, ``torch_dtype`` before."""
+    import transformers
+
+    major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
+    return "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
 
 
 def _normalise(vecs: np.ndarray) -> np.ndarray:

@@ -52,10 +52,12 @@ class Backends:
             from avi.weights import check_model_dir
 
             check_model_dir(s.embedder_model_dir, s.models_dir, s.weights_lock)  # a locked dir must match the lock
-            return SentenceTransformerEmbedder(s.embedder_model_dir, s.embedder_model_dir.name, device=None)
+            return SentenceTransformerEmbedder(s.embedder_model_dir, s.embedder_model_dir.name,
+                                               device=s.embedder_device, dtype=s.embedder_dtype)
         from avi.weights import resolve
 
-        return SentenceTransformerEmbedder(resolve(s.embedder, s.models_dir, s.weights_lock), s.embedder)
+        return SentenceTransformerEmbedder(resolve(s.embedder, s.models_dir, s.weights_lock), s.embedder,
+                                           device=s.embedder_device, dtype=s.embedder_dtype)
 
     @cached_property
     def vlm(self):
@@ -74,7 +76,8 @@ class Backends:
             from avi.weights import check_model_dir
 
             check_model_dir(s.vlm_model_dir, s.models_dir, s.weights_lock)  # a locked dir must match the lock
-            return TransformersVlmBackend(s.vlm_model_dir)
+            return TransformersVlmBackend(s.vlm_model_dir, device=s.vlm_device, dtype=s.vlm_dtype,
+                                          max_batch=s.vlm_batch_size)
         return None
 
     @cached_property
@@ -123,7 +126,9 @@ class Backends:
 
             check_model_dir(s.detector_model_dir, s.models_dir, s.weights_lock)  # a locked dir must match the lock
             return load_grounding_dino(s.detector_model_dir, box_threshold=s.detector_box_threshold,
-                                       text_threshold=s.detector_text_threshold, iou_threshold=s.iou_threshold)
+                                       text_threshold=s.detector_text_threshold, iou_threshold=s.iou_threshold,
+                                       device=s.detector_device, dtype=s.detector_dtype,
+                                       batch_size=s.detector_batch_size)
         from avi.backends.coco_detector import NanoDetDetector
         from avi.backends.detector import CpuDetector, OpenCvDetector
         from avi.weights import resolve
@@ -211,13 +216,13 @@ class Backends:
         if s.open_clip_model:
             from avi.backends.clip_scorer import OpenClipScorer
 
-            return OpenClipScorer(s.open_clip_model, s.open_clip_checkpoint)
+            return OpenClipScorer(s.open_clip_model, s.open_clip_checkpoint, device=s.clip_device, dtype=s.clip_dtype)
         if s.clip_model_dir:
             from avi.backends.clip_scorer import HfClipScorer
             from avi.weights import check_model_dir
 
             check_model_dir(s.clip_model_dir, s.models_dir, s.weights_lock)  # a locked dir must match the lock
-            return HfClipScorer(s.clip_model_dir)
+            return HfClipScorer(s.clip_model_dir, device=s.clip_device, dtype=s.clip_dtype)
         return None
 
     # --- identities (part of the index key; cheap: no model is loaded to compute them)

@@ -27,114 +27,16 @@ Boxes are pixel xyxy of the original frame, clipped to it, with per-label NMS.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
 from avi.backends.boxes import nms
+from avi.backends.grounding_text import build_prompt, label_token_spans, match_label, normalize_label  # noqa: F401
 from avi.backends.types import Detection, DetectionResult
 from avi.errors import AviError
 from avi.video.decode import Frame
-
-_SPECIAL = re.compile(r"\[(?:CLS|SEP|PAD|UNK|MASK)\]|<s>|</s>|<pad>", re.IGNORECASE)
-_WORD = re.compile(r"[a-z0-9]+(?:['-][a-z0-9]+)*")
-
-
-def normalize_label(label: str) -> str:
-    """A label as Grounding DINO's prompt wants it: lowercase, single-spaced, no ``.`` (the label separator)."""
-    return " ".join(label.strip().lower().replace(".", " ").split())
-
-
-def build_prompt(labels: Sequence[str]) -> tuple[str, list[str], list[str]]:
-    """Grounding DINO's text prompt for ``labels``.
-
-    Args:
-        labels: requested labels, any case; blank ones and duplicates (after
-            normalisation) are skipped.
-
-    Returns:
-        ``(prompt, canonical, requested)``: the prompt, e.g. ``"person . red car ."``
-        (each label followed by ``" ."``); the normalised labels in prompt order; and
-        the requested spelling (stripped) of each, which detections report.
-    """
-    canonical: list[str] = []
-    requested: list[str] = []
-    for label in labels:
-        key = normalize_label(label)
-        if key and key not in canonical:
-            canonical.append(key)
-            requested.append(label.strip())
-    return " ".join(f"{c} ." for c in canonical), canonical, requested
-
-
-def _words(text: str) -> list[str]:
-    return _WORD.findall(text.lower().replace(" ##", "").replace("##", ""))
-
-
-def match_label(phrase: str, labels: Sequence[str], token_scores: Sequence[float] | None = None) -> int | None:
-    """Index of the requested label a predicted phrase answers, or None.
-
-    Grounding DINO names a box by the prompt tokens whose probability passed
-    ``text_threshold``; decoded, that is a phrase such as ``"red car"``,
-    ``"car"``, ``"person. red car. [SEP]"`` or ``". [SEP]"``. The phrase is split
-    at ``.`` (the label separator) after dropping special tokens, and every label
-    gets the best word-level Jaccard overlap between its words and a segment's
-    (1.0 for an exact match). The best-scoring label wins; ties (a phrase naming
-    two labels, or a fragment shared by two) go to the larger ``token_scores``
-    entry, then to the earlier label.
-
-    Args:
-        phrase: decoded phrase of one box.
-        labels: normalised labels (see :func:`normalize_label`), prompt order.
-        token_scores: optional, per label: the box's highest probability over the
-            label's prompt tokens (used to break ties).
-
-    Returns:
-        index into ``labels``; None if no label shares a word with the phrase.
-    """
-    segments = [_words(s) for s in _SPECIAL.sub(" ", phrase).split(".")]
-    segments = [s for s in segments if s]
-    best: tuple[float, float, int] | None = None
-    for i, label in enumerate(labels):
-        lw = set(_words(label))
-        if not lw:
-            continue
-        overlap = max((len(lw & set(s)) / len(lw | set(s)) for s in segments), default=0.0)
-        if overlap <= 0.0:
-            continue
-        key = (overlap, float(token_scores[i]) if token_scores is not None else 0.0, -i)
-        if best is None or key > best:
-            best = key
-    return None if best is None else -best[2]
-
-
-def label_token_spans(input_ids: Sequence[int], sep_ids: set[int], n_labels: int) -> list[list[int]]:
-    """Token positions of each label in a tokenised prompt.
-
-    The prompt is ``[CLS] l1 tokens . l2 tokens . ... [SEP]``: label ``i`` owns the
-    tokens between the ``i``-th and ``i+1``-th separator (position 0 and special
-    tokens excluded).
-
-    Args:
-        input_ids: ids of the tokenised prompt, shape (T,).
-        sep_ids: ids that end a label (``.``) or the text (``[SEP]``).
-        n_labels: number of labels in the prompt.
-
-    Returns:
-        ``n_labels`` lists of positions (empty where the text was truncated).
-    """
-    spans: list[list[int]] = [[] for _ in range(n_labels)]
-    label = 0
-    for pos, tok in enumerate(list(input_ids)[1:], start=1):
-        if label >= n_labels:
-            break
-        if int(tok) in sep_ids:
-            label += 1
-        else:
-            spans[label].append(pos)
-    return spans
 
 
 def _frame_size(frame: Frame) -> tuple[int, int]:
@@ -183,11 +85,9 @@ def _batches(frames: Sequence[Frame], batch_size: int) -> list[list[int]]:
 
 
 def _device(device: str | None) -> str:
-    import torch
+    from avi.backends.devices import resolve_device
 
-    if device:
-        return device
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    return resolve_device(device)
 
 
 def _check_thresholds(box_threshold: float, text_threshold: float, iou_threshold: float) -> None:
@@ -209,7 +109,10 @@ class GroundingDinoDetector:
     (:func:`match_label`), clipped to the frame and NMS-ed per label.
 
     Labels whose prompt exceeds the model's ``max_text_len`` (256 tokens) are
-    split over several forward passes.
+    split over several forward passes. By default the post-processing runs on whole
+    tensors (:mod:`avi.backends.grounding_post`, issue 37); ``vectorised=False`` takes
+    the processor's per-box post-processing and :func:`match_label` instead (the
+    reference path, kept for comparison).
 
     Args:
         model_dir: local directory with ``config.json``, weights and the processor
@@ -218,8 +121,11 @@ class GroundingDinoDetector:
             AVI does not state its thresholds).
         text_threshold: minimum token probability in [0, 1] for a token to name the box.
         iou_threshold: per-label NMS IoU (AVI §4.1: 0.5).
-        device: ``"cuda"``, ``"cpu"``...; None = cuda if available, else cpu.
+        device: ``"cuda"``, ``"cpu"``...; None or ``"auto"`` = cuda if available, else cpu.
         batch_size: frames per forward pass (frames of one size are batched).
+        dtype: weights and activations (``"bfloat16"``, a torch dtype...); None or ``"auto"`` =
+            bfloat16 on CUDA, float32 elsewhere (:func:`avi.backends.devices.resolve_dtype`).
+        vectorised: post-processing on whole tensors (True) or per box (False, the reference).
 
     Raises:
         AviError: missing directory or files, transformers not installed, a
@@ -229,7 +135,8 @@ class GroundingDinoDetector:
     vocabulary = "any object named in text"
 
     def __init__(self, model_dir: str | Path, box_threshold: float = 0.35, text_threshold: float = 0.25,
-                 iou_threshold: float = 0.5, device: str | None = None, batch_size: int = 4):
+                 iou_threshold: float = 0.5, device: str | None = None, batch_size: int = 4, dtype=None,
+                 vectorised: bool = True):
         _check_thresholds(box_threshold, text_threshold, iou_threshold)
         model_dir = Path(model_dir)
         if not (model_dir / "config.json").is_file():
@@ -245,9 +152,12 @@ class GroundingDinoDetector:
         self.iou_threshold = float(iou_threshold)
         self.batch_size = max(1, int(batch_size))
         self.device = _device(device)
+        self.dtype = _dtype(dtype, self.device)
+        self.vectorised = bool(vectorised)
         try:
             self.processor = AutoProcessor.from_pretrained(model_dir, local_files_only=True)
-            self.model = AutoModelForZeroShotObjectDetection.from_pretrained(model_dir, local_files_only=True)
+            self.model = AutoModelForZeroShotObjectDetection.from_pretrained(model_dir, local_files_only=True,
+                                                                             dtype=self.dtype)
         except (OSError, ValueError) as exc:
             raise AviError(f"cannot load Grounding-DINO from {model_dir}: {str(exc).splitlines()[0]}") from exc
         self.model.to(self.device).eval()
@@ -310,9 +220,12 @@ class GroundingDinoDetector:
         from PIL import Image
 
         images = [Image.fromarray(np.ascontiguousarray(f.image)) for f in frames]
-        inputs = self.processor(images=images, text=[prompt] * len(images), return_tensors="pt").to(self.device)
+        inputs = self.processor(images=images, text=[prompt] * len(images), return_tensors="pt").to(
+            self.device, self.dtype)  # floating tensors only: the token ids stay integers
         with torch.inference_mode():
             outputs = self.model(**inputs)
+        if self.vectorised:
+            return self._select(frames, outputs, inputs["input_ids"][0].tolist(), canonical, requested)
         sizes = [_frame_size(f) for f in frames]
         posts = self.processor.post_process_grounded_object_detection(
             outputs, inputs["input_ids"], threshold=self.box_threshold, text_threshold=self.text_threshold,
@@ -337,6 +250,29 @@ class GroundingDinoDetector:
                                post["scores"].float().cpu().numpy().reshape(-1), list(phrases), label_probs,
                                canonical, requested, self.iou_threshold))
         return out
+
+
+    def _select(self, frames: list[Frame], outputs, ids: list[int], canonical: list[str],
+                requested: list[str]) -> list[list[Detection]]:
+        """Detections of one batch (frames of one size, one prompt) by :func:`select_detections`."""
+        from avi.backends.grounding_post import label_mask, select_detections
+
+        probs = outputs.logits.float().sigmoid()  # (B, Q, max_text_len)
+        mask = label_mask(label_token_spans(ids, self._sep_ids, len(canonical)), probs.shape[-1], probs.device)
+        h, w = _frame_size(frames[0])
+        picked = select_detections(probs, outputs.pred_boxes, mask, (h, w), self.box_threshold, self.text_threshold,
+                                   self.iou_threshold)
+        return [[Detection(requested[int(k)], float(s), tuple(float(v) for v in b), f.t_s, (w, h))
+                 for b, s, k in zip(*sel)] for f, sel in zip(frames, picked)]
+
+
+def _dtype(dtype, device: str):
+    """The torch dtype for ``dtype`` (a name, a torch dtype, or None/"auto": see :func:`resolve_dtype`)."""
+    from avi.backends.devices import resolve_dtype, torch_dtype
+
+    if dtype is not None and not isinstance(dtype, str):
+        return dtype
+    return torch_dtype(resolve_dtype(dtype, device, "detector"))
 
 
 class GroundingDinoOriginalDetector:
@@ -475,7 +411,7 @@ def load_grounding_dino(model_dir: str | Path, **kwargs) -> GroundingDinoDetecto
 
     Args:
         model_dir: local model directory.
-        **kwargs: thresholds, device, batch_size (see the classes).
+        **kwargs: thresholds, device, batch_size, dtype (see the classes; the original runs in float32).
 
     Raises:
         AviError: the directory is missing or holds neither format.
@@ -486,5 +422,6 @@ def load_grounding_dino(model_dir: str | Path, **kwargs) -> GroundingDinoDetecto
     if (model_dir / "config.json").is_file():
         return GroundingDinoDetector(model_dir, **kwargs)
     if any(model_dir.glob("*.pth")):
+        kwargs.pop("dtype", None)  # the original implementation runs in float32
         return GroundingDinoOriginalDetector(model_dir, **kwargs)
     raise AviError(f"{model_dir} holds no Grounding-DINO model (config.json or *.pth checkpoint)")

@@ -23,12 +23,25 @@ def cmd_doctor(args) -> int:
 
 
 def cmd_config(args) -> int:
-    """Print the effective settings (TOML, or JSON with --json) and where each non-default value came from."""
+    """Print the effective settings (TOML, or JSON with --json) and where each non-default value came from, then
+    where the in-process models run on this machine (``auto`` devices and dtypes resolved)."""
+    from avi.backends.devices import ROLES, placement
+    from avi.errors import AviError
+
     settings = settings_from_args(args)
     if args.json:
+        where = {}
+        for role in ROLES:  # what "auto" means on this machine
+            try:
+                where[role] = dict(zip(("device", "dtype"), placement(settings, role)))
+            except AviError as exc:
+                where[role] = {"error": str(exc)}
         print(json.dumps({"config_file": str(settings.config_path) if settings.config_path else None,
                           "profile": settings.resolved_profile(), "settings": settings.model_dump(mode="json"),
-                          "sources": settings.sources()}, indent=2))
+                          "sources": settings.sources(), "placement": where}, indent=2))
     else:
+        from avi.backends.devices import placement_lines
+
         print(settings.to_toml(), end="")
+        print("\n".join(["", *placement_lines(settings)]))
     return 0

@@ -114,32 +114,37 @@ class TransformersVlmBackend:
     ``json_schema`` is ignored: transformers has no grammar-constrained decoding
     here, so the caller's validation and repair step is what keeps replies valid.
 
-    One generation runs at a time (a lock); :attr:`max_concurrency` is 1, which
-    :class:`VlmCaptioner` respects.
+    Requests from several threads are decoded together (issue 37): up to ``max_batch``
+    requests that arrive within a few milliseconds of each other go through one
+    left-padded ``generate`` (:class:`~avi.backends.vlm.batching.MicroBatcher`), and
+    :attr:`max_concurrency` is ``max_batch``, so :class:`VlmCaptioner` and the index
+    build caption that many clips at once. ``max_batch=1`` is one request at a time.
 
     Args:
         model_dir: local directory with the model's config, safetensors and processor
             files (loaded with ``local_files_only``; the hub is never contacted).
-        device: torch device, e.g. ``"cpu"``, ``"cuda"``, ``"cuda:1"``.
-        dtype: torch dtype or its name (``"bfloat16"``); None = the checkpoint's
-            own dtype (``"auto"``).
+        device: torch device, e.g. ``"cpu"``, ``"cuda"``, ``"cuda:1"``; None or ``"auto"`` =
+            CUDA when torch sees a GPU, else the CPU.
+        dtype: torch dtype or its name (``"bfloat16"``); None or ``"auto"`` = bfloat16 on
+            CUDA, float32 elsewhere (:func:`avi.backends.devices.resolve_dtype`).
         min_pixels, max_pixels: pixel-count bounds per image after resizing; the
             default maximum keeps a 1280x720 frame at full size (about 900 tokens).
+        max_batch: most requests decoded together (``vlm_batch_size``).
 
     Attributes:
-        last_stats: details of the latest call: ``prompt_tokens``, ``image_tokens``
-            (image placeholder tokens in the prompt), ``image_sizes`` ((height, width)
-            after resizing), ``completion_tokens``, ``seconds``.
+        last_stats: details of the latest ``generate`` (one batch): ``batch`` (requests in it),
+            ``prompt_tokens`` (their tokens, padding left out), ``padded_tokens`` (batch x padded
+            length), ``image_tokens`` (image placeholder tokens), ``image_sizes`` ((height, width)
+            after resizing, every image in order), ``completion_tokens`` (new tokens, padding left
+            out), ``seconds``.
 
     Raises:
         AviError: torch, transformers or qwen-vl-utils is missing (install ``avi[gpu]``),
             or the directory holds no loadable Qwen3-VL model.
     """
 
-    max_concurrency = 1
-
-    def __init__(self, model_dir: Path | str, device: str = "cpu", dtype: Any = None,
-                 min_pixels: int = 4 * 32 * 32, max_pixels: int = 1280 * 720):
+    def __init__(self, model_dir: Path | str, device: str | None = None, dtype: Any = None,
+                 min_pixels: int = 4 * 32 * 32, max_pixels: int = 1280 * 720, max_batch: int = 1):
         from avi.offline import enforce_offline_env
 
         enforce_offline_env()
@@ -152,6 +157,9 @@ class TransformersVlmBackend:
                            "missing): pip install 'avi[gpu]'") from None
         from transformers.utils import logging as hf_logging
 
+        from avi.backends.devices import resolve_device, resolve_dtype, torch_dtype
+        from avi.backends.vlm.batching import MicroBatcher
+
         hf_logging.disable_progress_bar()  # no "Loading weights" bar inside the index build's progress output
         model_dir = Path(model_dir)
         if not (model_dir / "config.json").exists():
@@ -159,24 +167,34 @@ class TransformersVlmBackend:
         self._torch = torch
         self._process_vision_info = process_vision_info
         self.name = model_dir.name
-        self.device = device
+        self.device = resolve_device(device)
+        self.dtype = dtype if isinstance(dtype, torch.dtype) else torch_dtype(resolve_dtype(dtype, self.device))
         self.min_pixels = int(min_pixels)
         self.max_pixels = int(max_pixels)
-        if isinstance(dtype, str) and dtype != "auto":
-            dtype = getattr(torch, dtype)
+        self.max_concurrency = max(1, int(max_batch))
+        self._model_class = Qwen3VLForConditionalGeneration
         try:
             self.processor = AutoProcessor.from_pretrained(str(model_dir), local_files_only=True)
-            self.model = Qwen3VLForConditionalGeneration.from_pretrained(
-                str(model_dir), local_files_only=True, dtype=dtype if dtype is not None else "auto").to(device)
+            self.model = self._load_model(model_dir)
         except (OSError, ValueError) as exc:
             raise AviError(f"cannot load the Qwen3-VL model from {model_dir}: {str(exc)[:300]}") from None
         self.model.eval()
+        self.processor.tokenizer.padding_side = "left"  # batched generation appends after the prompts
         vision = getattr(self.model.config, "vision_config", None)
         # qwen-vl-utils sizes images to multiples of patch_size * 2 (its merge size is fixed at 2)
         self.patch_size = int(getattr(vision, "patch_size", 16))
         self.image_token_id = getattr(self.model.config, "image_token_id", None)
         self.last_stats: dict = {}
         self._lock = threading.Lock()
+        self._batcher = MicroBatcher(lambda reqs: self.generate_batch([m for m, _ in reqs], max(t for _, t in reqs),
+                                                                      budgets=[t for _, t in reqs]),
+                                     self.max_concurrency)
+
+    def _load_model(self, model_dir: Path):
+        """The model from ``model_dir``'s weights, on :attr:`device` in :attr:`dtype` (a subclass may build it
+        otherwise, e.g. scripts/bench_gpu.py: random weights from the config, straight on the GPU)."""
+        return self._model_class.from_pretrained(str(model_dir), local_files_only=True,
+                                                 dtype=self.dtype).to(self.device)
 
     def _qwen_messages(self, messages: list[dict]) -> list[dict]:
         """OpenAI messages -> qwen-vl-utils messages (image_url parts become image parts with pixel bounds)."""
@@ -200,29 +218,58 @@ class TransformersVlmBackend:
         return out
 
     def generate(self, messages: list[dict], *, max_tokens: int, json_schema: dict | None = None) -> str:
-        """Greedy reply of at most ``max_tokens`` new tokens (``json_schema`` is ignored, see class doc)."""
-        torch = self._torch
-        qmsgs = self._qwen_messages(messages)
-        text = self.processor.apply_chat_template(qmsgs, tokenize=False, add_generation_prompt=True)
-        images, _videos = self._process_vision_info(qmsgs, image_patch_size=self.patch_size)
-        kwargs: dict = {"text": [text], "return_tensors": "pt", "padding": True}
+        """Greedy reply of at most ``max_tokens`` new tokens (``json_schema`` is ignored, see class doc); decoded
+        together with the requests other threads make at the same time (up to ``max_batch``)."""
+        return self._batcher.submit((messages, int(max_tokens)))
+
+    def prepare(self, conversations: list[list[dict]]):
+        """The model inputs of several conversations, left-padded into one batch (on the CPU).
+
+        Returns:
+            ``(inputs, images)``: the processor's ``BatchFeature`` (``input_ids`` (B, T), ``attention_mask``,
+            ``pixel_values``, ``image_grid_thw``) and the PIL images after resizing, in order.
+        """
+        texts, images = [], []
+        for messages in conversations:
+            qmsgs = self._qwen_messages(messages)
+            texts.append(self.processor.apply_chat_template(qmsgs, tokenize=False, add_generation_prompt=True))
+            imgs, _videos = self._process_vision_info(qmsgs, image_patch_size=self.patch_size)
+            images += imgs or []
+        kwargs: dict = {"text": texts, "return_tensors": "pt", "padding": True}
         if images:
             kwargs["images"] = images
             kwargs["do_resize"] = False  # already sized by qwen-vl-utils
+        return self.processor(**kwargs), images
+
+    def generate_batch(self, conversations: list[list[dict]], max_tokens: int,
+                       budgets: list[int] | None = None) -> list[str]:
+        """Greedy replies to several conversations in one ``generate`` (left padding), in order.
+
+        Args:
+            conversations: OpenAI-style message lists (see :meth:`VlmBackend.generate`).
+            max_tokens: most new tokens of the batch.
+            budgets: per conversation, its own most new tokens (<= ``max_tokens``); the reply is cut there.
+        """
+        torch = self._torch
+        inputs, images = self.prepare(conversations)
         with self._lock:
             t0 = time.perf_counter()
-            inputs = self.processor(**kwargs).to(self.device)
-            n_prompt = int(inputs["input_ids"].shape[1])
+            inputs = inputs.to(self.device, self.dtype)  # floating tensors only: token ids stay integers
+            width = int(inputs["input_ids"].shape[1])
             with torch.inference_mode():
                 out = self.model.generate(**inputs, max_new_tokens=max_tokens, do_sample=False)
-            new = out[:, n_prompt:]
-            reply = self.processor.batch_decode(new, skip_special_tokens=True)[0]
+            new = out[:, width:].cpu()
+            pad = self.processor.tokenizer.pad_token_id
+            rows = [row[:b] for row, b in zip(new, budgets or [max_tokens] * len(conversations))]
+            replies = self.processor.batch_decode(rows, skip_special_tokens=True)
             image_tokens = (int((inputs["input_ids"] == self.image_token_id).sum())
                             if self.image_token_id is not None else 0)
-            self.last_stats = {"prompt_tokens": n_prompt, "image_tokens": image_tokens,
-                               "image_sizes": [(im.height, im.width) for im in images or []],
-                               "completion_tokens": int(new.shape[1]), "seconds": time.perf_counter() - t0}
-        return reply
+            self.last_stats = {"batch": len(conversations), "prompt_tokens": int(inputs["attention_mask"].sum()),
+                               "padded_tokens": width * len(conversations), "image_tokens": image_tokens,
+                               "image_sizes": [(im.height, im.width) for im in images],
+                               "completion_tokens": sum(int((r != pad).sum()) for r in rows),
+                               "seconds": time.perf_counter() - t0}
+        return replies
 
 
 def _check_image_url(url: Any) -> str:
