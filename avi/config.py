@@ -32,10 +32,10 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from avi.budget import frame_budget_value
 from avi.config_devices import DeviceSettings
 from avi.errors import InputError
 from avi.serve.layout import ROLE_SETTING, ServeLayout
-from avi.budget import frame_budget_value
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PROMPTS_DIR_DEFAULT = REPO_ROOT / "prompts"

@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from avi.agent.loop import Agent, AgentResult
-from avi.agent.prompts import PromptLibrary
 from avi.agent.trace import Trace
 from avi.backends import Backends
 from avi.config import Settings
 from avi.index.build import ensure_index
 from avi.index.store import VideoIndex
+from avi.prompts import PromptLibrary
 from avi.questions import clean_question
 from avi.tools import ToolContext
 from avi.video.decode import VideoInfo, VideoReader, probe
@@ -94,19 +94,26 @@ def answer(prepared: PreparedVideo, question: str, settings: Settings, backends:
     trace = QuestionTrace(
         question=question, video=str(info.path), video_sha256=index.manifest["video"]["sha256"],
         index_dir=str(index.path), profile=settings.resolved_profile(),
-        llm={"base_url": llm.base_url if settings.llm_base_url else "embedded llama.cpp (127.0.0.1)",
-             "model": llm.model if settings.llm_base_url else settings.llm_gguf},
-        settings={"max_iterations": settings.max_iterations, "fps": settings.fps,
-                  "clip_seconds": settings.clip_seconds, "perceive_max_frames": settings.perceive_max_frames,
-                  "frame_budget": ctx.frame_budget or 0, "frame_alpha": ctx.alpha,
-                  "perceive_strategy": settings.perceive_strategy, "max_side": settings.max_side,
-                  "temperature": settings.llm_temperature, "llm_ctx": settings.llm_ctx},
-        prompts_sha256=prompts.fingerprint())
+        llm=trace_llm(settings, llm), settings=trace_settings(settings, ctx), prompts_sha256=prompts.fingerprint())
     result = Agent(llm, ctx, prompts, settings).run(question, trace)
     trace.fallbacks = question_fallbacks(index, ctx.video)
     trace.seconds["index"] = round(prepared.seconds, 3)
     trace.seconds["total"] = round(prepared.seconds + time.perf_counter() - t0, 3)
     return result
+
+
+def trace_llm(settings: Settings, llm) -> dict:
+    """The trace's record of the orchestrator: its base URL and model (the embedded server's GGUF)."""
+    return {"base_url": llm.base_url if settings.llm_base_url else "embedded llama.cpp (127.0.0.1)",
+            "model": llm.model if settings.llm_base_url else settings.llm_gguf}
+
+
+def trace_settings(settings: Settings, ctx) -> dict:
+    """The settings a trace records (one video or several): iterations, sampling, frame budget, strategy."""
+    return {"max_iterations": settings.max_iterations, "fps": settings.fps, "clip_seconds": settings.clip_seconds,
+            "perceive_max_frames": settings.perceive_max_frames, "frame_budget": ctx.frame_budget or 0,
+            "frame_alpha": ctx.alpha, "perceive_strategy": settings.perceive_strategy, "max_side": settings.max_side,
+            "temperature": settings.llm_temperature, "llm_ctx": settings.llm_ctx}
 
 
 def ask(video: Path, question: str, settings: Settings, backends: Backends, *, rebuild_index: bool = False,

@@ -264,7 +264,7 @@ def thumbnails(trace: dict, video: Path, max_thumbs: int = 48, side: int = THUMB
     """
     from PIL import Image
 
-    from avi.video.decode import VideoReader, target_size, probe
+    from avi.video.decode import VideoReader, probe, target_size
 
     info = probe(video)
     times = sorted({round(min(max(0.0, t), info.duration_s), 3) for s in trace_steps(trace) for t in step_frames(s)})

@@ -18,6 +18,8 @@ offline() {  # run a command with only loopback networking when the machine allo
   fi
 }
 
+echo "[test] ruff check avi tests (pyproject.toml's settings)" >&2
+.venv/bin/ruff check avi tests
 echo "[test] cpu profile and everything else (.venv), network unshared" >&2
 offline .venv/bin/python -m pytest -m "not gpu_paths" "$@"
 echo "[test] gpu-profile code paths on tiny random-weight models (.venv-gpu), network unshared" >&2

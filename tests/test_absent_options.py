@@ -8,6 +8,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+from conftest import sample_video
 
 from avi.agent.measured_choices import MeasuredChoices
 from avi.agent.parse import parse_options
@@ -16,7 +17,6 @@ from avi.config import Settings
 from avi.tools.base import ToolContext
 from avi.video.decode import VideoReader, probe
 from avi.video.timecode import question_ranges
-from conftest import sample_video
 
 
 def _absent(question, backends):

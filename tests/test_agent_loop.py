@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 from avi.agent.loop import Agent
-from avi.agent.prompts import PromptLibrary
 from avi.agent.trace import HOST_STEP, Trace
 from avi.backends.llm import ChatResult, ContextOverflowError
 from avi.errors import LLMUnavailableError
+from avi.prompts import PromptLibrary
 from avi.tools import ToolContext
 from avi.video.decode import VideoReader, probe
 

@@ -110,7 +110,8 @@ def test_required_tool_subset_is_enforced_by_the_tool_list():
         subset, one, every = srv.chat_requests
     assert [t["function"]["name"] for t in subset["tools"]] == ["clip_retrieve", "global_explore"]
     assert subset["tool_choice"] == "required"
-    assert one["tool_choice"] == {"type": "function", "function": {"name": "text_extract"}} and len(one["tools"]) == len(ALL_TOOLS)
+    assert one["tool_choice"] == {"type": "function", "function": {"name": "text_extract"}}
+    assert len(one["tools"]) == len(ALL_TOOLS)
     assert every["tool_choice"] == "required" and len(every["tools"]) == len(ALL_TOOLS)
 
 

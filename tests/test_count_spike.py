@@ -8,6 +8,7 @@ from __future__ import annotations
 from types import MethodType, SimpleNamespace
 
 import pytest
+from synth import Shape, Spec, make_video
 
 from avi.agent.measured import count_spike
 from avi.agent.measured_choices import MeasuredChoices
@@ -16,7 +17,6 @@ from avi.config import Settings
 from avi.tools import ALL_TOOLS
 from avi.tools.base import ToolContext
 from avi.video.decode import VideoReader, probe
-from synth import Shape, Spec, make_video
 
 QUESTION = "The yellow triangles appear one after another. How many are there once they have all appeared? " \
            "(A) 2 (B) 3 (C) 4 (D) 5"

@@ -11,7 +11,7 @@ import numpy as np
 
 from avi.backends.embedder import embed_query
 from avi.config_embedders import EMBEDDER_SETTINGS, embedder_settings
-from avi.tools.retrieve.common import query_vector, cached_vectors, entity_min_cosine, merge_min_cosine
+from avi.tools.retrieve.common import cached_vectors, entity_min_cosine, merge_min_cosine, query_vector
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -18,7 +18,6 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from avi.agent.prompts import PromptLibrary
 from avi.backends.llm import ChatResult, ContextOverflowError
 from avi.backends.types import Caption
 from avi.index.graph import (
@@ -36,6 +35,7 @@ from avi.index.graph import (
     save_graph,
     update_scores,
 )
+from avi.prompts import PromptLibrary
 
 REPO = Path(__file__).resolve().parent.parent
 PROMPTS = PromptLibrary(REPO / "prompts")

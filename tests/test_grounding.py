@@ -29,8 +29,8 @@ from avi.agent.measured import (
     count_comparison,
     usual_count,
 )
-from avi.agent.prompts import PromptLibrary
 from avi.backends.llm import ChatResult
+from avi.prompts import PromptLibrary
 from avi.video.timecode import question_ranges
 
 REPO = Path(__file__).resolve().parent.parent
@@ -545,8 +545,8 @@ def test_a_yes_no_answer_is_not_replaced_by_an_evidence_string():
     from types import SimpleNamespace
 
     from avi.agent.loop import Agent
-    from avi.agent.prompts import PromptLibrary
     from avi.agent.trace import Trace
+    from avi.prompts import PromptLibrary
 
     class PickingLLM:  # TEST DOUBLE: picks the first evidence string, as the constrained call may
         calls = 0

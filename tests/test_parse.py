@@ -11,11 +11,10 @@ from avi.agent.parse import (
     find_answer,
     find_stage_switch,
     find_tool_call,
-    iter_json_objects,
     parse_options,
     parse_reply,
-    split_thought,
 )
+from avi.replies import iter_json_objects, split_thought
 
 # ----------------------------------------------------------------- split_thought
 
@@ -39,10 +38,11 @@ def test_split_thought_unclosed_makes_remainder_a_thought():
     assert rest == "Visible part"
 
 
-def test_split_thought_stray_closing_tag_removed():
+def test_split_thought_closing_tag_without_opening_one():
+    # the chat template opened the block in the prompt: what comes before the closing tag is the thought
     thought, rest = split_thought("reasoning leaked</think>**Answer:** B")
-    assert thought == ""
-    assert rest == "reasoning leaked**Answer:** B"
+    assert thought == "reasoning leaked"
+    assert rest == "**Answer:** B"
 
 
 def test_split_thought_none_and_plain():

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from avi.agent.prompts import PromptLibrary
 from avi.backends.llm import ChatResult
 from avi.backends.types import Caption
 from avi.config import Settings
 from avi.index.subjects import merge_subjects
 from avi.index.summary import build_summary, chunk_captions
+from avi.prompts import PromptLibrary
 
 
 def cap(i: int, registry: dict | None = None, text: str = "x") -> Caption:

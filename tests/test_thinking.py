@@ -10,10 +10,10 @@ import pytest
 from fake_openai_server import FakeOpenAIServer
 
 from avi.agent.choice import choice_by_text, permutation_scores
-from avi.agent.prompts import PromptLibrary
 from avi.backends.llm import ChatClient
 from avi.config import PROMPTS_DIR_DEFAULT
 from avi.index.summary import _ask
+from avi.prompts import PromptLibrary
 
 MSGS = [{"role": "system", "content": "You answer questions about a video."}, {"role": "user", "content": "Q?"}]
 SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}

@@ -11,9 +11,9 @@ from types import SimpleNamespace
 import pytest
 
 from avi.agent.trace import Trace
+from avi.budget import frame_alpha, overview_frames, question_budget, skim_frames
 from avi.config import Settings
 from avi.tools import ALL_TOOLS, PHASE_TOOLS, TIMELINE_TOOLS, ToolContext, tools_for
-from avi.budget import frame_alpha, overview_frames, question_budget, skim_frames
 from avi.tools.timeline import spans, uniform_times
 from avi.video.decode import VideoReader, probe
 
@@ -53,7 +53,7 @@ def test_timeline_tools_only_under_the_timeline_strategy():
 
 def test_agent_offers_overview_and_skim_only_when_asked(sign_video, sign_index, session_backends):
     from avi.agent.loop import Agent
-    from avi.agent.prompts import PromptLibrary
+    from avi.prompts import PromptLibrary
 
     for strategy, expected in (("agent", False), ("timeline", True)):
         s = Settings(perceive_strategy=strategy)

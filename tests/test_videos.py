@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from test_agent_loop import REPO, ScriptedLLM, call
 
-from avi.agent.prompts import PromptLibrary
 from avi.index.build import ensure_index
+from avi.prompts import PromptLibrary
 from avi.video.decode import VideoReader, probe
 from avi.videos.context import multi_context
 from avi.videos.kinds import mentioned, read_structured, read_video_answer, video_kind
@@ -164,7 +164,7 @@ def test_reading_video_answers():
 
 
 def _agent(two, settings, replies, structured=False):
-    from avi.agent.multi import MultiAgent
+    from avi.videos.agent import MultiAgent
 
     settings.structured_answer, settings.choice_scoring = structured, "off"
     ctx, names = two

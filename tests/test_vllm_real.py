@@ -227,8 +227,8 @@ def _run_agent(vllm_server, settings, sign_video, sign_index, session_backends):
     """One iteration of avi's real Agent on the sign video, with the orchestrator client built from settings as in
     production; returns the run's trace steps (printed for the CI log)."""
     from avi.agent.loop import Agent
-    from avi.agent.prompts import PromptLibrary
     from avi.backends import Backends
+    from avi.prompts import PromptLibrary
     from avi.tools import ToolContext
     from avi.video.decode import VideoReader, probe
 

@@ -18,7 +18,6 @@ import pytest
 from fake_openai_server import FakeOpenAIServer
 from PIL import Image
 
-from avi.agent.prompts import PromptLibrary
 from avi.backends.captioner import Captioner
 from avi.backends.frame_analyzer import FrameAnalyzer
 from avi.backends.llm import ChatClient
@@ -37,6 +36,7 @@ from avi.backends.vlm import (
 )
 from avi.config import PROMPTS_DIR_DEFAULT
 from avi.errors import AviError
+from avi.prompts import PromptLibrary
 from avi.video.clips import Clip
 from avi.video.decode import probe, sample_frames
 

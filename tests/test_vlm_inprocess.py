@@ -21,7 +21,6 @@ from gpu_device import DEVICE, dtype, skip_on_cpu, skip_unless_exact, tolerance 
 from synth import Box, Spec, Text, make_video  # noqa: E402
 from tiny_models import IMAGE_TOKEN_ID, build_tiny_qwen3vl  # noqa: E402
 
-from avi.agent.prompts import PromptLibrary  # noqa: E402
 from avi.backends.vlm import (  # noqa: E402
     TransformersVlmBackend,
     VlmCaptioner,
@@ -31,6 +30,7 @@ from avi.backends.vlm import (  # noqa: E402
 )
 from avi.config import PROMPTS_DIR_DEFAULT  # noqa: E402
 from avi.errors import AviError  # noqa: E402
+from avi.prompts import PromptLibrary  # noqa: E402
 from avi.video.clips import Clip  # noqa: E402
 from avi.video.decode import probe, sample_frames  # noqa: E402
 

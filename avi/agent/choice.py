@@ -17,7 +17,7 @@ import json
 import math
 import re
 
-from avi.agent.parse import split_thought
+from avi.replies import split_thought
 
 _FIRST_OPTION = re.compile(r"(?:^|\n|\s)\(?A[\.\):]\s+")
 
@@ -41,7 +41,7 @@ def permutation_scores(llm, messages: list[dict], tools: list[dict] | None, prom
         llm: a :class:`~avi.backends.llm.ChatClient` (``first_token_logprobs``).
         messages: the conversation so far (system prompt first).
         tools: the conversation's tool list (kept for the server's prefix cache).
-        prompts: the :class:`~avi.agent.prompts.PromptLibrary`.
+        prompts: the :class:`~avi.prompts.PromptLibrary`.
         question: the question with its options.
         options: ``{"A": text, …}`` in order.
 

@@ -54,13 +54,13 @@ from avi.agent.measured_choices import MeasuredChoices
 from avi.agent.measured_texts import MeasuredTexts
 from avi.agent.ordinals import ordinal_ranges
 from avi.agent.parse import Reply, answer_type, extract_choice, parse_options, parse_reply, phase_call_as_directive
-from avi.agent.prompts import PromptLibrary
-from avi.agent.state import evidence_note, State, compact_history
 from avi.agent.search import HostSearch
+from avi.agent.state import State, compact_history, evidence_note
 from avi.agent.trace import HOST_STEP, Trace
 from avi.agent.traps import TRAP_REPEATS, call_key, trap_run
 from avi.backends.llm import ChatClient, ContextOverflowError
 from avi.config import Settings
+from avi.prompts import PromptLibrary
 from avi.tools import ALL_TOOLS, PHASES, TIMELINE_TOOLS, Tool, ToolContext
 from avi.video.spans import merge_spans
 from avi.video.timecode import clock_times_in, fmt_range, question_ranges
@@ -121,7 +121,7 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, MeasuredTexts, Ty
     # ------------------------------------------------------------------ prompts
 
     def _tool_set(self) -> dict[str, Tool]:
-        """The tools by name (one video: :data:`avi.tools.ALL_TOOLS`; :class:`avi.agent.multi.MultiAgent`
+        """The tools by name (one video: :data:`avi.tools.ALL_TOOLS`; :class:`avi.videos.agent.MultiAgent`
         gives them a ``video`` argument); overview and skim only under ``perceive_strategy = "timeline"``."""
         timeline = getattr(self.settings, "perceive_strategy", "agent") == "timeline"
         return {n: t for n, t in ALL_TOOLS.items() if timeline or t not in TIMELINE_TOOLS}
@@ -175,7 +175,7 @@ class Agent(GroundedAnswers, MeasuredAnswers, MeasuredChoices, MeasuredTexts, Ty
     # ------------------------------------------------------------------ run
 
     def _host_answer(self, st: "State", trace: Trace) -> bool:
-        """An answer the host knows before any model step (none for one video; :class:`avi.agent.multi.MultiAgent`
+        """An answer the host knows before any model step (none for one video; :class:`avi.videos.agent.MultiAgent`
         answers questions about the videos' lengths). True when ``st.answer`` was set."""
         return False
 

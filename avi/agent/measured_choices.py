@@ -29,7 +29,6 @@ from avi.tools import ALL_TOOLS
 from avi.tools.base import sample_times
 from avi.video.timecode import clock_times_in, fmt_range
 
-
 #: Option words for something made of text: a sign or a caption shows words, so OCR reads them when it is there.
 _WRITTEN = re.compile(r"\b(?:signs?|signboards?|captions?|titles?|banners?|logos?|writing|text|words|posters?|"
                       r"billboards?|placards?|subtitles?|headlines?)\b", re.I)

@@ -16,104 +16,17 @@ Protocol (AVI §3.3 and Fig. 9-12, our own wording in prompts/):
 
 from __future__ import annotations
 
-import ast
-import json
 import re
 from dataclasses import dataclass, field
 
-_THINK = re.compile(r"<think>(.*?)</think>", re.S | re.I)
+from avi.replies import iter_json_objects, loads_lenient, split_thought
+
 _SWITCH = re.compile(r"\[\s*STAGE[_ ]?SWITCH\s*:\s*([A-Za-z]+)\s*\]", re.I)
 _ANSWER = re.compile(r"\*\*\s*(?:final\s+)?answer\s*:?\s*\*\*\s*:?\s*(.+)", re.I | re.S)
 _ANSWER_BOLD = re.compile(r"\*\*\s*(?:final\s+)?answer\s*:\s*([^*\n]+?)\s*\*\*", re.I)
 _ANSWER_PLAIN = re.compile(r"(?:^|\n)\s*(?:final\s+)?answer\s*:\s*(.+)", re.I | re.S)
 _PHASES = {"retrieve": "retrieve", "retrieval": "retrieve", "perceive": "perceive", "perception": "perceive",
            "review": "review"}
-
-
-def split_thought(text: str | None) -> tuple[str, str]:
-    """Split ``<think>…</think>`` blocks off a reply.
-
-    Returns:
-        (thought, rest): the reasoning text and the reply without it. An
-        unclosed ``<think>`` makes the whole remainder a thought.
-    """
-    text = text or ""
-    thoughts = [m.strip() for m in _THINK.findall(text)]
-    rest = _THINK.sub("", text)
-    low = rest.lower()
-    if "<think>" in low:
-        i = low.index("<think>")
-        thoughts.append(rest[i + 7:].strip())
-        rest = rest[:i]
-    rest = rest.replace("</think>", "")
-    return "\n".join(t for t in thoughts if t), rest.strip()
-
-
-_SECONDS_SUFFIX = re.compile(r"(\d)\s*s(?=\s*[,\]}])")
-
-
-def iter_json_objects(text: str):
-    """Yield ``(start, end, obj)`` for each top-level ``{…}`` that parses as an object.
-
-    Braces inside JSON strings are respected. A doubled-brace object
-    (``{{"name": …}}``, copied from a broken chat template) is unwrapped. Python
-    literal dicts (single quotes, True/False) are accepted too, and so are times
-    written with their unit outside quotes (``[[0.0s, 5.0s]]``, seen in 1.5B replies).
-    """
-    i = 0
-    n = len(text)
-    while i < n:
-        if text[i] != "{":
-            i += 1
-            continue
-        depth = 0
-        in_str: str | None = None
-        esc = False
-        j = i
-        end = None
-        while j < n:
-            ch = text[j]
-            if in_str:
-                if esc:
-                    esc = False
-                elif ch == "\\":
-                    esc = True
-                elif ch == in_str:
-                    in_str = None
-            elif ch in "\"'":
-                in_str = ch
-            elif ch == "{":
-                depth += 1
-            elif ch == "}":
-                depth -= 1
-                if depth == 0:
-                    end = j + 1
-                    break
-            j += 1
-        if end is None:
-            return
-        chunk = text[i:end]
-        obj = _loads(chunk)
-        if obj is None and chunk.startswith("{{") and chunk.endswith("}}"):
-            obj = _loads(chunk[1:-1])
-        if obj is None and _SECONDS_SUFFIX.search(chunk):  # [[0.0s, 5.0s]]: times written with their unit
-            obj = _loads(_SECONDS_SUFFIX.sub(r"\1", chunk))
-        if isinstance(obj, dict):
-            yield i, end, obj
-            i = end
-        else:
-            i += 1
-
-
-def _loads(chunk: str):
-    try:
-        return json.loads(chunk)
-    except (json.JSONDecodeError, ValueError):
-        pass
-    try:
-        return ast.literal_eval(chunk)
-    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
-        return None
 
 
 @dataclass
@@ -153,7 +66,7 @@ def _call_from_obj(obj: dict) -> ParsedCall | None:
 def coerce_arguments(name: str, args) -> ParsedCall:
     """Turn raw arguments (dict or JSON string) into a :class:`ParsedCall`."""
     if isinstance(args, str):
-        decoded = _loads(args) if args.strip() else {}
+        decoded = loads_lenient(args) if args.strip() else {}
         if not isinstance(decoded, dict):
             return ParsedCall(name, None, f"the arguments of {name} are not a JSON object: {args[:200]!r}")
         args = decoded

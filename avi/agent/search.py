@@ -14,8 +14,8 @@ import re
 from avi.agent.choice import question_stem
 from avi.agent.grounding import Place
 from avi.agent.state import State
-from avi.agent.tree_search import tree_search
 from avi.agent.trace import HOST_STEP, Trace, host_tool_call
+from avi.agent.tree_search import tree_search
 from avi.tools.retrieve.common import BEST_FIRST
 
 _LEAD = re.compile(

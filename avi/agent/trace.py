@@ -13,7 +13,6 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-
 HOST_STEP = "host step, no model reply"
 """A step's note saying the host made it without asking the model (not counted as a model reply)."""
 

@@ -34,8 +34,8 @@ import math
 import re
 from dataclasses import asdict, dataclass, field
 
-from avi.tools.base import Observation, Question, TimeRanges, ToolContext, clip_ranges, tool
 from avi.budget import overview_frames
+from avi.tools.base import Observation, Question, TimeRanges, ToolContext, clip_ranges, tool
 from avi.tools.timeline import measure_low_res, query_terms
 from avi.video.timecode import fmt_range
 

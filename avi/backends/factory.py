@@ -142,8 +142,8 @@ class Backends:
     def captioner(self):
         s = self.settings
         if self.vlm is not None:
-            from avi.agent.prompts import PromptLibrary
             from avi.backends.vlm import VlmCaptioner
+            from avi.prompts import PromptLibrary
 
             return VlmCaptioner(self.vlm, PromptLibrary(s.prompts_dir), frames_per_clip=s.vlm_frames_per_clip,
                                 concurrency=s.caption_concurrency, max_tokens=s.vlm_max_tokens)
@@ -164,8 +164,8 @@ class Backends:
     def frame_analyzer(self):
         s = self.settings
         if self.vlm is not None:
-            from avi.agent.prompts import PromptLibrary
             from avi.backends.vlm import VlmFrameAnalyzer
+            from avi.prompts import PromptLibrary
 
             return VlmFrameAnalyzer(self.vlm, PromptLibrary(s.prompts_dir), max_frames=s.frame_analysis_max_frames,
                                     max_tokens=s.vlm_max_tokens)

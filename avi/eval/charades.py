@@ -9,7 +9,17 @@ from pathlib import Path
 from typing import Any
 
 from avi.errors import InputError
-from avi.eval.readers import BadRecord, json_items, jsonl_items, as_number, read_text, required, unique_questions, VideoFolder, record_at
+from avi.eval.readers import (
+    BadRecord,
+    VideoFolder,
+    as_number,
+    json_items,
+    jsonl_items,
+    read_text,
+    record_at,
+    required,
+    unique_questions,
+)
 from avi.jobs.spec import JobQuestion
 
 CHARADES_QUESTION = "When does this happen in the video: '{sentence}'? Answer with the start and end time in seconds."
@@ -150,8 +160,8 @@ def load_charades(annotations: Path, videos_dir: Path, *,
                     explicit = rec.get("id", rec.get("question_id"))
                     qid = str(explicit) if explicit is not None else next_qid(vid)
                     dur = as_number(rec.get("duration")) or as_number(durations.get(vid))
-                    return _charades_question(qid, vid, video, required(rec, "caption"), *_timestamp(required(rec, "timestamp")),
-                                              dur, n)
+                    start, end = _timestamp(required(rec, "timestamp"))
+                    return _charades_question(qid, vid, video, required(rec, "caption"), start, end, dur, n)
 
                 out.append(record_at(path, n, lmms_row))
                 lines.append(n)

@@ -63,7 +63,7 @@ from avi.eval.answer_reading import (
     text_match,
 )
 from avi.eval.jsonl_videos import VIDEO_TYPES, judge_videos, video_list, video_truth
-from avi.eval.readers import BadRecord, jsonl_items, read_text, required, record_at
+from avi.eval.readers import BadRecord, jsonl_items, read_text, record_at, required
 from avi.eval.stats import record_status
 from avi.jobs.spec import JobQuestion
 from avi.video.spans import temporal_iou

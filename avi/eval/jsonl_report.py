@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from avi.eval.jsonl import BENCHMARK, LETTERS, SCORING_NOTE, TIMING_NOTE, TYPES, grade_jsonl
-from avi.eval.stats import CI_NOTE, Score, text_grid, records_by_qid, score_values
+from avi.eval.stats import CI_NOTE, Score, records_by_qid, score_values, text_grid
 from avi.jobs.spec import JobQuestion
 
 # ------------------------------------------------------------------------------------------------ report

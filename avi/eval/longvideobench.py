@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from avi.errors import InputError
-from avi.eval.readers import BadRecord, as_number, records_of, required, selection, unique_questions, record_at
+from avi.eval.readers import BadRecord, as_number, record_at, records_of, required, selection, unique_questions
 from avi.jobs.spec import JobQuestion, format_choice_question
 
 LONGVIDEOBENCH_GROUPS = (15, 60, 600, 3600)

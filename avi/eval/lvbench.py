@@ -6,7 +6,17 @@ import re
 from pathlib import Path
 
 from avi.errors import InputError
-from avi.eval.readers import BadRecord, jsonl_items, answer_letter, as_number, read_text, required, unique_questions, VideoFolder, record_at
+from avi.eval.readers import (
+    BadRecord,
+    VideoFolder,
+    answer_letter,
+    as_number,
+    jsonl_items,
+    read_text,
+    record_at,
+    required,
+    unique_questions,
+)
 from avi.jobs.spec import JobQuestion, format_choice_question
 
 LVBENCH_CATEGORIES = {

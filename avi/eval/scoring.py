@@ -59,10 +59,10 @@ from avi.eval.lvbench import LVBENCH_ORDER, polish_answer
 from avi.eval.stats import (
     CI_NOTE,
     Score,
-    text_grid,
+    record_status,
     records_by_qid,
     score_values,
-    record_status,
+    text_grid,
 )
 from avi.eval.videomme import VIDEOMME_DOMAINS, VIDEOMME_TASKS, extract_characters_regex
 from avi.jobs.spec import JobQuestion

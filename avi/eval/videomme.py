@@ -7,7 +7,17 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from avi.errors import InputError
-from avi.eval.readers import BadRecord, answer_letter, records_of, required, selection, option_text, unique_questions, VideoFolder, record_at
+from avi.eval.readers import (
+    BadRecord,
+    VideoFolder,
+    answer_letter,
+    option_text,
+    record_at,
+    records_of,
+    required,
+    selection,
+    unique_questions,
+)
 from avi.jobs.spec import JobQuestion, format_choice_question
 
 VIDEOMME_DURATIONS = ("short", "medium", "long")

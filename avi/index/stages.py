@@ -193,7 +193,7 @@ def stage_graph(work: Path, captions: list[Caption], settings: Settings, backend
                  progress: bool = False) -> dict:
     path = work / "graph.json"
     if not path.exists():
-        from avi.agent.prompts import PromptLibrary
+        from avi.prompts import PromptLibrary
 
         usable = [c for c in captions if c.text.strip()]  # failed VLM captions carry no text
         llm = backends.llm if settings.graph_llm else None
@@ -228,7 +228,7 @@ def stage_summary(work: Path, captions: list[Caption], settings: Settings, backe
                    progress: bool) -> dict:
     path = work / "summary.json"
     if not path.exists():
-        from avi.agent.prompts import PromptLibrary
+        from avi.prompts import PromptLibrary
 
         llm = backends.llm if settings.summary_llm else None
         bar = tqdm(desc="summary", unit="call", file=sys.stderr, disable=not progress or llm is None,

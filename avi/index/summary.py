@@ -45,7 +45,7 @@ def build_summary(captions: list[Caption], llm, prompts, *, chunk_chars: int = 4
     Args:
         captions: the video's clip captions.
         llm: a :class:`~avi.backends.llm.ChatClient` (or None: no summary).
-        prompts: :class:`~avi.agent.prompts.PromptLibrary` with summary_segment and summary_video.
+        prompts: :class:`~avi.prompts.PromptLibrary` with summary_segment and summary_video.
         progress: called with (done, total) after each LLM call.
 
     Returns:
@@ -86,7 +86,7 @@ def build_summary(captions: list[Caption], llm, prompts, *, chunk_chars: int = 4
 
 
 def _ask(llm, prompt: str, max_tokens: int) -> str:
-    from avi.agent.parse import split_thought
+    from avi.replies import split_thought
 
     # thinking off: a Qwen3 that thinks first can spend the whole budget in <think> (issue 37)
     res = llm.chat([{"role": "user", "content": prompt}], max_tokens=max_tokens, temperature=0.0, seed=0,

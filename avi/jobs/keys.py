@@ -71,7 +71,7 @@ def video_identity(path: Path | None) -> str:
 
 def settings_identity(settings: Settings) -> dict:
     """The settings that change answers, as a JSON-ready dict (see :data:`ANSWER_SETTINGS`)."""
-    from avi.agent.prompts import PromptLibrary
+    from avi.prompts import PromptLibrary
 
     out = {name: getattr(settings, name, None) for name in ANSWER_SETTINGS}
     out.update(settings.index_fingerprint_fields())

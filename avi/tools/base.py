@@ -28,6 +28,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from avi.budget import frame_alpha, question_budget
 from avi.errors import AviError, WeightsError
+from avi.replies import inline_refs
 from avi.video.timecode import fmt_range, parse_time
 
 
@@ -278,22 +279,6 @@ def _doc_parts(fn: Callable) -> tuple[str, dict[str, str]]:
     return summary, args
 
 
-def _inline_refs(schema: dict) -> dict:
-    defs = schema.pop("$defs", {})
-
-    def walk(node):
-        if isinstance(node, dict):
-            if "$ref" in node:  # keep the node's own keys (its description) over the definition's
-                ref = defs[node["$ref"].split("/")[-1]]
-                return walk({**ref, **{k: v for k, v in node.items() if k != "$ref"}})
-            return {k: walk(v) for k, v in node.items() if k != "title"}
-        if isinstance(node, list):
-            return [walk(v) for v in node]
-        return node
-
-    return walk(schema)
-
-
 class Tool:
     """A typed function exposed to the agent (see module docstring).
 
@@ -324,7 +309,7 @@ class Tool:
 
     def parameters_schema(self) -> dict:
         """JSON schema of the arguments (refs inlined, no titles, no extra keys)."""
-        schema = _inline_refs(self.args_model.model_json_schema())
+        schema = inline_refs(self.args_model.model_json_schema())
         schema["additionalProperties"] = False
         return schema
 

@@ -8,7 +8,7 @@ One agent answers about a set of videos, each with its own index built or reused
 * :mod:`avi.videos.tools`: every tool with an optional ``video`` argument (search tools search all indexes and
   rank together; tools on time ranges look at one named video);
 * :mod:`avi.videos.kinds`: answer types over videos (a video name, a set of names, an order of videos);
-* :mod:`avi.videos.pipeline`: prepare the videos, run :class:`avi.agent.multi.MultiAgent`, the trace.
+* :mod:`avi.videos.pipeline`: prepare the videos, run :class:`avi.videos.agent.MultiAgent`, the trace.
 
 With one video none of this is used: the single-video path, its prompts and its tool schemas are unchanged.
 """

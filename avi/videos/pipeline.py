@@ -1,5 +1,5 @@
 """One question over several videos, end to end: each video probed and indexed (built, reused or resumed) as
-for one video, then :class:`avi.agent.multi.MultiAgent`, then the trace (issue 21)."""
+for one video, then :class:`avi.videos.agent.MultiAgent`, then the trace (issue 21)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from avi.agent.loop import AgentResult
-from avi.agent.prompts import PromptLibrary
 from avi.backends import Backends
 from avi.config import Settings
 from avi.errors import InputError
-from avi.pipeline import PreparedVideo, QuestionTrace, prepare, question_fallbacks
+from avi.pipeline import PreparedVideo, QuestionTrace, prepare, question_fallbacks, trace_llm, trace_settings
+from avi.prompts import PromptLibrary
 from avi.questions import clean_question
 from avi.video.decode import VideoReader, probe
 from avi.videos.context import multi_context
@@ -62,7 +62,7 @@ def prepare_many(paths: list[Path], settings: Settings, backends: Backends, *, r
 
 def answer_many(prepared: dict[str, PreparedVideo], question: str, settings: Settings,
                 backends: Backends) -> AgentResult:
-    """Run :class:`avi.agent.multi.MultiAgent` for ``question`` over the prepared videos.
+    """Run :class:`avi.videos.agent.MultiAgent` for ``question`` over the prepared videos.
 
     ``result.trace`` is a :class:`MultiTrace`; its ``seconds`` get ``index`` (sum over the videos), ``agent``
     and ``total``.
@@ -71,7 +71,7 @@ def answer_many(prepared: dict[str, PreparedVideo], question: str, settings: Set
         InputError: a bad question (:func:`avi.questions.clean_question`).
         LLMUnavailableError: the orchestrator cannot be reached or started.
     """
-    from avi.agent.multi import MultiAgent
+    from avi.videos.agent import MultiAgent
 
     question = clean_question(question or "", settings.question_max_chars)
     t0 = time.perf_counter()
@@ -83,14 +83,7 @@ def answer_many(prepared: dict[str, PreparedVideo], question: str, settings: Set
         question=question, video=" | ".join(str(p.info.path) for p in prepared.values()),
         video_sha256=prepared[ctx.names[0]].index.manifest["video"]["sha256"], index_dir="",
         profile=settings.resolved_profile(),
-        llm={"base_url": llm.base_url if settings.llm_base_url else "embedded llama.cpp (127.0.0.1)",
-             "model": llm.model if settings.llm_base_url else settings.llm_gguf},
-        settings={"max_iterations": settings.max_iterations, "fps": settings.fps,
-                  "clip_seconds": settings.clip_seconds, "perceive_max_frames": settings.perceive_max_frames,
-                  "frame_budget": ctx.frame_budget or 0, "frame_alpha": ctx.alpha,
-                  "perceive_strategy": settings.perceive_strategy, "max_side": settings.max_side,
-                  "temperature": settings.llm_temperature, "llm_ctx": settings.llm_ctx},
-        prompts_sha256=prompts.fingerprint())
+        llm=trace_llm(settings, llm), settings=trace_settings(settings, ctx), prompts_sha256=prompts.fingerprint())
     result = MultiAgent(llm, ctx, prompts, settings).run(question, trace)
     trace.videos = [{"name": n, "path": str(p.info.path), "sha256": p.index.manifest["video"]["sha256"],
                      "index_dir": str(p.index.path), "duration_s": round(float(p.info.duration_s), 3),

@@ -13,17 +13,17 @@ from avi.viewer import (
     EVIDENCE_COLOUR,
     OTHER_COLOUR,
     PHASE_COLOURS,
+    argument_ranges,
+    as_num,
     esc,
     fmt_t,
-    step_frames,
     kv_table,
     nice_step,
-    as_num,
+    step_frames,
     step_html,
+    thumbnails,
     trace_steps,
     trace_totals,
-    argument_ranges,
-    thumbnails,
 )
 
 

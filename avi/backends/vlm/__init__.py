@@ -28,8 +28,9 @@ and ``prompts/frame_analysis_vlm.md``.
 from avi.backends.vlm.captioner import VlmCaptioner
 from avi.backends.vlm.frame_analyzer import VlmFrameAnalyzer
 from avi.backends.vlm.frames import frame_label, frames_to_content, images_as_files, jpeg_data_url, thin_frames
-from avi.backends.vlm.reply import ClipCaptionReply, SubjectEntry, caption_json_schema, first_json_object, strip_think
+from avi.backends.vlm.reply import ClipCaptionReply, SubjectEntry, caption_json_schema
 from avi.backends.vlm.servers import OpenAIVlmBackend, TransformersVlmBackend, VlmBackend
+from avi.replies import first_json_object, strip_think
 
 __all__ = ["ClipCaptionReply", "OpenAIVlmBackend", "SubjectEntry", "TransformersVlmBackend", "VlmBackend",
            "VlmCaptioner", "VlmFrameAnalyzer", "caption_json_schema", "first_json_object", "frame_label",

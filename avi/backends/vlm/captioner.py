@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
-from avi.agent.prompts import PromptLibrary
 from avi.backends.types import Caption
 from avi.backends.vlm.frames import frames_to_content, thin_frames
-from avi.backends.vlm.reply import ClipCaptionReply, validation_message, caption_json_schema, first_json_object
+from avi.backends.vlm.reply import ClipCaptionReply, caption_json_schema, validation_message
 from avi.backends.vlm.servers import VlmBackend
+from avi.prompts import PromptLibrary
+from avi.replies import first_json_object
 from avi.video.clips import Clip
 from avi.video.decode import Frame
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from avi.agent.prompts import PromptLibrary
 from avi.backends.frame_analyzer import FrameAnalysis
 from avi.backends.vlm.frames import frames_to_content, thin_frames
-from avi.backends.vlm.reply import strip_think
 from avi.backends.vlm.servers import VlmBackend
+from avi.prompts import PromptLibrary
+from avi.replies import strip_think
 from avi.video.decode import Frame
 
 

@@ -1,42 +1,14 @@
-"""Reading a VLM reply: thinking stripped, the first JSON object, the clip-caption schema and its validation."""
+"""A VLM's clip caption: its schema and its validation (the reply's thinking and JSON object are found by
+:mod:`avi.replies`)."""
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from avi.replies import inline_refs
 from avi.video.timecode import parse_time
-
-_THINK = re.compile(r"<think>.*?</think>", re.S)
-
-
-def strip_think(text: str) -> str:
-    """``text`` without ``<think>...</think>`` blocks (and anything before a dangling ``</think>``)."""
-    text = _THINK.sub("", text or "")
-    if "</think>" in text:
-        text = text.split("</think>")[-1]
-    return text.strip()
-
-
-def first_json_object(text: str) -> dict:
-    """The first JSON object in ``text`` (code fences and prose around it are tolerated).
-
-    Raises:
-        ValueError: no JSON object can be decoded from ``text``.
-    """
-    text = strip_think(text)
-    dec = json.JSONDecoder()
-    for m in re.finditer(r"\{", text):
-        try:
-            obj, _ = dec.raw_decode(text, m.start())
-        except json.JSONDecodeError:
-            continue
-        if isinstance(obj, dict):
-            return obj
-    raise ValueError("the reply contains no JSON object")
 
 
 def _listify(v: Any) -> Any:
@@ -110,32 +82,10 @@ class ClipCaptionReply(BaseModel):
         return v
 
 
-def _inline_refs(schema: dict) -> dict:
-    """Pydantic's JSON schema with ``$ref`` inlined, titles dropped, objects closed."""
-    defs = schema.get("$defs", {})
-
-    def walk(node: Any) -> Any:  # node is a schema
-        if isinstance(node, list):
-            return [walk(v) for v in node]
-        if not isinstance(node, dict):
-            return node
-        if "$ref" in node:
-            return walk(defs[node["$ref"].split("/")[-1]])
-        out = {}
-        for k, v in node.items():
-            if k in ("$defs", "title", "default", "description"):
-                continue
-            out[k] = {name: walk(sub) for name, sub in v.items()} if k == "properties" else walk(v)
-        if out.get("type") == "object" and "properties" in out:
-            out["additionalProperties"] = False
-        return out
-
-    return walk(schema)
-
-
 def caption_json_schema() -> dict:
     """JSON schema of :class:`ClipCaptionReply` for structured output (every field required)."""
-    return _inline_refs(ClipCaptionReply.model_json_schema(mode="serialization"))
+    return inline_refs(ClipCaptionReply.model_json_schema(mode="serialization"),
+                       drop=("title", "default", "description"), close=True)
 
 
 def validation_message(exc: ValidationError) -> str:

@@ -13,9 +13,9 @@ from avi.index.graph.importance import update_scores
 from avi.index.graph.structured import structured_graph
 
 if TYPE_CHECKING:
-    from avi.agent.prompts import PromptLibrary
     from avi.backends.embedder import Embedder
     from avi.backends.llm import ChatClient
+    from avi.prompts import PromptLibrary
 
 
 def build_entity_graph(captions: list[Caption], *, llm: ChatClient | None = None, prompts: PromptLibrary | None = None,
@@ -71,8 +71,8 @@ def build_entity_graph(captions: list[Caption], *, llm: ChatClient | None = None
     g.graph["extraction"] = {"llm": None, "chunks": 0, "failed_chunks": [], "seconds": 0.0, "dropped_references": 0}
     if llm is not None and caps:
         if prompts is None:
-            from avi.agent.prompts import PromptLibrary
             from avi.config import PROMPTS_DIR_DEFAULT
+            from avi.prompts import PromptLibrary
 
             prompts = PromptLibrary(PROMPTS_DIR_DEFAULT)
         g.graph["extraction"] = extract_chunk(g, caps, llm, prompts, embedder, chunk_chars, max_tokens, progress)

@@ -19,9 +19,9 @@ from avi.index.graph.schema import extraction_schema, parse_extraction
 from avi.video.timecode import fmt_range
 
 if TYPE_CHECKING:
-    from avi.agent.prompts import PromptLibrary
     from avi.backends.embedder import Embedder
     from avi.backends.llm import ChatClient
+    from avi.prompts import PromptLibrary
 
 
 def caption_lines(captions: Sequence[Caption]) -> list[str]:

@@ -12,7 +12,7 @@ import numpy as np
 from avi.backends.captioner import normalise_text
 from avi.backends.types import Caption
 from avi.index.graph.constants import MAX_KNOWN_SUBJECTS, NAME_MERGE_COSINE
-from avi.index.graph.importance import unit_rows, node_text
+from avi.index.graph.importance import node_text, unit_rows
 from avi.index.graph.schema import ExtractedInteraction, ExtractedSubject, GraphExtraction
 from avi.video.spans import merge_spans
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from avi.index.graph.constants import TIME_TOLERANCE_S
+from avi.replies import inline_refs
 from avi.video.timecode import parse_time
 
 if TYPE_CHECKING:
@@ -74,28 +75,6 @@ class GraphExtraction(_Lenient):
     interactions: list[ExtractedInteraction] = []
 
 
-def _strict(schema: Any, defs: dict) -> Any:
-    """Inline ``$ref``s, drop titles and defaults, require every property, forbid extra ones."""
-    if isinstance(schema, list):
-        return [_strict(s, defs) for s in schema]
-    if not isinstance(schema, dict):
-        return schema
-    if "$ref" in schema:
-        return _strict(defs[schema["$ref"].rsplit("/", 1)[-1]], defs)
-    out = {}
-    for k, v in schema.items():
-        if k in ("title", "default", "$defs"):
-            continue
-        if k == "properties":
-            out[k] = {name: _strict(p, defs) for name, p in v.items()}
-        else:
-            out[k] = _strict(v, defs)
-    if out.get("type") == "object" and "properties" in out:
-        out["required"] = list(out["properties"])
-        out["additionalProperties"] = False
-    return out
-
-
 def extraction_schema() -> dict:
     """JSON schema of the extraction reply, self-contained (no ``$ref``) and strict.
 
@@ -104,7 +83,7 @@ def extraction_schema() -> dict:
     numbers of seconds.
     """
     raw = GraphExtraction.model_json_schema()
-    return _strict(raw, raw.get("$defs", {}))
+    return inline_refs(raw, drop=("title", "default"), close=True, require_all=True)
 
 
 def _json_text(content: str) -> str:

@@ -10,7 +10,7 @@ import networkx as nx
 import numpy as np
 
 from avi.index.graph.constants import ENTITY_KINDS
-from avi.index.graph.importance import unit_rows, node_text, update_scores
+from avi.index.graph.importance import node_text, unit_rows, update_scores
 from avi.index.graph.merge import dedupe, name_key
 from avi.video.spans import merge_spans
 

@@ -12,8 +12,8 @@ from avi.tools.retrieve.common import (
     f2,
     fit_lines,
     max_chars,
-    shorten,
     merge_min_cosine,
+    shorten,
 )
 from avi.video.timecode import fmt_range
 

@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import Field
 
 from avi.tools.base import Observation, Query, ToolContext, tool
-from avi.tools.retrieve.common import CAPTION_CHARS, BEST_FIRST, max_chars
+from avi.tools.retrieve.common import BEST_FIRST, CAPTION_CHARS, max_chars
 from avi.video.spans import merge_spans
 from avi.video.timecode import fmt_range
 

@@ -15,20 +15,20 @@ from typing import Any
 
 import numpy as np
 
-from avi.agent.prompts import PromptLibrary
-from avi.backends.vlm.reply import strip_think
 from avi.errors import AviError
+from avi.prompts import PromptLibrary
+from avi.replies import strip_think
 from avi.tools.base import Observation, Query, ToolContext, tool
 from avi.tools.retrieve.common import (
     FALLBACK_SEGMENT_S,
     SUMMARY_WEIGHT,
+    cached_vectors,
     caption_vectors,
     captions_of,
     fit_lines,
     max_chars,
     query_vector,
     shorten,
-    cached_vectors,
 )
 from avi.video.timecode import fmt_range
 

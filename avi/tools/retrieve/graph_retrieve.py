@@ -15,13 +15,13 @@ from avi.index.graph.registry import registry_lines
 from avi.tools.base import Observation, Query, ToolContext, tool
 from avi.tools.retrieve.common import (
     SEED_MARGIN,
+    cached_vectors,
+    entity_min_cosine,
     fit_lines,
     max_chars,
     query_vector,
     shorten,
     spans_text,
-    cached_vectors,
-    entity_min_cosine,
 )
 from avi.video.spans import merge_spans
 from avi.video.timecode import fmt_range

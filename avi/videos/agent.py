@@ -19,10 +19,10 @@ from __future__ import annotations
 import json
 
 from avi.agent.loop import Agent, AgentResult
-from avi.agent.parse import split_thought
 from avi.agent.state import State
 from avi.agent.trace import HOST_STEP, Trace
 from avi.backends.llm import ContextOverflowError
+from avi.replies import split_thought
 from avi.tools import Tool
 from avi.video.spans import merge_spans
 from avi.videos.context import MultiContext
