@@ -195,6 +195,7 @@ def bench_vlm(args, sizes: dict, work: Path, device: str) -> dict:
     backend = RandomWeightsVlm(model_dir, device=device, dtype=dtype, max_pixels=sizes["max_pixels"],
                                max_batch=max(batches))
     backend.model.generation_config.eos_token_id = None  # random weights: decode exactly --new-tokens tokens
+    backend.model.generation_config.pad_token_id = backend.processor.tokenizer.pad_token_id
     build_s = time.perf_counter() - t0
     captioner = VlmCaptioner(backend, PromptLibrary(PROMPTS_DIR_DEFAULT), frames_per_clip=10,
                              max_tokens=args.new_tokens)
