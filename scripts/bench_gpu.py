@@ -22,8 +22,8 @@ tokens long either way). Each section prints and records the code path before is
 
 Then a projection for one hour of 720p video: caption time (720 clips at the best clips/s, plus embedding them) on
 one GPU and on eight (one replica each). ``--tiny`` runs everything with the tiny test models on the cpu in about a
-minute (tests/test_bench_gpu.py). Results are merged into ``--out`` (JSON; a section at a time, so a run stopped
-half-way keeps what it measured) and rendered as a table into ``--markdown``.
+minute (tests/test_bench_gpu.py). Results are merged into ``--out`` (JSON) as each run ends, so a process stopped
+half-way keeps what it measured, and rendered as tables into ``--markdown``.
 
     python scripts/bench_gpu.py --tiny --out /tmp/bench.json
     python scripts/bench_gpu.py --only vlm --out $OUT/bench.json --markdown $OUT/bench.md   # on a GPU
@@ -232,6 +232,7 @@ def bench_vlm(args, sizes: dict, work: Path, device: str) -> dict:
             run["error"] = f"out of memory: {str(exc).splitlines()[0][:160]}"
             _free()
         out["runs"].append(run)
+        args.save("vlm", out)  # what is measured so far survives a kill
         print(f"[bench_gpu] vlm batch {b}: {json.dumps(run)}", flush=True)
         if "error" in run:
             break
@@ -285,6 +286,7 @@ def bench_detector(args, sizes: dict, work: Path, device: str) -> dict:
             _free()
         _free()
         out["runs"].append(run)
+        args.save("detector", out)
         print(f"[bench_gpu] detector {json.dumps(run)}", flush=True)
     return out
 
@@ -322,6 +324,7 @@ def bench_clip(args, sizes: dict, work: Path, device: str) -> dict:
             _free()
         _free()
         out["runs"].append(run)
+        args.save("clip", out)
         print(f"[bench_gpu] clip {json.dumps(run)}", flush=True)
     return out
 
@@ -356,6 +359,7 @@ def bench_embedder(args, sizes: dict, work: Path, device: str) -> dict:
             _free()
         _free()
         out["runs"].append(run)
+        args.save("embedder", out)
         print(f"[bench_gpu] embedder {json.dumps(run)}", flush=True)
     return out
 
@@ -478,6 +482,13 @@ def main(argv: list[str] | None = None) -> int:
     data = {}
     for key, value in meta.items():
         data = _merge(args.out, key, value)
+
+    def save(section: str, partial: dict) -> None:
+        merged = _merge(args.out, section, partial)
+        if args.markdown is not None:
+            args.markdown.write_text(report(merged) + "\n")
+
+    args.save = save
     failed = []
     with tempfile.TemporaryDirectory(prefix="avi-bench-gpu-", dir=args.work) as tmp:
         for section in [s.strip() for s in args.only.split(",") if s.strip()]:
