@@ -88,7 +88,7 @@ TESTS=(-m pytest -p no:cacheprovider -q -m gpu_paths --timeout 120 --durations 5
 step "bench vlm: Qwen3-VL-8B, $VLM_BATCHES clips per generate" 170 "${BENCH[@]}" --only vlm --vlm-batches "$VLM_BATCHES"
 STEP_LOG=tests_half.log step "gpu_paths tests, $TEST_DEVICE, auto dtypes" 90 \
   env AVI_TEST_DEVICE="$TEST_DEVICE" "$PY" "${TESTS[@]}"
-step "bench detector: Grounding-DINO base" 60 "${BENCH[@]}" --only detector
+step "bench detector: Grounding-DINO base" 80 "${BENCH[@]}" --only detector --detector-frames 16
 step "bench clip: CLIP ViT-L/14" 50 "${BENCH[@]}" --only clip
 step "bench embedder: Qwen3-Embedding-0.6B" 50 "${BENCH[@]}" --only embedder
 STEP_LOG=tests_float32.log step "gpu_paths tests, $TEST_DEVICE, float32" 90 \
