@@ -21,7 +21,8 @@ NOT_DECLARED = {
 }
 # Import names whose distribution is not installed in every test venv.
 DISTRIBUTION = {"open_clip": "open-clip-torch", "qwen_vl_utils": "qwen-vl-utils", "ray": "ray",
-                "huggingface_hub": "huggingface-hub", "transformers": "transformers", "torch": "torch"}
+                "huggingface_hub": "huggingface-hub", "transformers": "transformers", "torch": "torch",
+                "torchvision": "torchvision"}
 
 
 def _norm(name: str) -> str:

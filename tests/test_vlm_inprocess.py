@@ -168,8 +168,8 @@ def test_requests_from_threads_are_decoded_together(tiny_dir, frames):
 
 
 def test_device_logits_match_the_cpu(tiny_dir, frames):
-    """On a GPU (AVI_TEST_DEVICE): one forward pass in the test dtype against the cpu's float32 (softmax
-    probabilities within the dtype's tolerance)."""
+    """On a GPU (AVI_TEST_DEVICE): one forward pass in the test dtype against the cpu's float32 (the last position's
+    logits within the dtype's tolerance, relative to their largest magnitude)."""
     skip_on_cpu()
     import torch
 
@@ -178,6 +178,6 @@ def test_device_logits_match_the_cpu(tiny_dir, frames):
                                  max_pixels=MAX_PIXELS)
     inputs, _ = cpu.prepare([_clip_messages(frames, 1)])
     with torch.inference_mode():
-        ref = cpu.model(**inputs).logits[0, -1].softmax(-1)
-        out = dev.model(**inputs.to(dev.device, dev.dtype)).logits[0, -1].float().softmax(-1).cpu()
-    assert torch.allclose(out, ref, atol=tolerance("vlm"))
+        ref = cpu.model(**inputs).logits[0, -1]
+        out = dev.model(**inputs.to(dev.device, dev.dtype)).logits[0, -1].float().cpu()
+    assert torch.allclose(out, ref, atol=tolerance("vlm") * float(ref.abs().max()))

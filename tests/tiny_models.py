@@ -69,12 +69,18 @@ def qwen3_tokenizer(chat_template: str | None = None):
                                    chat_template=chat_template, model_max_length=32768)
 
 
-def build_tiny_qwen3vl(out_dir: Path, seed: int = 0) -> Path:
+def build_tiny_qwen3vl(out_dir: Path, seed: int = 0, text_config: dict | None = None,
+                       vision_config: dict | None = None, weights: bool = True) -> Path:
     """Save a tiny random-weight Qwen3-VL (model + processor) to ``out_dir``; returns ``out_dir``.
 
     Architecture as Qwen3-VL (patch 16, spatial merge 2, temporal patch 2, deepstack,
     interleaved M-RoPE), scaled down: text 2 layers x 64 hidden, vision 2 blocks x 32
     hidden; 9.9 M parameters, ~60 MB on disk (float32 weights + the 18 MB tokenizer.json).
+
+    Args:
+        text_config, vision_config: replace the tiny sizes (scripts/bench_gpu.py: Qwen3-VL-8B's).
+        weights: False = the config, generation config and processor only (a caller that builds
+            the model itself, with random weights, straight on its device).
     """
     import torch
     from transformers import Qwen3VLConfig, Qwen3VLForConditionalGeneration, Qwen3VLProcessor
@@ -83,26 +89,33 @@ def build_tiny_qwen3vl(out_dir: Path, seed: int = 0) -> Path:
 
     out_dir = Path(out_dir)
     cfg = Qwen3VLConfig(
-        text_config=dict(vocab_size=151936, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=32768,
-                         rope_parameters={"rope_type": "default", "rope_theta": 5e6, "mrope_section": [2, 3, 3],
-                                          "mrope_interleaved": True}),
-        vision_config=dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64,
-                           patch_size=16, spatial_merge_size=2, temporal_patch_size=2, num_position_embeddings=64,
-                           deepstack_visual_indexes=[0, 1]),
+        text_config=text_config or dict(
+            vocab_size=151936, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=2, head_dim=16, max_position_embeddings=32768,
+            rope_parameters={"rope_type": "default", "rope_theta": 5e6, "mrope_section": [2, 3, 3],
+                             "mrope_interleaved": True}),
+        vision_config=vision_config or dict(
+            depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64, patch_size=16,
+            spatial_merge_size=2, temporal_patch_size=2, num_position_embeddings=64, deepstack_visual_indexes=[0, 1]),
         image_token_id=IMAGE_TOKEN_ID, video_token_id=VIDEO_TOKEN_ID, vision_start_token_id=VISION_START_ID,
-        vision_end_token_id=VISION_END_ID, tie_word_embeddings=True)
-    torch.manual_seed(seed)
-    model = Qwen3VLForConditionalGeneration(cfg)
-    model.generation_config.eos_token_id = [151645, 151643]
-    model.generation_config.pad_token_id = 151643
+        vision_end_token_id=VISION_END_ID, tie_word_embeddings=text_config is None)
     pixel_args = dict(patch_size=16, merge_size=2, temporal_patch_size=2, image_mean=[0.5] * 3, image_std=[0.5] * 3,
                       size={"shortest_edge": 64 * 64, "longest_edge": 256 * 256})
     processor = Qwen3VLProcessor(image_processor=Qwen2VLImageProcessor(**pixel_args),
                                  video_processor=Qwen3VLVideoProcessor(**pixel_args),
                                  tokenizer=qwen3_tokenizer(), chat_template=QWEN_VL_CHAT_TEMPLATE)
-    model.save_pretrained(out_dir)
     processor.save_pretrained(out_dir)
+    if not weights:
+        from transformers import GenerationConfig
+
+        cfg.save_pretrained(out_dir)
+        GenerationConfig(eos_token_id=[151645, 151643], pad_token_id=151643).save_pretrained(out_dir)
+        return out_dir
+    torch.manual_seed(seed)
+    model = Qwen3VLForConditionalGeneration(cfg)
+    model.generation_config.eos_token_id = [151645, 151643]
+    model.generation_config.pad_token_id = 151643
+    model.save_pretrained(out_dir)
     return out_dir
 
 
@@ -140,7 +153,7 @@ def tiny_bert_tokenizer(words: list[str] | None = None):
     return BertTokenizerFast(vocab_file=f.name, do_lower_case=True)
 
 
-def build_tiny_grounding_dino(out_dir: Path, seed: int = 0, num_queries: int = 30) -> Path:
+def build_tiny_grounding_dino(out_dir: Path, seed: int = 0, num_queries: int = 30, sizes: dict | None = None) -> Path:
     """Save a tiny random-weight Grounding DINO (model + processor) to ``out_dir``; returns ``out_dir``.
 
     Architecture as IDEA-Research/grounding-dino-tiny (Swin backbone through
@@ -150,6 +163,10 @@ def build_tiny_grounding_dino(out_dir: Path, seed: int = 0, num_queries: int = 3
     tied across decoder layers, which needs >= 2), ``num_queries`` queries,
     max_text_len 64; ~0.2 M parameters. The image processor resizes to a short
     side of 64 px (long side <= 112) so CPU forward passes take milliseconds.
+
+    ``sizes`` replaces the tiny sizes (scripts/bench_gpu.py: grounding-dino-base's): ``backbone``
+    (SwinConfig arguments), ``text`` (BertConfig arguments), ``model`` (GroundingDinoConfig arguments)
+    and ``image`` (the image processor's ``size``).
     """
     import torch
     from transformers import (
@@ -163,18 +180,22 @@ def build_tiny_grounding_dino(out_dir: Path, seed: int = 0, num_queries: int = 3
 
     out_dir = Path(out_dir)
     tokenizer = tiny_bert_tokenizer()
-    backbone = SwinConfig(image_size=64, patch_size=4, embed_dim=8, depths=[1, 1, 1, 1], num_heads=[1, 1, 1, 1],
-                          window_size=4, out_indices=[2, 3, 4])
-    text = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                      intermediate_size=64, max_position_embeddings=64)
-    cfg = GroundingDinoConfig(backbone_config=backbone, text_config=text, d_model=32, encoder_layers=1,
-                              decoder_layers=2, encoder_ffn_dim=64, decoder_ffn_dim=64, encoder_attention_heads=2,
-                              decoder_attention_heads=2, num_queries=num_queries, encoder_n_points=2,
-                              decoder_n_points=2, max_text_len=64)
+    sizes = sizes or {}
+    backbone = SwinConfig(**(sizes.get("backbone") or dict(
+        image_size=64, patch_size=4, embed_dim=8, depths=[1, 1, 1, 1], num_heads=[1, 1, 1, 1], window_size=4,
+        out_indices=[2, 3, 4])))
+    text = BertConfig(**(sizes.get("text") or dict(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1,
+                                                   num_attention_heads=2, intermediate_size=64,
+                                                   max_position_embeddings=64)))
+    cfg = GroundingDinoConfig(backbone_config=backbone, text_config=text, **(sizes.get("model") or dict(
+        d_model=32, encoder_layers=1, decoder_layers=2, encoder_ffn_dim=64, decoder_ffn_dim=64,
+        encoder_attention_heads=2, decoder_attention_heads=2, num_queries=num_queries, encoder_n_points=2,
+        decoder_n_points=2, max_text_len=64)))
     torch.manual_seed(seed)
     model = GroundingDinoForObjectDetection(cfg)
     processor = GroundingDinoProcessor(
-        image_processor=GroundingDinoImageProcessor(size={"shortest_edge": 64, "longest_edge": 112}),
+        image_processor=GroundingDinoImageProcessor(size=sizes.get("image") or {"shortest_edge": 64,
+                                                                                "longest_edge": 112}),
         tokenizer=tokenizer)
     model.save_pretrained(out_dir)
     processor.save_pretrained(out_dir)
@@ -276,29 +297,34 @@ def tiny_clip_tokenizer():
     return CLIPTokenizer(vocab=vocab, merges=merges)
 
 
-def build_tiny_hf_clip(out_dir: Path, seed: int = 0) -> Path:
+def build_tiny_hf_clip(out_dir: Path, seed: int = 0, text_config: dict | None = None,
+                       vision_config: dict | None = None, projection_dim: int = 16) -> Path:
     """Save a tiny random-weight transformers ``CLIPModel`` + ``CLIPProcessor`` to ``out_dir``; returns it.
 
     Text 2 layers x 32 hidden over :func:`tiny_clip_tokenizer`, vision ViT 2 layers x 32 hidden on 32 px
     images (patch 8), projection 16; ~60 k parameters. Loading goes through the real
-    ``from_pretrained(local_files_only=True)`` path.
+    ``from_pretrained(local_files_only=True)`` path. ``text_config``, ``vision_config`` and
+    ``projection_dim`` replace the tiny sizes (scripts/bench_gpu.py: ViT-L/14's; the image processor then
+    takes the vision config's ``image_size``).
     """
     import torch
     from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor
 
     out_dir = Path(out_dir)
     tok = tiny_clip_tokenizer()
+    ids = dict(bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+    vision = vision_config or dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                                   image_size=32, patch_size=8)
     cfg = CLIPConfig(
-        text_config=dict(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=2, max_position_embeddings=77, bos_token_id=tok.bos_token_id,
-                         eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id),
-        vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
-                           image_size=32, patch_size=8),
-        projection_dim=16)
+        text_config={**(text_config or dict(vocab_size=len(tok), hidden_size=32, intermediate_size=64,
+                                            num_hidden_layers=2, num_attention_heads=2, max_position_embeddings=77)),
+                     **ids},
+        vision_config=vision, projection_dim=projection_dim)
     torch.manual_seed(seed)
     model = CLIPModel(cfg)
-    processor = CLIPProcessor(image_processor=CLIPImageProcessor(size={"shortest_edge": 32},
-                                                                 crop_size={"height": 32, "width": 32}),
+    side = int(vision.get("image_size", 224))
+    processor = CLIPProcessor(image_processor=CLIPImageProcessor(size={"shortest_edge": side},
+                                                                 crop_size={"height": side, "width": side}),
                               tokenizer=tok)
     model.save_pretrained(out_dir)
     processor.save_pretrained(out_dir)
@@ -327,4 +353,40 @@ def build_tiny_open_clip(out_dir: Path, seed: int = 0) -> Path:
         {"model_cfg": TINY_OPEN_CLIP_CFG, "preprocess_cfg": {"mean": [0.5] * 3, "std": [0.5] * 3}}))
     save_file(state, str(out_dir / "open_clip_model.safetensors"))
     torch.save(state, out_dir / "tiny.pt")
+    return out_dir
+
+
+# ------------------------------------------------------------------ Qwen3-Embedding (sentence-transformers)
+
+def build_tiny_qwen3_embedding(out_dir: Path, seed: int = 0, config: dict | None = None) -> Path:
+    """Save a tiny random-weight embedder in Qwen3-Embedding's sentence-transformers layout to ``out_dir``.
+
+    A ``Qwen3Model`` (2 layers x 64 hidden; ``config`` replaces the sizes, e.g. Qwen3-Embedding-0.6B's in
+    scripts/bench_gpu.py) with Qwen3's tokenizer (:func:`qwen3_tokenizer`, padded on the left as the real one),
+    last-token pooling and L2 normalisation, written by sentence-transformers itself (``modules.json`` and
+    its module folders), so :class:`avi.backends.embedder.SentenceTransformerEmbedder` loads it as it would the
+    real one. Returns ``out_dir``.
+    """
+    import warnings
+
+    import torch
+    from transformers import Qwen3Config, Qwen3Model
+
+    with warnings.catch_warnings():  # sentence-transformers 6 moved its modules; the old import still works
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from sentence_transformers import SentenceTransformer, models
+
+    out_dir = Path(out_dir)
+    hf_dir = out_dir.parent / f"{out_dir.name}-hf"
+    cfg = Qwen3Config(**(config or dict(vocab_size=151669, hidden_size=64, intermediate_size=128,
+                                        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                        head_dim=16, max_position_embeddings=32768, tie_word_embeddings=True)))
+    torch.manual_seed(seed)
+    Qwen3Model(cfg).save_pretrained(hf_dir)
+    tok = qwen3_tokenizer()
+    tok.padding_side = "left"
+    tok.save_pretrained(hf_dir)
+    word = models.Transformer(str(hf_dir), max_seq_length=512)
+    pool = models.Pooling(cfg.hidden_size, pooling_mode="lasttoken")
+    SentenceTransformer(modules=[word, pool, models.Normalize()], device="cpu").save(str(out_dir))
     return out_dir

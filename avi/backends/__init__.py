@@ -24,6 +24,10 @@ clip_scorer   None: boundary_detect falls back to colour-histogram  ``open_clip_
               shots scored by caption similarity                    OpenClipScorer; or ``clip_model_dir``:
                                                                     HfClipScorer (transformers CLIP)
 ============  ====================================================  ==========================================
+
+Every in-process model runs where its ``<role>_device`` / ``<role>_dtype`` settings say (:mod:`avi.config_devices`;
+``auto`` = CUDA in half precision when torch sees a GPU, else the CPU in float32), resolved and checked by
+:mod:`avi.backends.devices`.
 """
 
 from avi.backends.factory import Backends

@@ -79,7 +79,7 @@ class SentenceTransformerEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         vecs = self._model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
                                   convert_to_numpy=True, show_progress_bar=False)
-        return np.asarray(vecs, dtype=np.float32)
+        return _normalise(vecs)  # again in float32: a bfloat16 model's unit vectors are unit only to ~2e-3
 
 
 def _dtype_key() -> str:

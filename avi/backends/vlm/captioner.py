@@ -85,6 +85,18 @@ class VlmCaptioner:
                 s.first_seen = None
         return reply, notes
 
+    def request(self, clip: Clip, frames: list[Frame]) -> tuple[list[dict], list[Frame]]:
+        """The first request of a clip's caption and the frames it sends: the system prompt, then the clip's
+        bounds and up to ``frames_per_clip`` frames (thinned uniformly), each after its time label (the
+        frames as JPEG data URLs). ``([], [])`` when ``frames`` is empty."""
+        sent = thin_frames(frames, self.frames_per_clip)
+        if not sent:
+            return [], []
+        header = {"type": "text", "text": f"Clip from {clip.start_s:.1f}s to {clip.end_s:.1f}s "
+                                          f"({len(sent)} frames, in time order)."}
+        return [{"role": "system", "content": self.system_prompt},
+                {"role": "user", "content": [header, *frames_to_content(sent, len(sent))]}], sent
+
     def caption(self, clip: Clip, frames: list[Frame], previous: Frame | None = None) -> Caption:
         """Caption of ``clip`` from its frames (``previous`` is not used by the VLM).
 
@@ -93,15 +105,11 @@ class VlmCaptioner:
                 error status); these are not recorded as failed captions, because
                 they would fail every clip the same way.
         """
-        sent = thin_frames(frames, self.frames_per_clip)
+        messages, sent = self.request(clip, frames)
         base = {"frames_s": [f.t_s for f in sent], "vlm": self.backend.name}
         if not sent:
             return Caption(clip.index, clip.start_s, clip.end_s, "", self.name,
                            {"failed": "no frames could be decoded in this clip", "raw": "", **base})
-        header = {"type": "text", "text": f"Clip from {clip.start_s:.1f}s to {clip.end_s:.1f}s "
-                                          f"({len(sent)} frames, in time order)."}
-        messages = [{"role": "system", "content": self.system_prompt},
-                    {"role": "user", "content": [header, *frames_to_content(sent, len(sent))]}]
         raw = ""
         error = ""
         for attempt in (1, 2):
