@@ -33,6 +33,7 @@ from pydantic_settings import (
 )
 
 from avi.budget import frame_budget_value
+from avi.config_agent import AgentSettings, answer_rule_names
 from avi.config_devices import DeviceSettings
 from avi.errors import InputError
 from avi.serve.layout import ROLE_SETTING, ServeLayout
@@ -118,13 +119,14 @@ class ConfigFileSource(TomlConfigSettingsSource):
         return data
 
 
-class Settings(DeviceSettings, BaseSettings):
+class Settings(AgentSettings, DeviceSettings, BaseSettings):
     """All knobs of avi. Units are in the field names or descriptions.
 
     Hyperparameters default to the AVI paper (§4.1): 5 s clips, frames at 2 fps,
     top-k 16 for clip_retrieve, NMS IoU 0.5 for object_detect, at most 64 frames
     for frame_analysis and at most 10 agent iterations. The in-process models'
-    devices and dtypes: :class:`avi.config_devices.DeviceSettings`.
+    devices and dtypes: :class:`avi.config_devices.DeviceSettings`; the agent's settings:
+    :class:`avi.config_agent.AgentSettings`.
     """
 
     model_config = SettingsConfigDict(env_prefix="AVI_", extra="ignore", allow_inf_nan=False)
@@ -285,41 +287,7 @@ class Settings(DeviceSettings, BaseSettings):
                                                                         "(default: one 8-GPU node); with profile "
                                                                         "gpu, unset endpoints come from it")
 
-    # --- agent
-    max_iterations: int = Field(default=10, ge=1, le=1000, description="agent iterations before a forced answer")
-    max_retries: int = Field(default=2, ge=0, le=20, description="malformed tool calls re-asked per iteration")
-    structured_answer: bool = Field(default=True, description="deliver choice / multi-select / interval / order "
-                                                              "answers through one schema-constrained final call "
-                                                              "(the regex read of the answer is the fallback)")
-    choice_scoring: Literal["permutation", "text", "off"] = Field(
-        default="permutation", description="how a multiple-choice letter is taken (issue 14): 'permutation' scores "
-        "the options by the letters' log-probabilities averaged over cyclic permutations (else 'text'), 'text' has "
-        "the model name the option's text under a schema, 'off' reads the letter of the model's answer")
-    choice_calibration: bool = Field(default=False, description="with 'permutation', divide each option's score by "
-                                     "its score without evidence (Zhao et al. 2021); off: no gain with the 1.5B model")
-    grounded_answers: bool = Field(default=True, description="free-text answers about text or speech are taken from "
-                                                             "the evidence strings, interval answers widened to the "
-                                                             "whole evidence run, and questions the profile's tools "
-                                                             "cannot measure answered as such (issue 14)")
-    host_retrieve: bool = Field(default=True, description="the host runs clip_retrieve with the question before "
-                                                         "the first model step and the agent opens in Perceive "
-                                                         "with its hits (two model steps fewer; questions about "
-                                                         "the whole video keep the model's Retrieve stage)")
-    host_retrieve_max_chars: int = Field(default=800, ge=200, le=1000000,
-                                         description="the host search's result shown to the model: its most "
-                                                     "similar clips (their ranges are also the Perceive places)")
-    extract_pass: bool = Field(default=True, description="a reply that names a tool in words but holds no usable "
-                                                         "call goes through a short constrained extraction request "
-                                                         "before any retry (think, then extract)")
-    retry_temperature: float = Field(default=0.7, ge=0.0, le=2.0, description="sampling temperature of re-asked replies")
-    question_max_chars: int = Field(default=4000, ge=1, le=1000000, description="longest question accepted, in "
-                                    "characters (options included); a longer one is refused before any work")
-    answer_type: Literal["auto", "choice", "multi", "interval", "order", "text"] = Field(
-        default="auto", description="answer type; auto = inferred from the question (options, 'select all', "
-                                    "'in which order', 'when')")
-    frame_analysis_last: bool = Field(default=True, description="in Perceive, allow frame_analysis only after "
-                                                                "object_detect, text_extract, boundary_detect or "
-                                                                "transcript_read worked (AVI Fig. 11)")
+    # --- agent: avi.config_agent.AgentSettings
 
     _config_file: Path | None = PrivateAttr(default=None)
     _flags: frozenset = PrivateAttr(default=frozenset())
@@ -448,6 +416,10 @@ class Settings(DeviceSettings, BaseSettings):
         if self.profile == "auto":
             return "gpu" if self.llm_base_url else "cpu"
         return self.profile
+
+    def answer_rule_names(self) -> tuple[str, ...]:
+        """The answer rules in effect (``answer_rules`` on this profile; :func:`avi.config_agent.answer_rule_names`)."""
+        return answer_rule_names(self.answer_rules, self.resolved_profile())
 
     def indexes_dir(self) -> Path:
         return self.index_root or (self.home / "indexes")

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from avi.agent.loop import Agent, AgentResult
-from avi.agent.trace import Trace
 from avi.backends import Backends
 from avi.config import Settings
 from avi.index.build import ensure_index
@@ -19,6 +18,7 @@ from avi.index.store import VideoIndex
 from avi.prompts import PromptLibrary
 from avi.questions import clean_question
 from avi.tools import ToolContext
+from avi.trace import Trace
 from avi.video.decode import VideoInfo, VideoReader, probe
 
 
@@ -109,8 +109,10 @@ def trace_llm(settings: Settings, llm) -> dict:
 
 
 def trace_settings(settings: Settings, ctx) -> dict:
-    """The settings a trace records (one video or several): iterations, sampling, frame budget, strategy."""
-    return {"max_iterations": settings.max_iterations, "fps": settings.fps, "clip_seconds": settings.clip_seconds,
+    """The settings a trace records (one video or several): iterations, sampling, frame budget, strategy, the
+    answer rules in effect (``answer_rules`` on the profile; ``grounded_answers = false`` keeps fewer)."""
+    return {"max_iterations": settings.max_iterations, "answer_rules": list(settings.answer_rule_names()),
+            "grounded_answers": settings.grounded_answers, "fps": settings.fps, "clip_seconds": settings.clip_seconds,
             "perceive_max_frames": settings.perceive_max_frames, "frame_budget": ctx.frame_budget or 0,
             "frame_alpha": ctx.alpha, "perceive_strategy": settings.perceive_strategy, "max_side": settings.max_side,
             "temperature": settings.llm_temperature, "llm_ctx": settings.llm_ctx}

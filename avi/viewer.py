@@ -1,4 +1,4 @@
-"""``avi view``: one self-contained HTML page for a JSON trace (see :mod:`avi.agent.trace`).
+"""``avi view``: one self-contained HTML page for a JSON trace (see :mod:`avi.trace`).
 
 The page needs nothing but a browser: inline CSS, no scripts, no fonts, no
 remote resources (a Content-Security-Policy forbids any), thumbnails embedded

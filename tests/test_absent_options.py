@@ -1,4 +1,4 @@
-"""Options ruled out by the frames (MeasuredChoices._absent_options): an option naming a thing the detector finds,
+"""Options ruled out by the frames (avi/agent/choice.py absent_options): an option naming a thing the detector finds,
 found in none of the frames of the range the question names, is not the answer. Real footage whose frames were
 looked at (bench/REAL.md, bikes.mp4: the first 1.2 s are a top-down view of asphalt with a red car in a corner,
 no person; after the cut at 1.2 s a man in a dark suit walks between cars)."""
@@ -9,12 +9,13 @@ from types import SimpleNamespace
 
 import pytest
 from conftest import sample_video
+from rule_helpers import rule_run, state
 
-from avi.agent.measured_choices import MeasuredChoices
-from avi.agent.parse import parse_options
-from avi.agent.trace import Trace
+from avi.agent.choice import absent_options
 from avi.config import Settings
+from avi.tools import ALL_TOOLS
 from avi.tools.base import ToolContext
+from avi.trace import Trace
 from avi.video.decode import VideoReader, probe
 from avi.video.timecode import question_ranges
 
@@ -23,10 +24,8 @@ def _absent(question, backends):
     ctx = ToolContext(settings=Settings(frame_budget=0), index=SimpleNamespace(captions=[], path=None),
                       video=VideoReader(probe(sample_video("bikes.mp4"))), backends=backends)
     ctx.focus_ranges = [list(span) for _, span in question_ranges(question, ctx.duration_s)]
-    st = SimpleNamespace(kind="choice", options=parse_options(question), question=question, iteration=2,
-                         phase="review")
     trace = Trace(question=question)
-    return MeasuredChoices._absent_options(SimpleNamespace(ctx=ctx, settings=Settings()), st, trace), trace
+    return absent_options(rule_run(state(question, iteration=2), ctx, trace=trace, tools=ALL_TOOLS)), trace
 
 
 @pytest.mark.parametrize("question, absent", [

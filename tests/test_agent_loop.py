@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 
 from avi.agent.loop import Agent
-from avi.agent.trace import HOST_STEP, Trace
 from avi.backends.llm import ChatResult, ContextOverflowError
 from avi.errors import LLMUnavailableError
 from avi.prompts import PromptLibrary
 from avi.tools import ToolContext
+from avi.trace import HOST_STEP, Trace
 from avi.video.decode import VideoReader, probe
 
 REPO = Path(__file__).resolve().parent.parent
@@ -134,7 +134,8 @@ def make_agent(settings, sign_index, reader, backends):
     def make(replies, **overrides):
         # the structured final call, the option scores and the grounded answers (more replies) are tested
         # on their own below
-        overrides = {"structured_answer": False, "choice_scoring": "off", "grounded_answers": False, **overrides}
+        overrides = {"structured_answer": False, "choice_scoring": "off", "grounded_answers": False,
+                     "answer_rules": "default", **overrides}
         for k, v in overrides.items():
             setattr(settings, k, v)
         llm = ScriptedLLM(replies)
@@ -968,7 +969,7 @@ def test_failed_extraction_falls_back_to_a_retry(make_agent):
     assert result.answer == "EXIT 42"
     assert kinds(result.trace)[:3] == ["extract", "retry", "tool_call"]
     assert "extraction pass failed" in result.trace.steps[0].notes[0]
-    assert llm.calls[2].messages[0]["content"] == agent._system()  # the retry is the normal conversation
+    assert llm.calls[2].messages[0]["content"] == agent.chat.system()  # the retry is the normal conversation
 
 
 def test_no_extraction_without_a_tool_name_or_when_off(make_agent):
@@ -1025,7 +1026,7 @@ def test_structured_final_call_delivers_a_choice(make_agent):
     last = llm.calls[-1]
     assert last.json_schema["properties"] == {"choice": {"type": "string", "enum": ["A", "B", "C"]}}
     assert "Your answer: B. blue" in last.messages[-1]["content"]
-    assert last.messages[0]["content"] == agent._system()  # same prefix: the KV cache is reused
+    assert last.messages[0]["content"] == agent.chat.system()  # same prefix: the KV cache is reused
     step = result.trace.steps[-1]
     assert step.kind == "final_answer" and "structured final answer {'choice': 'B'}" in step.notes[0]
 
@@ -1089,7 +1090,7 @@ CHOICE_Q = "What does the sign at 5 s say? (A) ROOM 7B (B) EXIT 42 (C) EXIT 24"
 
 def _agent_with(make_agent, llm, **overrides):
     agent, _ = make_agent([], **overrides)
-    agent.llm = llm
+    agent.chat.llm = llm
     return agent
 
 
@@ -1169,7 +1170,7 @@ def test_interval_answer_spans_the_whole_event(make_agent):
     assert 3.5 <= s <= 4.0 and 8.5 <= e <= 9.25
     assert result.answer == f"[{s:.1f}s, {e:.1f}s]"
     followed = [st for st in result.trace.steps if st.kind == "tool_call" and st.phase == "review"]
-    assert followed and all("following the event" in st.notes[0] for st in followed)
+    assert followed and all(any("following the event" in n for n in st.notes) for st in followed)
 
 
 def test_question_the_profile_cannot_measure_says_so(make_agent):
@@ -1223,18 +1224,6 @@ def test_time_words_start_in_perceive(make_agent):
     result = agent.run("When is the EXIT sign on screen in the first ten seconds?")
     assert result.trace.steps[0].tool == "clip_retrieve" and HOST_STEP in result.trace.steps[0].notes
 
-
-
-def test_a_count_written_beside_a_name_is_read(make_agent):
-    # "EXIT 42" on screen 4-9 s: a number a label writes beside the name asked about is read, not guessed
-    agent, llm = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** 3"], grounded_answers=True)
-    result = agent.run("How many exits does the Exit sign at 5 s list?")
-    assert result.answer == "42"
-    assert any("count read from the screen" in n for st in result.trace.steps for n in st.notes)
-    # things the detector counts are counted in the frames, not read
-    agent, llm = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** 0"], grounded_answers=True)
-    result = agent.run("How many people stand by the Exit sign at 5 s?")
-    assert result.answer != "42"
 
 
 # ------------------------------------------------------- hard cuts measured on every frame (sign video: a cut at 10 s)
@@ -1503,3 +1492,42 @@ def test_yes_no_about_a_quoted_line_is_answered_from_the_text_read(make_agent):
     assert any("the quote 'EXIT 42'" in n for s in result.trace.steps for n in s.notes)
     agent, llm = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** no"], grounded_answers=True)
     assert agent.run("Is the text 'ROOM 7B' on screen at 5 s?").answer == "no"  # not read: the answer stands
+
+
+# ------------------------------------------------------- the answer rules as a registry (issue 35)
+
+
+def test_rules_that_change_the_answer_are_named_in_the_result_and_the_trace(make_agent):
+    llm = LogprobLLM([TEXT_AT_5, TO_REVIEW, "**Answer:** A"], truth="EXIT 42")
+    result = _agent_with(make_agent, llm, choice_scoring="permutation").run(CHOICE_Q)  # grounded off: no text_choice
+    assert result.choice == "B" and result.rules == ["option_scores"]
+    entry = result.trace.rules[0]
+    assert entry["rule"] == "option_scores" and entry["changed"]
+    assert entry["before"] == {"answer": "A", "choice": "A"} and entry["after"] == {"answer": "B. EXIT 42", "choice": "B"}
+    assert any(s.rule == "option_scores" and "cyclic permutations" in s.notes[0] for s in result.trace.steps)
+    assert result.trace.to_dict()["rules"] == result.trace.rules
+
+
+def test_answer_rules_none_delivers_the_review_answer(make_agent):
+    """The paper's agent (--preset paper): no host rule changes the answer; it is still read for its type."""
+    llm = LogprobLLM([TEXT_AT_5, TO_REVIEW, "**Answer:** A"], truth="EXIT 42")
+    result = _agent_with(make_agent, llm, choice_scoring="permutation", grounded_answers=True,
+                         structured_answer=True, answer_rules="none").run(CHOICE_Q)
+    assert result.choice == "A" and result.choice_method == "letter" and result.answer == "A"
+    assert llm.scored == [] and result.rules == [] and result.trace.rules == []
+    # the cut list would answer this one before any model step; without the rule the model answers
+    agent, llm = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** Yes"], grounded_answers=True, answer_rules="none")
+    result = agent.run("Is the whole video one continuous shot?")
+    assert result.answer == "Yes" and len(llm.calls) == 3
+
+
+def test_one_rule_removed_leaves_the_others(make_agent):
+    llm = LogprobLLM([TEXT_AT_5, TO_REVIEW, "**Answer:** A", '{"choice": "C"}'], truth="EXIT 42")
+    result = _agent_with(make_agent, llm, choice_scoring="permutation", structured_answer=True,
+                         answer_rules="-option_scores").run(CHOICE_Q)
+    assert llm.scored == [] and result.choice == "C" and result.choice_method == "structured"
+    assert result.rules == ["structured_answer"]
+    # with the measured rules on, the one option whose words the frames read decides first
+    llm = LogprobLLM([TEXT_AT_5, TO_REVIEW, "**Answer:** A"], truth="EXIT 42")
+    result = _agent_with(make_agent, llm, choice_scoring="permutation", grounded_answers=True).run(CHOICE_Q)
+    assert result.choice == "B" and result.rules == ["text_choice"] and llm.scored == []

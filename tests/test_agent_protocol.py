@@ -8,8 +8,8 @@ import json
 import pytest
 
 from avi.agent.loop import AgentResult
-from avi.agent.trace import Trace
 from avi.cli import ask as cli
+from avi.trace import Trace
 
 
 class _NoBackends:

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from avi.agent.parse import parse_options
+from avi.agent.question import parse_options
 
 REPO = Path(__file__).resolve().parent.parent
 COMMITTED = REPO / "bench" / "questions" / "synthetic.jsonl"

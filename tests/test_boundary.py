@@ -403,19 +403,19 @@ def test_shot_scale_from_the_tallest_face_and_person():
 def test_shot_scale_option_measured_on_real_footage(session_backends):
     """Megamind.avi, bench/REAL.md: the last three seconds are the close-up of the man (8.38-11.26 s). The
     option naming a close-up is the one the measured shot scale supports; the wide view is not."""
-    from avi.agent.measured_choices import MeasuredChoices
-    from avi.agent.trace import Trace
+    from rule_helpers import rule_run, state
+
+    from avi.agent.rules.decide import scale_choice_measured
+    from avi.trace import Trace
 
     path = sample_video("vtest.avi").with_name("Megamind.avi")
     ctx = ToolContext(settings=Settings(frame_budget=0), index=SimpleNamespace(captions=[], path=None),
                       video=VideoReader(probe(path)), backends=session_backends, focus_ranges=[[8.3, 11.3]])
-    options = {"A": "the woman in the purple dress", "B": "a wide view of the whole restaurant", "C": "a black screen",
-               "D": "a close-up of the man with glasses"}
-    st = SimpleNamespace(kind="choice", options=options, evidence=[], iteration=3, phase="review")
+    st = state("What is shown? A. the woman in the purple dress B. a wide view of the whole restaurant "
+               "C. a black screen D. a close-up of the man with glasses")
     trace = Trace(question="q", video=str(path))
-    got = MeasuredChoices._measured_scale_choice(SimpleNamespace(ctx=ctx), st, trace)
+    got = scale_choice_measured(rule_run(st, ctx, trace=trace))
     assert got == ("D. a close-up of the man with glasses", "D"), trace.steps
     assert "close-up" in trace.steps[-1].notes[0]
     ctx.focus_ranges = [[0.0, 4.0]]  # the first shot: the woman, medium, not a close-up or a wide view
-    assert MeasuredChoices._measured_scale_choice(SimpleNamespace(ctx=ctx), st, Trace(question="q", video="v")) \
-        in (None, ("B. a wide view of the whole restaurant", "B"))
+    assert scale_choice_measured(rule_run(st, ctx)) in (None, ("B. a wide view of the whole restaurant", "B"))

@@ -1,21 +1,22 @@
 """A count seen in one frame only is checked on the frames next to it before the largest count is read
-(avi/agent/measured.py count_spike; MeasuredChoices._confirm_count_spike): believed when the neighbours show it,
+(avi/agent/measured.py count_spike; avi/agent/rules/decide.py confirm_count_spike): believed when the neighbours show it,
 still a spike when they do not. Real detector (the shapes backend of the cpu profile) on synthetic videos whose
 shapes are drawn at known times."""
 
 from __future__ import annotations
 
-from types import MethodType, SimpleNamespace
+from types import SimpleNamespace
 
 import pytest
+from rule_helpers import rule_run, state, words
 from synth import Shape, Spec, make_video
 
 from avi.agent.measured import count_spike
-from avi.agent.measured_choices import MeasuredChoices
-from avi.agent.trace import HOST_STEP, Trace
+from avi.agent.rules.decide import count_choice_measured
 from avi.config import Settings
 from avi.tools import ALL_TOOLS
 from avi.tools.base import ToolContext
+from avi.trace import HOST_STEP, Trace
 from avi.video.decode import VideoReader, probe
 
 QUESTION = "The yellow triangles appear one after another. How many are there once they have all appeared? " \
@@ -29,18 +30,16 @@ def _counts(label, per_frame):
 
 def test_a_spike_is_the_largest_count_seen_in_one_frame_above_every_believed_count():
     steps = [_counts("yellow triangle", [[1.0, 1], [2.0, 1], [3.0, 2], [4.0, 2], [8.5, 3]])]
-    assert count_spike(steps, QUESTION) == ("yellow triangle", 3, 8.5)
+    assert count_spike(steps, words(QUESTION)) == ("yellow triangle", 3, 8.5)
     steps.append(_counts("yellow triangle", [[9.0, 3]]))  # seen twice: believed, no spike
-    assert count_spike(steps, QUESTION) is None
-    assert count_spike([_counts("yellow triangle", [[1.0, 1], [2.0, 1]])], QUESTION) is None
+    assert count_spike(steps, words(QUESTION)) is None
+    assert count_spike([_counts("yellow triangle", [[1.0, 1], [2.0, 1]])], words(QUESTION)) is None
 
 
 def _host(video, backends):
     ctx = ToolContext(settings=Settings(frame_budget=0), index=SimpleNamespace(captions=[], path=None),
                       video=VideoReader(probe(video)), backends=backends)
-    host = SimpleNamespace(ctx=ctx, tools=dict(ALL_TOOLS), settings=Settings())
-    host._confirm_count_spike = MethodType(MeasuredChoices._confirm_count_spike, host)
-    return host
+    return SimpleNamespace(ctx=ctx, tools=dict(ALL_TOOLS), settings=Settings())
 
 
 @pytest.mark.parametrize("third_for_s, expected", [(2.0, "B"), (0.15, None)])
@@ -59,11 +58,9 @@ def test_the_frames_next_to_a_spike_decide_whether_it_is_believed(tmp_path, sess
                                                     "objects": ["yellow triangle"]})
     per_frame = dict(map(tuple, obs.data["summary"]["yellow triangle"]["per_frame"]))
     assert per_frame[8.5] == 3 and max(per_frame[t] for t in per_frame if t < 8) == 2, per_frame
-    st = SimpleNamespace(kind="choice", options=OPTIONS, question=QUESTION, iteration=5, phase="review",
-                         perceive_calls=[("object_detect", {}, obs.data)])
-    st.perceive_data = lambda: [(n, d) for n, _, d in st.perceive_calls]
+    st = state(QUESTION, [("object_detect", obs.data)], iteration=5)
     trace = Trace(question=QUESTION)
-    got = MeasuredChoices._measured_count_choice(host, st, trace)
+    got = count_choice_measured(rule_run(st, host.ctx, trace=trace, tools=host.tools))
     host_call = next(s for s in trace.steps if s.kind == "tool_call")
     assert HOST_STEP in host_call.notes and host_call.arguments["time_ranges"] == [[7.5, 9.5]]
     if expected is None:

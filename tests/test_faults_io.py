@@ -433,7 +433,7 @@ _FAKE_ASK = textwrap.dedent('''
 
     import avi.backends
     import avi.pipeline
-    from avi.agent.trace import Trace
+    from avi.trace import Trace
 
     class NoBackends:
         def __init__(self, settings):
@@ -445,7 +445,7 @@ _FAKE_ASK = textwrap.dedent('''
     def fake_ask(video, question, settings, backends, **kw):
         trace = Trace(question=question, video=str(video), video_sha256="0" * 64, settings={"frame_budget": 0})
         return SimpleNamespace(answer="EXIT 42", choice=None, interval=None, choices=None, order=None,
-                               answer_type="text", note=None, cannot_tell=False, choice_method=None, evidence=[],
+                               answer_type="text", note=None, cannot_tell=False, choice_method=None, rules=[], evidence=[],
                                trace=trace)
 
     avi.backends.Backends = NoBackends

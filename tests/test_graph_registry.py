@@ -163,11 +163,10 @@ def test_key_by_registry_without_registry_is_the_graph_itself(ctx):
 def test_graph_retrieve_is_offered_on_a_registry_keyed_graph(ctx):
     """Issue 37: the keying joins a node's sources ("captions+llm"), so the agent's gate must look for "llm" among
     them; an exact "llm" match hid graph_retrieve on gpu indexes."""
-    from avi.agent.gates import Gates
+    from avi.agent.gates import entity_graph_in
 
     sources = {d.get("source") for _, d in ctx.index.graph.nodes(data=True)}
     assert "captions+llm" in sources and "llm" not in sources  # the keyed graph has no node from the LLM alone
-    assert Gates._has_entity_graph(SimpleNamespace(ctx=ctx)) is True
+    assert entity_graph_in(ctx.index) is True
     structured = build_entity_graph(_captions())  # the captions' layer only: nothing for graph_retrieve to add
-    assert Gates._has_entity_graph(SimpleNamespace(ctx=SimpleNamespace(index=SimpleNamespace(graph=structured)))) \
-        is False
+    assert entity_graph_in(SimpleNamespace(graph=structured)) is False

@@ -7,30 +7,29 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from rule_helpers import rule_run, state, words
 
 from avi.agent import measured
 from avi.agent import measured_looks as looks
-from avi.agent.choice import choice_by_text, permutation_scores, question_stem
-from avi.agent.grounding import (
-    Places,
+from avi.agent import question as questions
+from avi.agent.choice import choice_by_text, permutation_scores
+from avi.agent.grounding import Places, answers_nothing, evidence_span, evidence_strings, grounded_in, unseen_labels
+from avi.agent.measured import compare_count, count_at, usual_count
+from avi.agent.question import (
     about_speech,
     about_words,
-    answers_nothing,
-    asks_for_text,
-    evidence_span,
-    evidence_strings,
-    grounded_in,
-    unseen_labels,
-)
-from avi.agent.measured import (
     asks_count,
-    compare_count,
-    count_at,
+    asks_for_text,
     count_comparison,
-    usual_count,
+    parse_question,
+    question_stem,
 )
+from avi.agent.rules import RULES, Delivered, texts
+from avi.agent.rules.decide import count_choice_measured
+from avi.backends import box_words
 from avi.backends.llm import ChatResult
 from avi.prompts import PromptLibrary
+from avi.video import analysis
 from avi.video.timecode import question_ranges
 
 REPO = Path(__file__).resolve().parent.parent
@@ -113,12 +112,12 @@ def test_evidence_span_chains_runs_across_clips():
 def test_unseen_labels_are_the_detector_reports_the_question_names():
     q = "What is the man riding? (A) a bicycle (B) a horse"
     # object_detect said it has no class for these; only the ones the question names count
-    assert unseen_labels(q, ["horse", "saddle"], "perception-frame-analyzer-v1") == ["horse"]
-    assert unseen_labels(q, ["horse"], "qwen3-vl") == []  # a VLM looks at the frames
-    assert unseen_labels(q, [], "perception-frame-analyzer-v1") == []  # the detector was never asked
+    assert unseen_labels(words(q), ["horse", "saddle"], "perception-frame-analyzer-v1") == ["horse"]
+    assert unseen_labels(words(q), ["horse"], "qwen3-vl") == []  # a VLM looks at the frames
+    assert unseen_labels(words(q), [], "perception-frame-analyzer-v1") == []  # the detector was never asked
     # plural endings and case are ignored; every word of a label must be in the question
-    assert unseen_labels("Is anyone wearing glasses?", ["Glass"], "perception-frame-analyzer-v2") == ["glass"]
-    assert unseen_labels("Does he hold a red pen?", ["red pen", "blue pen"], "perception-v2") == ["red pen"]
+    assert unseen_labels(words("Is anyone wearing glasses?"), ["Glass"], "perception-frame-analyzer-v2") == ["glass"]
+    assert unseen_labels(words("Does he hold a red pen?"), ["red pen", "blue pen"], "perception-v2") == ["red pen"]
 
 
 class _BiasedLLM:
@@ -145,7 +144,7 @@ def test_permutation_scores_cancel_a_letter_preference():
     options = {"A": "red", "B": "blue", "C": "green", "D": "yellow"}
     llm = _BiasedLLM("green")
     scores, calls = permutation_scores(llm, [{"role": "user", "content": "q"}], None, PROMPTS,
-                                       "Which colour? A. red B. blue C. green D. yellow", options)
+                                       question_stem("Which colour? A. red B. blue C. green D. yellow"), options)
     assert max(scores, key=scores.get) == "C"  # the letter A wins every single permutation
     assert len(calls) == 4 and abs(sum(scores.values()) - 1.0) < 1e-9
     shown = [[line[3:] for line in p.splitlines() if line[1:3] == ". "] for p in llm.prompts]
@@ -172,7 +171,7 @@ class _SchemaLLM:
 def test_choice_by_text_maps_the_option_text_to_its_letter():
     options = {"A": "red", "B": "blue"}
     llm = _SchemaLLM('{"option": "blue"}')
-    letter, _ = choice_by_text(llm, [], None, PROMPTS, "Which? A. red B. blue", options, "B. blue", 64)
+    letter, _ = choice_by_text(llm, [], None, PROMPTS, "Which?", options, "B. blue", 64)
     assert letter == "B" and llm.schema["properties"]["option"]["enum"] == ["red", "blue"]
     assert choice_by_text(_SchemaLLM('{"option": "pink"}'), [], None, PROMPTS, "q", options, "", 64)[0] is None
     assert choice_by_text(_SchemaLLM("x"), [], None, PROMPTS, "q", {"A": "x", "B": "x"}, "", 64) == (None, None)
@@ -191,12 +190,12 @@ def test_no_prompt_shows_an_example_answer():
 
 
 def test_answers_that_give_nothing():
-    q = "What word is written on the sign on the car roof?"
+    q = parse_question("What word is written on the sign on the car roof?").terms
     assert answers_nothing("No text was found.", q)
     assert answers_nothing("The word cannot be read", q)
     assert answers_nothing("The word written on the sign on the car roof.", q)  # the question restated
     assert not answers_nothing("TAXI", q)
-    assert not answers_nothing("The quiz was moved to Thursday.", "Which day was the quiz moved to?")
+    assert not answers_nothing("The quiz was moved to Thursday.", parse_question("Which day was the quiz moved to?").terms)
     assert about_words("Does the lecturer mention a dog?") and not about_words("Is there a dog?")
     assert not about_words("What shape is the small yellow sign?") and about_words("What does the sign say?")
     assert about_speech("What is the secret code word that is spoken in the video?")
@@ -209,75 +208,59 @@ def _counts(label: str, per_frame: list[list[float]]) -> tuple[str, dict]:
 
 def test_count_at_reads_the_named_moment_not_the_maximum():
     steps = [_counts("person", [[43.0, 3], [43.5, 3], [44.0, 3], [44.5, 3], [45.0, 3], [46.5, 4], [47.0, 4]])]
-    assert count_at(steps, 44.0, "Around 0:44, how many people can be seen?") == ("person", 3, [43.0, 45.0])
+    assert count_at(steps, 44.0, words("Around 0:44, how many people can be seen?")) == ("person", 3, [43.0, 45.0])
     # nothing within a second: the nearest frame, if within reach
     steps = [_counts("person", [[40.0, 2], [48.0, 5]])]
-    assert count_at(steps, 46.0, "how many people at 0:46?") == ("person", 5, [48.0, 48.0])
-    assert count_at(steps, 44.0, "how many people at 0:44?") is None  # 4 s from any measured frame
-    assert count_at([("text_extract", {"texts": []})], 44.0, "how many?") is None
+    assert count_at(steps, 46.0, words("how many people at 0:46?")) == ("person", 5, [48.0, 48.0])
+    assert count_at(steps, 44.0, words("how many people at 0:44?")) is None  # 4 s from any measured frame
+    assert count_at([("text_extract", {"texts": []})], 44.0, words("how many?")) is None
 
 
 def test_count_at_picks_the_label_the_question_names():
     steps = [_counts("person", [[10.0, 2]]), _counts("car", [[10.0, 1]])]
-    assert count_at(steps, 10.0, "How many cars are parked at 0:10?") == ("car", 1, [10.0, 10.0])
-    assert count_at(steps, 10.0, "How many cars or persons at 0:10?") is None  # both named: ambiguous
-    assert count_at(steps, 10.0, "How many things at 0:10?") is None
+    assert count_at(steps, 10.0, words("How many cars are parked at 0:10?")) == ("car", 1, [10.0, 10.0])
+    assert count_at(steps, 10.0, words("How many cars or persons at 0:10?")) is None  # both named: ambiguous
+    assert count_at(steps, 10.0, words("How many things at 0:10?")) is None
     assert asks_count("How many people?") and not asks_count("Is there a person?")
 
 
 
-def _counting_host():
-    """An Agent stand-in for the count-answer methods: the counts measured in frames decide."""
-    from types import MethodType, SimpleNamespace
-
-    from avi.agent.loop import Agent
-
-    host = SimpleNamespace(ctx=SimpleNamespace(backends=SimpleNamespace(
-        detector=SimpleNamespace(supports=lambda label: True))))
-    host._confirm_count_spike = MethodType(Agent._confirm_count_spike, host)  # no tools: measures nothing
-    host._index_counts = MethodType(Agent._index_counts, host)  # no index: no counts
-    return host
+def _count(question: str, steps: list, answer: str, trace=None) -> str:
+    """The count_at_moment rule over ``steps`` (no tools, no index: only the counts measured in frames decide)."""
+    return texts.count_at_moment(rule_run(state(question, steps), trace=trace), answer)
 
 
 def test_agent_replaces_a_count_with_the_one_measured_at_the_named_moment():
-    from types import SimpleNamespace
-
-    from avi.agent.loop import Agent
-    from avi.agent.trace import Trace
+    from avi.trace import Trace
 
     steps = [_counts("person", [[43.0, 3], [44.0, 3], [45.0, 3], [46.5, 4]])]
-    st = SimpleNamespace(question="Around 0:44, how many people can be seen?", perceive_data=lambda: steps,
-                         iteration=4, phase="review")
-    trace = Trace(question=st.question)
-    assert Agent._count_at_moment(_counting_host(), st, trace, "4") == "3"
+    q = "Around 0:44, how many people can be seen?"
+    trace = Trace(question=q)
+    assert _count(q, steps, "4", trace) == "3"
     assert "count read at the moment the question names: person 3 at 43.0-45.0s" in trace.steps[-1].notes[0]
-    assert Agent._count_at_moment(_counting_host(), st, Trace(question=st.question), "**3**") == "**3**"  # already right
-    st.question = "How many people walk past in the whole video?"  # no moment named: a believed count stays
-    assert Agent._count_at_moment(_counting_host(), st, trace, "4") == "3"  # 4 in one frame of four: a spike, not believed
+    assert _count(q, steps, "**3**") == "**3**"  # already right
+    q = "How many people walk past in the whole video?"  # no moment named: a believed count stays
+    assert _count(q, steps, "4") == "3"  # 4 in one frame of four: a spike, not believed
     steps.append(_counts("person", [[47.0, 4]]))  # seen in two frames: the model's answer stays
-    assert Agent._count_at_moment(_counting_host(), st, trace, "4") == "4"
+    assert _count(q, steps, "4") == "4"
 
 
 def test_a_count_never_measured_becomes_the_usual_count():
-    from types import SimpleNamespace
-
-    from avi.agent.loop import Agent
-    from avi.agent.trace import Trace
+    from avi.trace import Trace
 
     steps = [_counts("person", [[0.0, 1], [0.5, 1], [1.0, 2], [1.5, 1]])]
     # 2 in one frame of four is not believed (carphone_distorted: a one-frame false positive answered 2, truth 1)
-    assert usual_count(steps, "How many people appear in the video?") == ("person", 1, {1})
-    st = SimpleNamespace(question="How many people appear in the video?", perceive_data=lambda: steps,
-                         iteration=3, phase="review")
-    trace = Trace(question=st.question)
-    assert Agent._count_at_moment(_counting_host(), st, trace, "3") == "1"
+    q = "How many people appear in the video?"
+    assert usual_count(steps, words(q)) == ("person", 1, {1})
+    trace = Trace(question=q)
+    assert _count(q, steps, "3", trace) == "1"
     assert "count 3 was never measured" in trace.steps[-1].notes[0]
-    assert Agent._count_at_moment(_counting_host(), st, trace, "2") == "1"
+    assert _count(q, steps, "2") == "1"
     steps.append(_counts("person", [[2.0, 2]]))  # seen twice: believed, the model's reading stays
-    assert Agent._count_at_moment(_counting_host(), st, trace, "2") == "2"
+    assert _count(q, steps, "2") == "2"
     three = [_counts("person", [[0.0, 1], [0.5, 2], [1.0, 1]])]  # too few frames to call one a spike
-    assert usual_count(three, "How many people?") == ("person", 1, {1, 2})
-    assert usual_count([], "How many?") is None
+    assert usual_count(three, words("How many people?")) == ("person", 1, {1, 2})
+    assert usual_count([], words("How many?")) is None
 
 
 @pytest.mark.parametrize("question, expected", [
@@ -293,14 +276,19 @@ def test_count_comparison_reads_the_operator(question, expected):
     assert count_comparison(question) == expected
 
 
+def _compare(question: str, steps: list):
+    q = parse_question(question)
+    return compare_count(q.count_comparison, q.words, steps)
+
+
 def test_a_count_comparison_is_answered_from_the_believed_counts():
     steps = [_counts("person", [[0.0, 1], [0.5, 1], [1.0, 2], [1.5, 1], [2.0, 1]])]
-    assert compare_count("Is there more than one person in the video?", steps)[0] == "no"  # the 2 is a spike
+    assert _compare("Is there more than one person in the video?", steps)[0] == "no"  # the 2 is a spike
     steps.append(_counts("person", [[2.5, 2]]))
-    assert compare_count("Is there more than one person in the video?", steps)[0] == "yes"
-    assert compare_count("Is there only one person?", steps)[0] == "no"
-    assert compare_count("Is there more than one person?", []) is None
-    assert compare_count("Is the person sitting?", steps) is None
+    assert _compare("Is there more than one person in the video?", steps)[0] == "yes"
+    assert _compare("Is there only one person?", steps)[0] == "no"
+    assert _compare("Is there more than one person?", []) is None
+    assert _compare("Is the person sitting?", steps) is None
 
 
 # ---------------------------------------------------------------- hard cuts
@@ -316,30 +304,35 @@ def test_a_count_comparison_is_answered_from_the_believed_counts():
     ("Is the whole clip one continuous shot?", "none"),
     ("Was it filmed in a single uninterrupted take?", "none"),
     ("How many times does the broadcast cut to the crowd? A) 2 B) 1 C) 3 D) 4", None),
-    ("How many times does the background colour change during the video?", "count"),  # a new background: a cut
+    ("How many times does the background colour change during the video?", None),  # not a cut (issue 34)
     ("How many times does the screen change to red?", None),
     ("How many people are there?", None),
     ("What is shown right after the first cut?", None),
     ("Which shot comes after the cut to the crowd?", None),
 ])
 def test_cut_questions(question, kind):
-    assert measured.cut_question(question) == kind
+    assert questions.cut_question(question) == kind
 
 
 @pytest.mark.parametrize("text, n", [("3", 3), ("three", 3), ("none", 0), ("one", 1), ("five cuts", 5),
                                      ("between 2 and 4", None), ("a wide view", None)])
 def test_option_count(text, n):
-    assert measured.option_count(text) == n
+    assert questions.option_count(text) == n
+
+
+def _cut_answer(kind, cuts, question):
+    q = parse_question(question)
+    return measured.cut_answer(kind, cuts, q.options, q.option_numbers, q.option_yes_no)
 
 
 def test_cut_answers():
-    opts = {"A": "none", "B": "one", "C": "three", "D": "five"}
-    assert measured.cut_answer("count", [4.1, 6.5, 8.4], opts) == ("C. three", "C")
-    assert measured.cut_answer("count", [4.1, 6.5], opts) is None  # no option says two: the model's answer stands
-    assert measured.cut_answer("count", [1.2, 3.0], {}) == ("2", None)
-    assert measured.cut_answer("any", [], {}) == ("No", None)
-    assert measured.cut_answer("none", [], {}) == ("Yes", None)
-    assert measured.cut_answer("any", [3.0], {"A": "Yes", "B": "No"}) == ("A. Yes", "A")
+    opts = "How many cuts? A. none B. one C. three D. five"
+    assert _cut_answer("count", [4.1, 6.5, 8.4], opts) == ("C. three", "C")
+    assert _cut_answer("count", [4.1, 6.5], opts) is None  # no option says two: the model's answer stands
+    assert _cut_answer("count", [1.2, 3.0], "How many cuts?") == ("2", None)
+    assert _cut_answer("any", [], "Any cut?") == ("No", None)
+    assert _cut_answer("none", [], "One shot?") == ("Yes", None)
+    assert _cut_answer("any", [3.0], "Any cut? A. Yes B. No") == ("A. Yes", "A")
 
 
 def test_snap_to_shots():
@@ -356,18 +349,18 @@ def test_snap_to_shots():
 
 
 def test_about_shot():
-    assert measured.about_shot("During which time span is the close-up of the man shown?")
-    assert measured.about_shot("When is the shot of the cyclist on screen?")
-    assert not measured.about_shot("When is the HALF TIME card on screen?")
+    assert questions.about_shot("During which time span is the close-up of the man shown?")
+    assert questions.about_shot("When is the shot of the cyclist on screen?")
+    assert not questions.about_shot("When is the HALF TIME card on screen?")
 
 
 # ---------------------------------------------------------------- colours
 
 
 def test_colour_questions_and_answers():
-    assert looks.asks_colour("What colour is the van parked at the top right?")
-    assert looks.asks_colour("Which color are the cones?")
-    assert not looks.asks_colour("What is the man holding?")
+    assert questions.asks_colour("What colour is the van parked at the top right?")
+    assert questions.asks_colour("Which color are the cones?")
+    assert not questions.asks_colour("What is the man holding?")
     assert looks.names_colour("It is dark red.") and not looks.names_colour("The van is parked on the right.")
 
 
@@ -377,20 +370,21 @@ def test_measured_colour_is_the_best_box_of_the_named_label():
 
     steps = [od("person", [{"score": 0.8, "colours": ["black"]}]),
              od("tie", [{"score": 0.37, "colours": ["red", "black"]}, {"score": 0.2, "colours": ["blue"]}], 2.0)]
-    assert looks.measured_colour(steps, "What colour is the man's bow tie?") == ("tie", "red", 2.0)
-    assert looks.measured_colour(steps, "What colour is it?") is None  # two labels, none named
-    assert looks.measured_colour(steps[:1], "What colour is the coat?") == ("person", "black", 44.0)
-    assert looks.measured_colour([], "What colour is the van?") is None
+    assert looks.measured_colour(steps, words("What colour is the man's bow tie?")) == ("tie", "red", 2.0)
+    assert looks.measured_colour(steps, words("What colour is it?")) is None  # two labels, none named
+    assert looks.measured_colour(steps[:1], words("What colour is the coat?")) == ("person", "black", 44.0)
+    assert looks.measured_colour([], words("What colour is the van?")) is None
 
 
 def test_colour_options_and_the_option_the_measured_colours_support():
     q = "What colour is the box? A. yellow-orange B. blue C. dark red D. green"
     opts = {"A": "yellow-orange", "B": "blue", "C": "dark red", "D": "green"}
-    named = looks.colour_options(q, opts)
+    named = questions.colour_options(q, opts)
     assert named == {"A": {"yellow", "orange"}, "B": {"blue"}, "C": {"red"}, "D": {"green"}}
-    assert looks.colour_options("How is the cup held? A) upright B) red", {"A": "upright", "B": "red"}) is None
-    assert looks.colour_options(q, {"A": "upright", "B": "blue"}) is None  # an option names no colour
-    assert looks.colours_named("dark grey or navy") == {"gray", "blue"}
+    assert named == parse_question(q).colour_options
+    assert questions.colour_options("How is the cup held? A) upright B) red", {"A": "upright", "B": "red"}) is None
+    assert questions.colour_options(q, {"A": "upright", "B": "blue"}) is None  # an option names no colour
+    assert questions.colours_named("dark grey or navy") == {"gray", "blue"}
     # the box.mp4 frames: gray, black and orange; only option A names a colour that is there
     shares = {"gray": 0.53, "orange": 0.18, "black": 0.17}
     letter, why = looks.colour_choice(named, shares)
@@ -408,23 +402,23 @@ def test_frame_colour_shares_are_mean_shares_over_frames():
     blue[:, :, 2] = 200
     half = blue.copy()
     half[:, :20] = (220, 30, 30)
-    shares = looks.frame_colour_shares([blue, half])
+    shares = analysis.frame_colour_shares([blue, half])
     assert shares["blue"] == pytest.approx(0.75, abs=0.02) and shares["red"] == pytest.approx(0.25, abs=0.02)
-    assert list(shares)[0] == "blue" and looks.frame_colour_shares([]) == {}
-    assert looks.about_background("What is the background colour of the slide?")
-    assert not looks.about_background("What colour is the van?")
-    assert looks.about_background("What colour is the whole screen at 2:00?")
-    assert not looks.about_background("What colour is the triangle in the middle of the screen?")
+    assert list(shares)[0] == "blue" and analysis.frame_colour_shares([]) == {}
+    assert questions.about_background("What is the background colour of the slide?")
+    assert not questions.about_background("What colour is the van?")
+    assert questions.about_background("What colour is the whole screen at 2:00?")
+    assert not questions.about_background("What colour is the triangle in the middle of the screen?")
 
 
 def test_scale_options_and_the_option_the_measured_shot_kinds_support():
     opts = {"A": "the woman in the purple dress", "B": "a wide view of the whole restaurant", "C": "a black screen",
             "D": "a close-up of the man with glasses"}
-    kinds = looks.scale_options(opts)
+    kinds = questions.scale_options(opts)
     assert kinds == {"B": "wide", "C": "black", "D": "close-up"}
-    assert looks.scale_options({"A": "a cat", "B": "a dog"}) is None
-    assert looks.scale_kind("close-up (a face fills most of the frame)", 0.1) == "close-up"
-    assert looks.scale_kind("", 0.95) == "black" and looks.scale_kind("", 0.2) == ""
+    assert questions.scale_options({"A": "a cat", "B": "a dog"}) is None
+    assert box_words.scale_kind("close-up (a face fills most of the frame)", 0.1) == "close-up"
+    assert box_words.scale_kind("", 0.95) == "black" and box_words.scale_kind("", 0.2) == ""
     assert looks.scale_choice(kinds, ["close-up", "close-up", "medium"]) == ("D", "close-up")
     assert looks.scale_choice(kinds, ["medium", "medium"]) is None  # no option names a medium shot
     assert looks.scale_choice(kinds, ["close-up", "", "", "wide"]) is None  # no kind in half the frames
@@ -440,87 +434,80 @@ def test_scale_options_and_the_option_the_measured_shot_kinds_support():
     ("How many squares are on screen around 3:20?", False),
 ])
 def test_asks_most_reads_the_largest_count_questions(question, expected):
-    from avi.agent.measured import asks_most
-
-    assert asks_most(question) is expected
+    assert questions.asks_most(question) is expected
 
 
 def test_the_largest_count_is_the_largest_count_seen_in_more_than_one_frame():
-    from types import SimpleNamespace
-
-    from avi.agent.loop import Agent
-    from avi.agent.trace import Trace
+    from avi.trace import Trace
 
     steps = [_counts("circles", [[0.0, 1], [0.5, 3], [1.0, 5], [1.5, 5], [2.0, 2], [2.5, 6]])]  # 6: one frame
-    st = SimpleNamespace(question="What is the largest number of circles on screen at the same time?",
-                         perceive_data=lambda: steps, iteration=3, phase="review")
-    trace = Trace(question=st.question)
-    assert Agent._count_at_moment(_counting_host(), st, trace, "2") == "5"
+    q = "What is the largest number of circles on screen at the same time?"
+    trace = Trace(question=q)
+    assert _count(q, steps, "2", trace) == "5"
     assert "largest count" in trace.steps[-1].notes[0]
-    assert Agent._count_at_moment(_counting_host(), st, trace, "**5**") == "**5**"
+    assert _count(q, steps, "**5**") == "**5**"
 
 
 def test_count_span_is_the_run_of_frames_with_the_count_asked():
-    from avi.agent.measured import count_span, count_span_question
+    from avi.agent.measured import count_span
+    from avi.agent.question import count_span_question
 
     q = "When are there five circles on screen at the same time?"
+    w = words(q)
     assert count_span_question(q) == (5, "circles on")
     assert count_span_question("When does the man open the door?") is None
     frames = [[370.0 + 0.5 * k, 3 if k < 13 else 5 if k < 60 else 4] for k in range(70)]  # 5 from 376.5 to 399.5
     frames[30][1] = 4  # a dip at 385.0 splits the run: the longer part is kept
     steps = [_counts("circles", frames)]
-    assert count_span(steps, q) == [385.25, 399.75]
+    assert count_span(steps, 5, w) == [385.25, 399.75]
     thinned = [_counts("circles", [[370.0, 3], [374.0, 5], [378.0, 5], [382.0, 5], [386.0, 4]])]  # 4 s apart
-    assert count_span(thinned, q) == [373.75, 382.25]
+    assert count_span(thinned, 5, w) == [373.75, 382.25]
     steps = [_counts("circles", [[t, 5] for t in (376.5, 377.0, 377.5, 378.0)] + [[378.5, 4]])]
-    assert count_span(steps, q) == [376.25, 378.25]
-    assert count_span(steps, "When are there two circles?") is None
-    assert count_span([], q) is None
+    assert count_span(steps, 5, w) == [376.25, 378.25]
+    assert count_span(steps, 2, words("When are there two circles?")) is None
+    assert count_span([], 5, w) is None
 
 
 def test_shape_answer_picks_by_colour_and_size():
-    from avi.agent.measured_looks import asks_shape, shape_answer
+    from avi.agent.measured_looks import shape_answer
+    from avi.agent.question import asks_shape
 
     shapes = [{"kind": "circle", "colour": "yellow", "box": [0, 0, 120, 120]},
               {"kind": "triangle", "colour": "yellow", "box": [0, 0, 40, 40]},
               {"kind": "square", "colour": "red", "box": [0, 0, 50, 50]}]
     assert asks_shape("What shape is the big yellow object?") and not asks_shape("What colour is the shape?")
-    assert shape_answer("What shape is the big yellow object?", shapes)[0] == "circle"
-    assert shape_answer("What shape is the small yellow sign?", shapes)[0] == "triangle"
-    assert shape_answer("What shape is the red thing?", shapes)[0] == "square"
-    assert shape_answer("What shape is the green thing?", shapes) is None
+    assert shape_answer(words("What shape is the big yellow object?"), shapes)[0] == "circle"
+    assert shape_answer(words("What shape is the small yellow sign?"), shapes)[0] == "triangle"
+    assert shape_answer(words("What shape is the red thing?"), shapes)[0] == "square"
+    assert shape_answer(words("What shape is the green thing?"), shapes) is None
 
 
 def test_a_count_choice_takes_the_option_with_the_measured_count():
-    from types import SimpleNamespace
+    from avi.trace import Trace
 
-    from avi.agent.loop import Agent
-    from avi.agent.parse import parse_options
-    from avi.agent.trace import Trace
-
-    def st_for(question, steps):
-        return SimpleNamespace(question=question, options=parse_options(question), kind="choice",
-                               perceive_data=lambda: steps, iteration=3, phase="review")
+    def choose(question, steps, trace=None):
+        run = rule_run(state(question, steps), trace=trace)
+        rule = next(r for r in RULES if r.name == "count_choice")
+        return count_choice_measured(run) if rule.applies(run.q) else None
 
     q = "How many shapes are on screen at 1:35? A) 1 B) 2 C) 4 D) 3"
     steps = [_counts("shapes", [[94.0, 3], [94.5, 3], [95.0, 3], [95.5, 3]])]
     trace = Trace(question=q)
-    assert Agent._measured_count_choice(_counting_host(), st_for(q, steps), trace) == ("D. 3", "D")
+    assert choose(q, steps, trace) == ("D. 3", "D")
     assert "count option D measured: shapes 3" in trace.steps[-1].notes[0]
     q = "The yellow triangles appear one after another. How many are there once they have all appeared? " \
         "(A) 2 (B) 3 (C) 4 (D) 5"
     steps = [_counts("yellow triangles", [[80.0, 1], [87.0, 2], [88.0, 2], [94.0, 3], [95.0, 3], [96.0, 4]])]
-    assert Agent._measured_count_choice(_counting_host(), st_for(q, steps), Trace(question=q)) == ("B. 3", "B")
+    assert choose(q, steps) == ("B. 3", "B")
     # the label measured is not what the question counts, or it asks for events: the option scores decide
     steps = [_counts("person", [[10.0, 2], [10.5, 2]])]
-    assert Agent._measured_count_choice(_counting_host(), st_for("How many cars are there? A) 1 B) 2 C) 3", steps),
-                                        Trace(question="q")) is None
-    assert Agent._measured_count_choice(_counting_host(), st_for("How many times does the man wave? A) 1 B) 2", steps),
-                                        Trace(question="q")) is None
+    assert choose("How many cars are there? A) 1 B) 2 C) 3", steps) is None
+    assert choose("How many times does the man wave? A) 1 B) 2", steps) is None
 
 
 def test_sideways_motion_follows_one_box():
-    from avi.agent.measured_looks import asks_direction, sideways_motion
+    from avi.agent.measured_looks import sideways_motion
+    from avi.agent.question import asks_direction
 
     def det(t, x, label="red square"):
         return {"label": label, "box": [x, 290, x + 50, 340], "t_s": t, "score": 0.9, "frame_size": [640, 360]}
@@ -529,12 +516,12 @@ def test_sideways_motion_follows_one_box():
                                 + [det(t, 600, "white circle") for t in range(0, 60, 5)]})]
     assert asks_direction("Does the small red square move to the left or to the right?")
     assert not asks_direction("Is the man on the left?")
-    way, why = sideways_motion(steps, "Does the small red square move to the left or to the right?")
+    way, why = sideways_motion(steps, words("Does the small red square move to the left or to the right?"))
     assert way == "right" and "440 px" in why
     still = [("object_detect", {"detections": [det(t, 300) for t in range(0, 20, 5)]})]
-    assert sideways_motion(still, "Which way does the red square move?") is None
+    assert sideways_motion(still, words("Which way does the red square move?")) is None
     left = [("object_detect", {"detections": [det(t, 500 - 15 * t) for t in (0, 1, 2, 3)]})]
-    assert sideways_motion(left, "Which direction is the red square moving?")[0] == "left"
+    assert sideways_motion(left, words("Which direction is the red square moving?"))[0] == "left"
 
 
 def test_a_yes_no_answer_is_not_replaced_by_an_evidence_string():
@@ -544,8 +531,8 @@ def test_a_yes_no_answer_is_not_replaced_by_an_evidence_string():
     import json
     from types import SimpleNamespace
 
-    from avi.agent.loop import Agent
-    from avi.agent.trace import Trace
+    from avi.agent.chat import Chat
+    from avi.config import Settings
     from avi.prompts import PromptLibrary
 
     class PickingLLM:  # TEST DOUBLE: picks the first evidence string, as the constrained call may
@@ -557,27 +544,25 @@ def test_a_yes_no_answer_is_not_replaced_by_an_evidence_string():
             return SimpleNamespace(content=json.dumps({"evidence": first}), seconds=0.1, prompt_tokens=10,
                                    completion_tokens=3)
 
-    from avi.config import Settings
-
-    host = SimpleNamespace(llm=PickingLLM(), prompts=PromptLibrary(Settings().prompts_dir), _schemas=[],
-                           _max_tokens=lambda: 64, _system=lambda: "system", settings=SimpleNamespace(llm_seed=0))
+    settings = Settings()
+    chat = Chat(PickingLLM(), PromptLibrary(settings.prompts_dir), settings, {})
     said = ("transcript_read", {"segments": [{"text": "And Turner scores again for Rivers."}]})
+    rule = next(r for r in RULES if r.name == "extractive_answer")
 
-    def state(question):
-        return SimpleNamespace(question=question, history=[], iteration=3, phase="review",
-                               perceive_data=lambda: [said])
+    def extract(question, answer):
+        run = rule_run(state(question, [said]), chat=chat)
+        got = rule(run, Delivered(answer))
+        return got.text if got is not None else answer
 
     no = "No, the commentator does not mention a red card."
-    yes_no = state("In the second half of the video, does the commentator mention a red card?")
-    assert Agent._extractive_answer(host, yes_no, Trace(question=yes_no.question), no) == no
+    assert extract("In the second half of the video, does the commentator mention a red card?", no) == no
     assert PickingLLM.calls == 0
-    words = state("What does the commentator say in the second half of the video?")
-    got = Agent._extractive_answer(host, words, Trace(question=words.question), "The commentator does not say.")
+    got = extract("What does the commentator say in the second half of the video?", "The commentator does not say.")
     assert got == "And Turner scores again for Rivers." and PickingLLM.calls == 1
 
 
 def test_yes_no_questions_after_a_leading_phrase_and_alternatives():
-    from avi.agent.grounding import is_yes_no
+    from avi.agent.question import is_yes_no
 
     assert is_yes_no("Is it raining?") and is_yes_no("At 1:00, is anyone walking on the lawn?")
     assert is_yes_no("In the second half of the video, does the commentator mention a red card?")
@@ -605,7 +590,7 @@ def test_index_counts_hold_the_flat_shapes_of_every_clip():
     per_frame = steps[0][1]["summary"]["circle"]["per_frame"]
     assert per_frame[:2] == [(367.0, 3), (377.0, 5)] and steps[0][1]["summary"]["square"]["per_frame"] == [(402.0, 2)]
     agent = [("object_detect", {"summary": {"circle": {"per_frame": [[415.0, 2], [415.5, 2], [416.0, 1]]}}})]
-    q = "What is the largest number of circles on screen at the same time?"
+    q = words("What is the largest number of circles on screen at the same time?")
     assert most_count(agent, q) == ("circle", 2)
     assert most_count(agent + steps, q) == ("circle", 5)  # 7 in one clip only is not believed
 
@@ -619,4 +604,5 @@ def test_index_counts_give_the_count_at_a_moment_the_agent_did_not_measure():
 
     caps = [SimpleNamespace(start_s=s, end_s=s + 5.0, data={"shapes_per_frame": rows}) for s, rows in
             ((90.0, [[90.6, 2], [92.0, 2], [93.6, 3]]), (95.0, [[95.6, 3], [97.0, 3], [98.6, 3]]))]
-    assert count_at(index_counts(caps), 95.0, "How many shapes are on screen at 1:35?") == ("shape", 3, [95.6, 95.6])
+    assert count_at(index_counts(caps), 95.0, words("How many shapes are on screen at 1:35?")) == \
+        ("shape", 3, [95.6, 95.6])

@@ -2,7 +2,24 @@
 
 from __future__ import annotations
 
-from avi.agent.option_evidence import in_order, option_keys, relevant, text_choice, words
+from rule_helpers import rule_run, state
+
+from avi.agent import option_evidence
+from avi.agent.option_evidence import in_order, option_keys, words
+from avi.agent.question import parse_question
+
+
+def text_choice(options, strings, question):
+    return option_evidence.text_choice(options, strings, parse_question(question).key_words)
+
+
+def relevant(strings, question):
+    return option_evidence.relevant(strings, parse_question(question).key_words)
+
+
+def quoted_in(question, shown, said):
+    q = parse_question(question)
+    return option_evidence.quoted_in(q.quote, q.quote_shown, q.quote_said, shown, said)
 
 
 def test_words_and_keys():
@@ -50,25 +67,22 @@ def test_a_count_with_number_options_is_not_read_from_text_on_screen():
     reads "ROUND 2"; a count of things is measured in the frames, never matched against on-screen words."""
     from types import SimpleNamespace
 
-    from avi.agent.measured_choices import MeasuredChoices
-    from avi.agent.trace import Trace
+    from avi.agent.rules import RULES, Delivered
 
     caption = SimpleNamespace(start_s=0.0, end_s=5.0, data={"ocr": [{"text": "ROUND 2"}]})
-    host = SimpleNamespace(ctx=SimpleNamespace(focus_ranges=[], duration_s=10.0,
-                                               index=SimpleNamespace(captions=[caption], transcript=[])))
-    host._range_lines = lambda st, speech=True: MeasuredChoices._range_lines(host, st, speech)
-    options = {"A": "2", "B": "3", "C": "4", "D": "5"}
-    count = SimpleNamespace(kind="choice", options=options, perceive_calls=[], iteration=3, phase="review",
-                            question="How many triangles are there once they have all appeared? (A) 2 (B) 3 (C) 4 (D) 5")
-    assert MeasuredChoices._measured_text_choice(host, count, Trace(question="q")) is None
-    shown = SimpleNamespace(**{**vars(count), "question": "Which round is announced on the title card? (A) 2 (B) 3"})
-    assert MeasuredChoices._measured_text_choice(host, shown, Trace(question="q")) == ("A. 2", "A")
+    ctx = SimpleNamespace(focus_ranges=[], duration_s=10.0, index=SimpleNamespace(captions=[caption], transcript=[]))
+    rule = next(r for r in RULES if r.name == "text_choice")
+
+    def choose(question):
+        got = rule(rule_run(state(question), ctx), Delivered(None))
+        return (got.text, got.choice) if got else None
+
+    assert choose("How many triangles are there once they have all appeared? (A) 2 (B) 3 (C) 4 (D) 5") is None
+    assert choose("Which round is announced on the title card? (A) 2 (B) 3") == ("A. 2", "A")
 
 
 def test_a_quoted_line_asked_about_is_found_in_the_ocr_or_the_transcript():
     """syn-lecture-12: text_extract read "About 100 metres tall" at 56 s and the model answered "no"."""
-    from avi.agent.option_evidence import quoted_in
-
     shown = ["PHAROS OF ALEXANDRIA", "Built around 280 BC", "About 100 metres tall"]
     said = ["Its light came from a large fire, reflected by a bronze mirror."]
     q = "Is the line 'About 100 metres tall' on screen in the first minute?"

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from avi.agent.ordinals import ordinal_ranges
+from avi.agent.ordinals import ordinal_ranges as ranges_of
+from avi.agent.question import ordinal_phrases
+
+
+def ordinal_ranges(question, index, duration_s=None):
+    return ranges_of(ordinal_phrases(question), index, duration_s)
 
 
 def _index():

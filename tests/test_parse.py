@@ -11,9 +11,9 @@ from avi.agent.parse import (
     find_answer,
     find_stage_switch,
     find_tool_call,
-    parse_options,
     parse_reply,
 )
+from avi.agent.question import parse_options
 from avi.replies import iter_json_objects, split_thought
 
 # ----------------------------------------------------------------- split_thought
@@ -381,7 +381,7 @@ def test_parse_reply_empty_content():
     ("Which order is right?", {"A": "dog, cat", "B": "cat, dog"}, "choice"),  # options are sequences
 ])
 def test_answer_type(question, options, expected):
-    from avi.agent.parse import answer_type
+    from avi.agent.question import answer_type
 
     assert answer_type(question, options) == expected
 

@@ -4,11 +4,13 @@ at 3.0 s) and box.mp4's lid ("CAMPRODON" in most frames, "CAMPBODON" in a blurre
 
 from __future__ import annotations
 
-from types import MethodType, SimpleNamespace
+from types import SimpleNamespace
 
-from avi.agent.answers import GroundedAnswers
+from rule_helpers import rule_run, state
+
 from avi.agent.readings import agreed_reading
-from avi.agent.trace import Trace
+from avi.agent.rules.texts import agreed_answer_reading
+from avi.trace import Trace
 
 BIKES = [("日", 0.923), ("AXI", 0.994), ("TAXI", 1.0), ("A-A", 0.86)]
 BOX = [("CAMPBODON", 0.742)] * 3 + [("CAMPRODON", 0.956), ("CAMPRODON", 0.999), ("CAMPRODON", 0.915),
@@ -35,10 +37,9 @@ def test_the_agent_weighs_the_reads_of_the_range_the_question_names():
     host = SimpleNamespace(ctx=SimpleNamespace(focus_ranges=[[2.0, 3.0]], duration_s=30.0,
                                                index=SimpleNamespace(captions=[caption])))
     lines = [{"text": t, "score": s, "t_s": ts} for (t, s), ts in zip(BIKES, [0.5, 2.5, 3.0, 5.5])]
-    st = SimpleNamespace(perceive_calls=[("text_extract", {}, {"lines": lines})], iteration=3, phase="review")
-    trace = Trace(question="What word is on the sign around 0:02-0:03?")
-    settle = MethodType(GroundedAnswers._agreed_answer_reading, host)
-    assert settle(st, trace, '"AXI"') == "TAXI"
+    st = state("What word is on the sign around 0:02-0:03?", [("text_extract", {"lines": lines})])
+    trace = Trace(question=st.question)
+    assert agreed_answer_reading(rule_run(st, host.ctx, trace=trace), '"AXI"') == "TAXI"
     assert "read as 'TAXI' more often" in trace.steps[-1].notes[0]
     host.ctx.focus_ranges = [[19.0, 21.0]]  # there only "AXI" was read: nothing to settle it against
-    assert settle(st, Trace(question="q"), "AXI") == "AXI"
+    assert agreed_answer_reading(rule_run(st, host.ctx), "AXI") == "AXI"

@@ -1,11 +1,11 @@
 """The host's search query for a question and the questions that keep the model's Retrieve stage
-(avi/agent/search.py; setting host_retrieve)."""
+(avi/agent/question.py; used by avi/agent/search.py, setting host_retrieve)."""
 
 from __future__ import annotations
 
 import pytest
 
-from avi.agent.search import search_query, whole_video_question
+from avi.agent.question import search_query, whole_video_question
 
 
 @pytest.mark.parametrize("question, query", [

@@ -66,3 +66,39 @@ def test_no_module_imports_another_modules_private_names():
                 found += [f"{name} imports {node.module}.{a.name}" for a in node.names
                           if a.name.startswith("_") and not a.name.startswith("__")]
     assert found == [], "private names imported across modules: " + "; ".join(found)
+
+
+AGENT_MAX_LINES = 3500
+
+
+def test_the_agent_composes_small_parts():
+    """Issue 35: Algorithm 1 reads in one file because the agent holds collaborators instead of inheriting
+    mixins: no class in avi/agent has more than one base, and the package stays under AGENT_MAX_LINES lines."""
+    total, mixed = 0, []
+    for path in (AVI / "agent").rglob("*.py"):
+        text = path.read_text()
+        total += len(text.splitlines())
+        mixed += [f"{path.name}: {n.name}" for n in ast.walk(ast.parse(text)) if isinstance(n, ast.ClassDef)
+                  and len(n.bases) > 1]
+    assert mixed == [], f"classes with several bases: {mixed}"
+    assert total < AGENT_MAX_LINES, f"avi/agent has {total} lines"
+
+
+LAYERS = [
+    {"avi", "errors", "hashing", "offline", "places", "questions", "prompts", "replies", "tfjs_convert"},
+    {"weights"}, {"serve"}, {"budget", "config_devices", "config_embedders", "config_agent", "config"},
+    {"video"}, {"backends"}, {"index"}, {"tools"}, {"trace"}, {"agent"}, {"pipeline"}, {"viewer"}, {"videos"},
+    {"jobs"}, {"eval"}, {"doctor"}, {"cli"},
+]
+"""README's code map, bottom up: a module may import from its own row and the rows before it."""
+
+
+def test_each_layer_imports_only_from_the_layers_below():
+    def unit(module: str) -> str:
+        return module.split(".")[1] if "." in module else "avi"
+
+    rank = {u: i for i, layer in enumerate(LAYERS) for u in layer}
+    mods = _modules()
+    wrong = {f"{a} -> {b}" for a, b in _import_graph(mods).edges if rank[unit(b)] > rank[unit(a)]}
+    assert set(map(unit, mods)) <= set(rank), set(map(unit, mods)) - set(rank)
+    assert wrong == set()

@@ -54,8 +54,7 @@ def test_option_scoring_and_the_named_option_are_asked_without_thinking():
     options = {"A": "red", "B": "blue", "C": "green"}
     with FakeOpenAIServer(reply_fn=lambda body: '{"option": "blue"}') as srv:
         client = ChatClient.connect(srv.base_url, enable_thinking=True)
-        scores, calls = permutation_scores(client, MSGS, None, prompts, "Which colour? A. red B. blue C. green",
-                                           options)
+        scores, calls = permutation_scores(client, MSGS, None, prompts, "Which colour?", options)
         letter, _ = choice_by_text(client, MSGS, None, prompts, "Which colour?", options, "blue", max_tokens=64)
         bodies = srv.chat_requests
     assert scores == {} and len(calls) == 3  # the double returns no log-probabilities

@@ -10,11 +10,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from avi.agent.trace import Trace
 from avi.budget import frame_alpha, overview_frames, question_budget, skim_frames
 from avi.config import Settings
 from avi.tools import ALL_TOOLS, PHASE_TOOLS, TIMELINE_TOOLS, ToolContext, tools_for
 from avi.tools.timeline import spans, uniform_times
+from avi.trace import Trace
 from avi.video.decode import VideoReader, probe
 
 
@@ -59,11 +59,11 @@ def test_agent_offers_overview_and_skim_only_when_asked(sign_video, sign_index, 
         s = Settings(perceive_strategy=strategy)
         ctx = ToolContext(settings=s, index=sign_index, video=VideoReader(probe(sign_video)), backends=session_backends)
         agent = Agent(None, ctx, PromptLibrary(s.prompts_dir), s)
-        names = {sch["function"]["name"] for sch in agent._schemas}
+        names = {sch["function"]["name"] for sch in agent.chat.schemas}
         assert ("overview" in names and "skim" in names) is expected
-        assert ("overview" in agent._system()) is expected
-        assert ("skim on that stretch" in agent._perceive_guide()) is expected
-        assert ("overview" in agent._usable("perceive")) is expected
+        assert ("overview" in agent.chat.system()) is expected
+        assert ("skim on that stretch" in agent.perceive_guide()) is expected
+        assert ("overview" in agent.gates.usable("perceive")) is expected
 
 
 @pytest.fixture(scope="module")
@@ -145,7 +145,7 @@ def test_trace_counts_frames_per_tool():
 
 
 def test_tree_search_scores():
-    from avi.agent.tree_search import coverage_times, log_mean_exp, normalised_entropy
+    from avi.tools.tree_search import coverage_times, log_mean_exp, normalised_entropy
 
     assert log_mean_exp([0.5]) == pytest.approx(0.5) and log_mean_exp([]) == 0.0
     assert log_mean_exp([0.2, 0.5]) <= 0.5  # a soft maximum: at most the maximum, above the mean
@@ -162,7 +162,7 @@ def test_tree_search_scores():
 @pytest.mark.parametrize("question, truth", [("When is the ROOM 7B sign shown?", (12.0, 17.0)),
                                              ("When does the red square appear?", (1.0, 3.0))])
 def test_tree_search_finds_the_segment_on_the_sign_video(sign_video, sign_index, session_backends, question, truth):
-    from avi.agent.tree_search import tree_search
+    from avi.tools.tree_search import tree_search
 
     s = Settings()
     ctx = ToolContext(settings=s, index=sign_index, video=VideoReader(probe(sign_video), s.max_side),

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from avi.agent.trace import Trace
+from avi.trace import Trace
 from avi.viewer import argument_ranges, render_trace_html, thin_uniform
 
 EVIL = "<script>alert('x')</script>"

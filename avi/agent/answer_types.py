@@ -5,24 +5,21 @@ from __future__ import annotations
 
 import json
 
-from avi.agent.parse import (
-    extract_choice,
-    extract_choices,
-    extract_interval,
-    extract_order,
-    find_answer,
-    split_thought,
-)
+from avi.agent.parse import extract_choice, extract_choices, extract_interval, extract_order, find_answer
 from avi.agent.state import State
-from avi.agent.trace import Trace
 from avi.backends.llm import ContextOverflowError
+from avi.replies import split_thought
+from avi.trace import Trace
 
 
 class TypedAnswers:
-    """Part of :class:`avi.agent.loop.Agent` (see the module docstring); uses the agent's ``llm``, ``ctx``,
-    ``prompts`` and ``settings``."""
+    """The answer read for its type, the structured final answer and the forced answer of one agent (its
+    :class:`avi.agent.chat.Chat`, and the tool context ``ctx``: the video's length bounds an interval)."""
 
-    def _answer_schema(self, st: "State") -> dict | None:
+    def __init__(self, chat, ctx):
+        self.chat, self.ctx = chat, ctx
+
+    def schema(self, st: State) -> dict | None:
         """JSON schema of the structured final answer for the question's type (None for free text)."""
         letters = sorted(st.options) or list("ABCDEFGH")
         item = {"type": "string", "enum": letters}
@@ -37,25 +34,17 @@ class TypedAnswers:
             return None
         return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
 
-    def _structured_answer(self, st: "State", trace: Trace) -> dict | None:
-        """The final answer through one constrained call (issue 5: a structured final call, regex only
-        as the fallback): a JSON object valid against :meth:`_answer_schema`, decoded under that schema
-        after the model's own answer. Only for typed answers (choice, multi, interval, order); free text
-        is the answer itself.
-
-        Returns:
-            ``{"choice"}``, ``{"choices"}``, ``{"interval"}`` or ``{"order"}``, or None when the setting is
-            off, the type is text, or the reply is unusable (the trace says why).
-        """
-        schema = self._answer_schema(st)
-        if schema is None or not getattr(self.settings, "structured_answer", True):
+    def structured(self, st: State, trace: Trace) -> dict | None:
+        """A typed answer through one call constrained by :meth:`schema` (issue 5): ``{"choice"}``, ``{"choices"}``,
+        ``{"interval"}`` or ``{"order"}`` (``"answer"`` too when the text changes); None when the setting is off,
+        the type is text or the reply is unusable (the regex read stands)."""
+        schema = self.schema(st)
+        if schema is None or not getattr(self.chat.settings, "structured_answer", True):
             return None
-        prompt = self.prompts.render("final_answer", question=st.question, options=st.options_text,
-                                     answer=st.answer)
-        messages = [{"role": "system", "content": self._system()}] + st.history + [{"role": "user", "content": prompt}]
+        prompt = self.chat.prompts.render("final_answer", question=st.question, options=st.options_text,
+                                          answer=st.answer)
         try:
-            res = self.llm.chat(messages, self._schemas, max_tokens=self._max_tokens(), seed=self.settings.llm_seed,
-                                temperature=0.0, json_schema=schema)
+            res = self.chat.ask_json(st.history, prompt, schema)
         except ContextOverflowError:
             trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
                       notes=["structured final answer skipped: context full; regex read used"])
@@ -85,12 +74,9 @@ class TypedAnswers:
                          f"structured final answer unusable: {problem}; regex read used"])
         return value
 
-    def _typed(self, st: "State", answer: str | None):
-        """The answer read for its type: ``(choice, choices, interval, order, note)``.
-
-        ``note`` is set when a choice / multi / interval / order answer cannot be read as such
-        (the caller then reports no answer rather than guess; issue 5, answer types).
-        """
+    def typed(self, st: State, answer: str | None):
+        """The answer read for its type: ``(choice, choices, interval, order, note)``; ``note`` says why a typed
+        answer cannot be read as such (no answer is then reported rather than a guess; issue 5)."""
         options = st.options or ({c: "" for c in "ABCDEFGH"} if st.kind in ("choice", "multi") else {})
         choice = extract_choice(answer, options) if st.kind not in ("multi", "order") else None
         interval = extract_interval(answer)
@@ -102,11 +88,13 @@ class TypedAnswers:
             note = f"unparseable {st.kind} answer {answer[:200]!r}: reported as no answer"
         return choice, choices, interval, order, note
 
-    def _forced_answer(self, trace: Trace, st: "State") -> str | None:
-        prompt = self.prompts.render("forced_answer", question=st.question, options=st.options_text,
-                                     answer_format=st.answer_format)
+    def forced(self, st: State, trace: Trace) -> str | None:
+        """The answer after the last iteration (Algorithm 1, line 29): asked once more, without a tool call; a
+        reply without ``**Answer:**`` gives the candidate answered earlier, else its first line."""
+        prompt = self.chat.prompts.render("forced_answer", question=st.question, options=st.options_text,
+                                          answer_format=st.answer_format)
         candidate = st.candidate
-        res = self._call_llm(st.history, [{"role": "user", "content": prompt}])
+        res = self.chat.step(st.history, [{"role": "user", "content": prompt}])
         thought, text = split_thought(res.content)
         thought = thought or (res.reasoning or "").strip()  # vLLM's reasoning parser returns it apart
         answer = find_answer(text, lenient=True)

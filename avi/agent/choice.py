@@ -1,7 +1,7 @@
-"""Multiple-choice answers without position bias (issue 14).
+"""Option scoring: multiple-choice answers without position bias (issue 14), the ``option_scores`` answer rule.
 
 Small orchestrators favour a letter (the one a prompt showed, or the first or last) whatever the evidence
-says. Two ways to take the choice that do not depend on where an option stands:
+says. Two ways to take the choice that do not depend on where an option stands (:func:`option_scores`):
 
 * :func:`permutation_scores` — option scores from the server's log-probabilities of the option letters,
   averaged over the cyclic permutations of the options, so every option is scored once at every position
@@ -15,44 +15,31 @@ from __future__ import annotations
 
 import json
 import math
-import re
 
+from avi.agent.parse import find_answer
+from avi.agent.rules.base import RuleRun, named_ranges
+from avi.backends.coco_detector import coco_classes_for
+from avi.backends.llm import ContextOverflowError
 from avi.replies import split_thought
-
-_FIRST_OPTION = re.compile(r"(?:^|\n|\s)\(?A[\.\):]\s+")
-
-
-def question_stem(question: str) -> str:
-    """The question without its inline options (everything before option A)."""
-    m = _FIRST_OPTION.search(question or "")
-    return (question[:m.start()] if m else question).strip()
+from avi.tools.base import sample_times
+from avi.trace import HOST_STEP
+from avi.video.timecode import fmt_range
 
 
-def permutation_scores(llm, messages: list[dict], tools: list[dict] | None, prompts, question: str,
+def permutation_scores(llm, messages: list[dict], tools: list[dict] | None, prompts, stem: str,
                        options: dict[str, str], seed: int | None = 0) -> tuple[dict[str, float], list[dict]]:
-    """Probability of each option, averaged over the cyclic permutations of the options.
-
-    For shift k = 0..n-1 the options are shown with letter j holding option (j + k) mod n
-    (``prompts/choice_score.md`` after ``messages``), the server returns the log-probabilities of the
-    reply's first token, the letters' probabilities are normalised over the n letters and credited to the
-    options they showed. Permutations in which no letter is among the returned tokens are left out.
-
-    Args:
-        llm: a :class:`~avi.backends.llm.ChatClient` (``first_token_logprobs``).
-        messages: the conversation so far (system prompt first).
-        tools: the conversation's tool list (kept for the server's prefix cache).
-        prompts: the :class:`~avi.prompts.PromptLibrary`.
-        question: the question with its options.
-        options: ``{"A": text, …}`` in order.
+    """Probability of each option averaged over the cyclic permutations of the ``options``: for shift k the
+    letter j shows option (j + k) mod n (``prompts/choice_score.md`` with the question's ``stem``, after
+    ``messages``; ``tools`` kept for the prefix cache), the server's log-probabilities of the first token (``llm``:
+    a :class:`~avi.backends.llm.ChatClient`) are normalised over the letters and credited to the options shown.
 
     Returns:
-        ``({letter: mean probability}, [per permutation: shift, letters' probabilities, seconds, tokens]);``
-        the dict is empty when no permutation gave letter probabilities (server without logprobs).
+        ``({letter: mean probability}, [per permutation: shift, letters' log-probabilities, seconds, tokens])``;
+        the dict is empty when no permutation gave letter probabilities (a server without logprobs).
     """
     letters = list(options)
     texts = [options[k] for k in letters]
     n = len(letters)
-    stem = question_stem(question)
     totals = [0.0] * n
     used = 0
     calls: list[dict] = []
@@ -78,18 +65,9 @@ def permutation_scores(llm, messages: list[dict], tools: list[dict] | None, prom
 
 
 def calibrated_scores(scores: dict[str, float], prior: dict[str, float]) -> dict[str, float]:
-    """Option scores with the model's preference that no evidence supports divided out.
-
-    ``scores`` are the option scores after the evidence, ``prior`` the same scores with the system prompt and
-    the question alone (no tool result): an option the model favours whatever the video shows (the first one
-    it thought of, the most plausible-sounding one) has a high prior and loses that much. Each score is divided
-    by its prior and the quotients renormalised to sum to one ("Calibrate Before Use: Improving Few-Shot
-    Performance of Language Models", Zhao et al., ICML 2021, §4: contextual calibration with a content-free
-    input; here the content left out is the evidence).
-
-    Returns:
-        ``{letter: calibrated probability}``; ``scores`` unchanged when ``prior`` lacks a letter.
-    """
+    """The option ``scores`` divided by their ``prior`` (the same scores without the evidence) and renormalised:
+    contextual calibration (Zhao et al., "Calibrate Before Use", ICML 2021, §4) with the evidence as the content
+    left out. ``scores`` unchanged when ``prior`` lacks a letter."""
     if not scores or any(prior.get(k, 0.0) <= 0.0 for k in scores):
         return dict(scores)
     q = {k: v / prior[k] for k, v in scores.items()}
@@ -97,21 +75,17 @@ def calibrated_scores(scores: dict[str, float], prior: dict[str, float]) -> dict
     return {k: v / z for k, v in q.items()}
 
 
-def choice_by_text(llm, messages: list[dict], tools: list[dict] | None, prompts, question: str,
+def choice_by_text(llm, messages: list[dict], tools: list[dict] | None, prompts, stem: str,
                    options: dict[str, str], answer: str, max_tokens: int, seed: int | None = 0):
-    """The letter of the option whose text the model writes under a schema allowing only the option texts.
-
-    Returns:
-        ``(letter or None, chat result)``; None when the option texts are not distinct or the reply does
-        not name one.
-    """
+    """``(letter or None, chat result)``: the option whose text the model writes under a schema allowing only
+    the option texts; no letter when the texts are not distinct or the reply names none."""
     texts = list(options.values())
     if len(set(texts)) != len(texts) or not all(t.strip() for t in texts):
         return None, None
     schema = {"type": "object", "properties": {"option": {"type": "string", "enum": texts}},
               "required": ["option"], "additionalProperties": False}
     shown = "\n".join(f"{k}. {v}" for k, v in options.items())
-    prompt = prompts.render("final_choice", question=question_stem(question), options=shown, answer=answer)
+    prompt = prompts.render("final_choice", question=stem, options=shown, answer=answer)
     res = llm.chat(messages + [{"role": "user", "content": prompt}], tools, max_tokens=max_tokens, seed=seed,
                    temperature=0.0, json_schema=schema)
     try:
@@ -122,3 +96,113 @@ def choice_by_text(llm, messages: list[dict], tools: list[dict] | None, prompts,
         if body == text:
             return letter, res
     return None, res
+
+
+def option_scores(r: RuleRun) -> tuple[str, str] | None:
+    """``(letter, method)`` without position bias, by the ``choice_scoring`` setting: ``permutation`` scores
+    (optionally :func:`calibrated_scores`; :func:`absent_options` passed over), else, or without log-probabilities,
+    ``text`` (:func:`choice_by_text`); None when neither gives one. The trace records the scores."""
+    mode = getattr(r.settings, "choice_scoring", "permutation")
+    if mode == "off":
+        return None
+    st, chat, seed = r.st, r.chat, r.settings.llm_seed
+    history = st.history
+    if history and history[-1]["role"] == "assistant" and find_answer(history[-1].get("content") or ""):
+        history = history[:-1]  # the options are scored on the evidence, not on the letter just written
+    messages = [{"role": "system", "content": chat.system()}] + history
+    if mode == "permutation":
+        try:
+            scores, calls = permutation_scores(chat.llm, messages, chat.schemas, chat.prompts, r.q.stem, st.options,
+                                               seed=seed)
+        except ContextOverflowError:
+            scores, calls = {}, []
+        prior, prior_calls = {}, []
+        if scores and getattr(r.settings, "choice_calibration", False):
+            try:  # the same scores with no evidence: the system prompt and the question alone
+                prior, prior_calls = permutation_scores(chat.llm, messages[:1], chat.schemas, chat.prompts, r.q.stem,
+                                                        st.options, seed=seed)
+            except ContextOverflowError:
+                prior = {}
+        final = calibrated_scores(scores, prior) if prior else scores
+        if scores:
+            absent = absent_options(r)
+            best = max((k for k in final if k not in absent), key=lambda k: (final[k], -ord(k)))
+            every = calls + prior_calls
+            r.trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
+                        llm_seconds=round(sum(c["seconds"] for c in every), 3),
+                        prompt_tokens=sum(c["prompt_tokens"] for c in every), completion_tokens=len(every),
+                        notes=[f"choice {best} by option scores averaged over {len(calls)} cyclic permutations"
+                               + (", divided by their scores without evidence" if prior else "") + ": "
+                               + ", ".join(f"{k} {v:.2f}" for k, v in final.items())
+                               + (f" (ruled out by the frames: {', '.join(sorted(absent))})" if absent else "")],
+                        observation_data={"option_scores": final, "evidence_scores": scores, "prior_scores": prior,
+                                          "permutations": calls, "prior_permutations": prior_calls})
+            return best, "option-scores"
+    try:
+        letter, res = choice_by_text(chat.llm, messages, chat.schemas, chat.prompts, r.q.stem, st.options,
+                                     st.answer or "", chat.max_tokens(), seed=seed)
+    except ContextOverflowError:
+        return None
+    if res is not None:
+        r.trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase, content=res.content,
+                    llm_seconds=round(res.seconds, 3), prompt_tokens=res.prompt_tokens,
+                    completion_tokens=res.completion_tokens,
+                    notes=[f"choice {letter} by the option text the model named" if letter
+                           else "the option text could not be read; structured letter used"])
+    return (letter, "option-text") if letter else None
+
+
+def absent_options(r: RuleRun, max_frames: int = 8, min_frames: int = 3) -> set[str]:
+    """The options naming a thing the detector finds in none of ``min_frames``..``max_frames`` frames of the
+    ranges the time words name ("a cyclist": a person), and those naming something written where OCR reads no word
+    there; empty when the question names no range or every option would be ruled out."""
+    q, ctx = r.q, r.ctx
+    det = getattr(ctx.backends, "detector", None)
+    if q.kind != "choice" or not q.options or not ctx.focus_ranges or det is None:
+        return set()
+    written = set(q.written_options)
+    checkable = {}
+    for k, label in q.option_things.items():
+        try:
+            if det.supports(label):
+                checkable[k] = label
+        except Exception:  # noqa: BLE001 - a detector that cannot say rules nothing out
+            continue
+    if not checkable and not written:
+        return set()
+    ranges = named_ranges(ctx)
+    try:
+        frames = ctx.video.frames_at(sample_times(ranges, r.settings.fps, max_frames))
+    except Exception:  # noqa: BLE001 - an undecodable range measures nothing
+        return set()
+    if len(frames) < min_frames:
+        return set()
+    # one detector run per kind of thing: a closed-set detector gives each box to one of the words naming its
+    # class ("a cyclist" and "a man" are both COCO person), so words of one class are asked once
+    kinds = {k: coco_classes_for(label) or (label,) for k, label in checkable.items()}
+    asked = {kind: checkable[k] for k, kind in reversed(list(kinds.items()))}
+    seen = {k: 0 for k in checkable}
+    for f in frames:
+        found = {kind for kind, label in asked.items() if det.detect(f, [label]).detections}
+        for k in checkable:
+            seen[k] += kinds[k] in found
+    absent = {k for k, n in seen.items() if n == 0}
+    why = [f"the detector found {' / '.join(checkable[k] for k in sorted(absent))} in none of {len(frames)} "
+           f"frames"] if absent else []
+    tool = r.tools.get("text_extract")
+    if written - absent and tool is not None:  # a sign or a caption is text: no legible word rules it out
+        obs = r.measure(tool, {"time_ranges": ranges},
+                        "does any option naming something written show text in the named range?")
+        legible = [line.get("text", "") for line in (obs.data.get("lines") or [])
+                   if sum(ch.isascii() and ch.isalnum() for ch in line.get("text", "")) >= 2]
+        if not obs.error and not legible:
+            absent |= written
+            why.append(f"OCR read no word in {len(obs.frames_s)} frames for "
+                       f"{' / '.join(q.options[k] for k in sorted(written))}")
+    if not absent or len(absent) == len(q.options):
+        return set()
+    r.trace.add(kind="final_answer", iteration=r.st.iteration, phase=r.st.phase, frames_s=[f.t_s for f in frames],
+                observation_data={"checked": checkable, "frames_with": seen, "written": sorted(written)},
+                notes=[HOST_STEP, f"option(s) {', '.join(sorted(absent))} ruled out in "
+                                  f"{', '.join(fmt_range(a, b) for a, b in ranges)}: {'; '.join(why)}"])
+    return absent

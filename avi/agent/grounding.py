@@ -1,19 +1,8 @@
-"""Evidence grounding for small orchestrators (issue 14): where to look, and answers taken from what was found
-(answers read from measurements, counts, cuts, shots and colours, are in :mod:`avi.agent.measured`).
-
-A 1.5B orchestrator reads the last message far better than a tool result ten messages up, copies
-example values, and searches the whole video when the question names the part to look at. The host
-therefore keeps, per question,
-
-* :class:`Places` — the time ranges worth inspecting, best first: the ranges the question's time words
-  name (:func:`avi.video.timecode.question_ranges`), then the retrieve tools' hits ranked by similarity.
-  Perceive opens with them as the default places to look, and a perceive call on a range that nothing
-  supports is questioned once before it runs (:meth:`Places.unsupported`);
-* the evidence strings the perceive tools returned (on-screen text runs, transcript lines), from which a
-  free-text answer is taken with the evidence's exact spelling (:func:`evidence_strings`);
-* the evidence runs from which an interval answer is widened to the whole event (:func:`evidence_span`).
-
-All times are seconds from the start of the video; ranges are ``[start_s, end_s]``.
+"""Evidence grounding for small orchestrators (issue 14), who search the whole video when the question names
+where to look: :class:`Places` (the ranges worth inspecting, best first: the question's time words, then the
+search hits by similarity; a perceive call on a range nothing supports is questioned once), the evidence strings
+a free-text answer may be taken from, the evidence runs an interval is widened to, and what the profile's
+detector said it cannot see. Times are seconds; ranges ``[start_s, end_s]``.
 """
 
 from __future__ import annotations
@@ -21,20 +10,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from avi.agent.question import normalise
 from avi.video.spans import merge_spans, span_length, span_overlap
 from avi.video.timecode import fmt_range
 
 
 @dataclass
 class Place:
-    """One range worth inspecting.
-
-    Attributes:
-        span: ``[start_s, end_s]``.
-        source: what supports it (``question``, or the retrieve tool's name).
-        score: similarity to the query (1.0 for ranges the question names).
-        label: the question's words for it, or the tool's query.
-    """
+    """One range worth inspecting: ``span``, what supports it (``source``: ``question`` or the retrieve tool's
+    name), its similarity to the query (``score``; 1.0 for ranges the question names) and the question's words
+    for it or the tool's query (``label``)."""
 
     span: list[float]
     source: str
@@ -44,11 +29,8 @@ class Place:
 
 @dataclass
 class Places:
-    """The ranges worth inspecting for one question, best first (issue 14, "evidence-grounded steps").
-
-    Args:
-        tolerance_s: a perceive range this close to a place counts as supported by it.
-    """
+    """The ranges worth inspecting for one question, best first; a perceive range within ``tolerance_s`` of a
+    place counts as supported by it."""
 
     tolerance_s: float = 2.5
     items: list[Place] = field(default_factory=list)
@@ -101,11 +83,9 @@ class Places:
 
     @staticmethod
     def _joined(places: list[Place], gap_s: float = 0.05) -> list[tuple[Place, int]]:
-        """Search hits of one tool that touch (within ``gap_s`` seconds) shown as one range, best first, with
-        how many were joined: five neighbouring 5 s clips of a held slide are one range to copy into a perceive
-        call, not five (issue 17, item 5: the 1.5B model spent about 9 s decoding such lists). Ranges the
-        question names are never joined. Returns ``(place, count)`` pairs; the joined place has the union span
-        and the best score."""
+        """``(place, count)``: the search hits of one tool that touch (within ``gap_s``) as one place with their
+        union span and best score (five clips of a held slide are one range to copy, not five); ranges the
+        question names are never joined."""
         joined: dict[int, tuple[Place, int]] = {}  # id of each group's best-ranked member -> (union, count)
         for source in {p.source for p in places if p.source != "question"}:
             mine = [p for p in places if p.source == source]
@@ -117,11 +97,8 @@ class Places:
                 if p.source == "question" or id(p) in joined]
 
     def unsupported(self, ranges: list[list[float]]) -> list[list[float]]:
-        """The ranges of a perceive call that no place supports (none when there are no places yet).
-
-        A range is supported when it overlaps a place widened by ``tolerance_s`` on each side; a
-        range that covers a place counts as supported too.
-        """
+        """The ranges of a perceive call that overlap no place widened by ``tolerance_s`` (the named places only,
+        when the question names any); none when there are no places yet."""
         if not self.items:
             return []
         named = [p for p in self.items if p.source == "question"]
@@ -134,69 +111,9 @@ class Places:
         return out
 
 
-# ----------------------------------------------------------------------------- evidence strings
-
-
-_TEXT_HOLDER = re.compile(r"\b(?:sign|number on|shown on)\b", re.I)  # asks_for_text: about_words or these
-
-
-_AUXILIARY = r"(?:is|are|was|were|does|do|did|can|could|has|have|had|will|would|should)\b"
-_OPENS_YES_NO = re.compile(r"^\s*" + _AUXILIARY, re.I)
-_YES_NO = re.compile(r"^\s*(?:(?!(?:what|which|who|whom|whose|where|when|why|how)\b)[^,?]{1,80},\s*)?" + _AUXILIARY,
-                     re.I)  # the verb first, or after a leading phrase and a comma
-_ALTERNATIVE = re.compile(r"\bor\b(?!\s+not\b)[^,;]*\?\s*$", re.I)
-
-
-def is_yes_no(question: str, *, after_phrase: bool = True) -> bool:
-    """Whether a question without options is a yes/no question: it opens with an auxiliary verb, or does so after
-    a leading phrase and a comma ("At 1:00, is anyone ...", "In the second half, does ..."; only with
-    ``after_phrase``), and does not end in alternatives ("... to the left or to the right?" asks which, not
-    whether)."""
-    pattern = _YES_NO if after_phrase else _OPENS_YES_NO
-    return bool(pattern.match(question or "")) and not _ALTERNATIVE.search(question or "")
-
-
-_WORDS_QUESTION = re.compile(
-    r"\b(?:say|says|said|saying|spoken|speak|speaks|mention|mentions|mentioned|word|words|phrase|text|written|"
-    r"write|writes|read|reads|title|caption|label|name|named|called|code|displayed|letters?)\b", re.I)
-
-
-_SPEECH_QUESTION = re.compile(
-    r"\b(?:say|says|said|saying|spoken|speak|speaks|speaker|mention|mentions|mentioned|narrator|narration|"
-    r"voice|talks?|tells?|told|announces?|announced|according to the (?:lecturer|host|commentator|speaker))\b",
-    re.I)
-
-
-def about_speech(question: str) -> bool:
-    """Whether a question asks what was said (the transcript is then the evidence to read first)."""
-    return bool(_SPEECH_QUESTION.search(question or ""))
-
-
-def about_words(question: str) -> bool:
-    """Whether a question is about words shown or said (text, a title, a name, what somebody says or mentions;
-    not merely about a sign's shape or colour): OCR and the transcript measure those on every profile."""
-    return bool(_WORDS_QUESTION.search(question or ""))
-
-
-def asks_for_text(question: str) -> bool:
-    """Whether a free-text question asks for words (on-screen text, a name, something said) rather than a
-    count, a yes/no or a description: those answers are taken from the evidence strings (issue 14,
-    answers that answer)."""
-    q = question or ""
-    return (about_words(q) or bool(_TEXT_HOLDER.search(q))) and not re.search(r"\bhow (?:many|much|long)\b", q, re.I) \
-        and not is_yes_no(q)
-
-
 def evidence_strings(steps: list[tuple[str, dict]], limit: int = 40) -> list[str]:
-    """On-screen texts and spoken lines the perceive tools returned, in the order found, without repeats.
-
-    Args:
-        steps: ``(tool name, observation data)`` of the successful perceive calls.
-        limit: at most this many strings.
-
-    Returns:
-        the strings as the tools spelled them.
-    """
+    """On-screen texts and spoken lines the perceive calls (``(tool, observation data)``) returned, as the tools
+    spelled them, in the order found, without repeats, at most ``limit``."""
     out: list[str] = []
     seen: set[str] = set()
     for name, data in steps:
@@ -213,11 +130,6 @@ def evidence_strings(steps: list[tuple[str, dict]], limit: int = 40) -> list[str
                 seen.add(key)
                 out.append(t)
     return out[:limit]
-
-
-def normalise(text: str) -> str:
-    """Lower case, punctuation removed, single spaces (for comparing answers with evidence)."""
-    return " ".join(re.sub(r"[^\w\s]", " ", str(text).lower()).split())
 
 
 def grounded_in(answer: str, strings: list[str]) -> bool:
@@ -244,37 +156,25 @@ _NON_ANSWER = re.compile(
     re.I)
 
 
-def answers_nothing(answer: str, question: str) -> bool:
-    """Whether a free-text answer gives nothing of its own: it denies or doubts ("not found", "cannot be read",
-    "unknown"), or it only restates the question (four in five of its words of four letters or more are in
-    the question). Only such answers are replaced by an evidence string (issue 14: answers that answer)."""
+def answers_nothing(answer: str, question_terms: frozenset[str]) -> bool:
+    """Whether a free-text answer gives nothing of its own: it denies or doubts ("not found", "unknown"), or it
+    only restates the question (four in five of its words of four letters or more are among ``question_terms``,
+    the question's :func:`~avi.agent.question.normalise` words)."""
     if _NON_ANSWER.search(answer or ""):
         return True
-    words = [w for w in normalise(answer).split() if len(w) >= 4]
-    asked = set(normalise(question).split())
-    return bool(words) and sum(w in asked for w in words) >= 0.8 * len(words)
+    found = [w for w in normalise(answer).split() if len(w) >= 4]
+    return bool(found) and sum(w in question_terms for w in found) >= 0.8 * len(found)
 
 
 _COMMON = {"that", "this", "with", "there", "they", "their", "what", "which", "when", "where", "from", "have",
            "were", "will", "would", "about", "into", "your", "video", "frame", "frames", "text", "said", "says"}
 
 
-# ----------------------------------------------------------------------------- intervals
-
-
 def evidence_span(answer: list[float], runs: list[list[float]], *, gap_s: float = 1.0,
                   pad_s: float = 0.25) -> list[float] | None:
-    """The whole event an interval answer points at: the evidence runs it overlaps (or touches within
-    ``gap_s``), chained through runs that follow each other within ``gap_s``, padded by ``pad_s``
-    (half the 2 fps sampling step: the event starts before its first sampled frame).
-
-    Args:
-        answer: ``[start_s, end_s]`` the model gave.
-        runs: evidence ranges of the perceive tools (on-screen text runs, detections, transcript lines).
-
-    Returns:
-        ``[start_s, end_s]``, or None when no run is near the answer.
-    """
+    """The whole event an interval ``answer`` points at: the evidence ``runs`` it overlaps or touches within
+    ``gap_s``, chained through runs that follow each other within ``gap_s``, padded by ``pad_s`` (half the 2 fps
+    step); None when no run is near."""
     a0, a1 = sorted(answer)
     merged = merge_spans([[float(s), float(e)] for s, e in runs if e >= s], gap_s=gap_s)
     hit = [m for m in merged if m[0] <= a1 + gap_s and m[1] >= a0 - gap_s]
@@ -284,12 +184,8 @@ def evidence_span(answer: list[float], runs: list[list[float]], *, gap_s: float 
     return [max(0.0, s - pad_s), e + pad_s]
 
 
-# ----------------------------------------------------------------------------- what the tools cannot see
-
-
 def _forms(word: str) -> set[str]:
-    """A word and its forms without a plural ending: ``glasses`` → {glasses, glasse, glass}, ``cars`` → {cars,
-    car}; two words are the same noun when their forms meet."""
+    """A word and its forms without a plural ending (``glasses`` → glasses, glasse, glass)."""
     out = {word}
     for end in ("es", "s"):
         if len(word) > len(end) + 2 and word.endswith(end):
@@ -297,30 +193,16 @@ def _forms(word: str) -> set[str]:
     return out
 
 
-def unseen_labels(question: str, unsupported: list[str], frame_analyzer_name: str) -> list[str]:
-    """The labels object_detect reported it has no class for that the question itself names.
-
-    The tool answers a label outside the profile's detector vocabulary with "no class for …" and lists it under
-    ``unsupported`` (:func:`avi.tools.perceive.object_detect`); those reports are the profile's own word on what
-    it cannot see, so no list of nouns is kept here. A label counts when each of its words is a word of the
-    question (case and plural endings ignored), so a label the model made up does not make the question unseen.
-    Only a profile whose frame analysis is a measurement (its name starts with ``perception``) can be blind; a
-    VLM looks at the frames.
-
-    Args:
-        question: the question with its options.
-        unsupported: the labels object_detect reported as unsupported during the run, in order.
-        frame_analyzer_name: the frame analyser's ``name``.
-
-    Returns:
-        the labels, lower case, in the order reported, without repeats.
-    """
+def unseen_labels(question_words: frozenset[str], unsupported: list[str], frame_analyzer_name: str) -> list[str]:
+    """The labels object_detect reported it has no class for (``unsupported``) whose every word the question
+    names (``question_words``, plural endings ignored), lower case, without repeats. Only a profile whose frame
+    analysis is a measurement (name ``perception…``) can be blind; a VLM looks at the frames."""
     if not str(frame_analyzer_name).startswith("perception"):
         return []
-    asked = {f for w in re.findall(r"[a-z]+", (question or "").lower()) for f in _forms(w)}
+    asked = {f for w in question_words for f in _forms(w)}
     out: list[str] = []
     for label in unsupported:
-        words = re.findall(r"[a-z]+", str(label).lower())
-        if words and all(_forms(w) & asked for w in words) and str(label).lower() not in out:
+        parts = re.findall(r"[a-z]+", str(label).lower())
+        if parts and all(_forms(w) & asked for w in parts) and str(label).lower() not in out:
             out.append(str(label).lower())
     return out

@@ -1,34 +1,14 @@
-"""Answers read from what the frames look like (issue 14): colours measured on detection boxes and frames, the
-shot scale, the kind of a shape, and which way a thing moves sideways.
-
-Each function reads the question (what it asks) and measurements (the perceive tools' observation data, pixel
-statistics of frames, the video's shots) and returns the measured answer or None; the agent
-(:mod:`avi.agent.answers`, :mod:`avi.agent.measured_answers`) records in the trace when a measured answer replaces
-the model's. Times are seconds; boxes are pixel xyxy.
-"""
+"""Answers read from what the frames look like (issue 14): colours, the shot scale, the kind of a shape, which way
+a thing moves; from the question's word set and what was measured. Times are seconds; boxes pixel xyxy."""
 
 from __future__ import annotations
 
 import re
 
-from avi.agent.measured import the_label
-from avi.video.analysis import COLOUR_SYNONYMS
+import numpy as np
 
-__all__ = ["COLOUR_SYNONYMS"]
-
-
-# ----------------------------------------------------------------------------- colours, measured
-
-
-COLOUR_WORDS = frozenset(
-    "red orange yellow green cyan blue purple pink black white gray grey brown beige silver gold violet navy "
-    "maroon turquoise teal magenta crimson scarlet".split())
-"""Colour names an answer may hold (the measured names of :func:`avi.video.analysis.colour_names` and more)."""
-
-
-def asks_colour(question: str) -> bool:
-    """Whether a question asks for a colour ("what colour is ...", "which color are ...")."""
-    return bool(re.search(r"\b(?:what|which)\s+colou?rs?\b|\bcolou?r\s+of\s+the\b", question or "", re.I))
+from avi.agent.measured import Steps, the_label
+from avi.agent.question import COLOUR_WORDS
 
 
 def names_colour(text: str) -> bool:
@@ -36,17 +16,10 @@ def names_colour(text: str) -> bool:
     return bool(COLOUR_WORDS & set(re.findall(r"[a-z]+", (text or "").lower())))
 
 
-def measured_colour(steps: list[tuple[str, dict]], question: str) -> tuple[str, str, float] | None:
-    """The dominant colour object_detect measured on the best box of the label the question is about.
-
-    Args:
-        steps: ``(tool, observation data)`` of the successful perceive calls (``object_detect`` data carries
-            ``summary[label]["colours_at"] = {"t_s", "boxes": [{"box", "score", "colours"}]}``).
-
-    Returns:
-        ``(label, colour, t_s)`` of the highest-scoring box that has a colour, or None when nothing was
-        measured or the label is ambiguous.
-    """
+def measured_colour(steps: Steps, words: frozenset[str]) -> tuple[str, str, float] | None:
+    """``(label, colour, t_s)``: the dominant colour object_detect measured on the best box of the label the
+    question is about (``summary[label]["colours_at"] = {"t_s", "boxes": [{"score", "colours"}]}``); None when
+    nothing was measured or the label is ambiguous."""
     per_label: dict[str, list[tuple[float, float, str]]] = {}
     for tool, data in steps:
         if tool != "object_detect":
@@ -57,62 +30,18 @@ def measured_colour(steps: list[tuple[str, dict]], question: str) -> tuple[str, 
                 if b.get("colours"):
                     per_label.setdefault(label, []).append((float(b.get("score", 0.0)), float(at.get("t_s", 0.0)),
                                                             str(b["colours"][0])))
-    label = the_label(per_label, question)
+    label = the_label(per_label, words)
     if label is None:
         return None
     score, t_s, colour = max(per_label[label])
     return label, colour, t_s
 
 
-def colours_named(text: str) -> set[str]:
-    """The measured colour names (:func:`avi.video.analysis.colour_names`' vocabulary) a text names, e.g.
-    "yellow-orange" -> {"yellow", "orange"}, "dark grey" -> {"gray"}."""
-    words = re.findall(r"[a-z]+", (text or "").lower())
-    return {COLOUR_SYNONYMS.get(w, w) for w in words if w in COLOUR_WORDS or w in COLOUR_SYNONYMS}
-
-
-def colour_options(question: str, options: dict[str, str]) -> dict[str, set[str]] | None:
-    """For a multiple-choice colour question ("what colour is ..." with every option naming a colour), the
-    measured colour names of each option; None for any other question."""
-    if not asks_colour(question) or len(options) < 2:
-        return None
-    named = {k: colours_named(v) for k, v in options.items()}
-    return named if all(named.values()) else None
-
-
-def about_background(question: str) -> bool:
-    """Whether a colour question asks about the background (the frame's dominant colour answers it)."""
-    return bool(re.search(r"\bbackground\b|\bcolou?rs?\s+(?:is|was|does)\s+the\s+(?:whole\s+)?screen\b",
-                          question or "", re.I))
-
-
-def frame_colour_shares(images: list, top: int = 4, min_share: float = 0.03) -> dict[str, float]:
-    """The mean share (0-1) of each measured colour name over frames (:func:`avi.video.analysis.colour_names`
-    on each RGB uint8 ``(H, W, 3)`` image, its ``top`` names of at least ``min_share`` of the pixels)."""
-    from avi.video.analysis import colour_names
-
-    totals: dict[str, float] = {}
-    for image in images:
-        for name, share in colour_names(image, top=top, min_share=min_share):
-            totals[name] = totals.get(name, 0.0) + share
-    return {k: v / len(images) for k, v in sorted(totals.items(), key=lambda kv: -kv[1])} if images else {}
-
-
 def colour_choice(named: dict[str, set[str]], shares: dict[str, float], box_colour: str | None = None,
                   min_share: float = 0.03, margin: float = 1.5) -> tuple[str, str] | None:
-    """The option a colour measurement supports, as ``(letter, why)``.
-
-    Args:
-        named: each option's measured colour names (:func:`colour_options`).
-        shares: mean share of each colour over the frames of the range asked about (:func:`frame_colour_shares`).
-        box_colour: the dominant colour measured on the thing's own detector box, which decides alone when
-            exactly one option names it.
-        min_share: an option is supported only when one of its colours covers at least this share.
-        margin: the best option's share must be this many times the runner-up's.
-
-    Returns:
-        None when no option, or more than one, is supported (the option scores decide then).
-    """
+    """``(letter, why)`` of the option a colour measurement supports: the one option naming ``box_colour`` (the
+    thing's own box), else the option (``named``: its colour names) whose colour covers the largest share of the
+    frames (``shares``), at least ``min_share`` and ``margin`` times the runner-up's; None otherwise."""
     if box_colour:
         hits = [k for k, cs in named.items() if box_colour in cs]
         if len(hits) == 1:
@@ -126,39 +55,9 @@ def colour_choice(named: dict[str, set[str]], shares: dict[str, float], box_colo
     return best, f"colours measured in the frames asked about: {top}"
 
 
-# ----------------------------------------------------------------------------- shot scale, measured
-
-_SCALE_WORDS = (("close-up", re.compile(r"\bclose[-\s]?ups?\b|\bextreme\s+close\b", re.I)),
-                ("wide", re.compile(r"\bwide(?:[-\s]angle)?\s+(?:view|shot)\b|\bestablishing\s+shot\b|\blong\s+shot\b",
-                                    re.I)),
-                ("medium", re.compile(r"\bmedium(?:[-\s]close)?\s+shot\b", re.I)),
-                ("black", re.compile(r"\b(?:black|blank|empty|dark)\s+screen\b|\bfade\s+to\s+black\b", re.I)))
-"""Option words naming a shot scale (film terms) or a black screen, and the measured kind they name."""
-
-
-def scale_options(options: dict[str, str]) -> dict[str, str] | None:
-    """For multiple-choice options of which at least one names a shot scale (close-up, wide view or shot,
-    medium shot) or a black screen, each such option's kind (``close-up``, ``wide``, ``medium``, ``black``);
-    None when no option names one. An option naming two kinds is left out."""
-    kinds = {}
-    for k, text in options.items():
-        hit = [kind for kind, rx in _SCALE_WORDS if rx.search(text or "")]
-        if len(hit) == 1:
-            kinds[k] = hit[0]
-    return kinds or None
-
-
-def scale_kind(scale: str, black_share: float) -> str:
-    """The kind of one frame: ``black`` when at least 90 % of its pixels are black, else the first word of its
-    :func:`avi.backends.box_words.shot_scale` (``close-up``, ``medium``, ``wide``; empty without people)."""
-    if black_share >= 0.9:
-        return "black"
-    return scale.split(" ")[0] if scale else ""
-
-
 def scale_choice(kinds: dict[str, str], measured: list[str]) -> tuple[str, str] | None:
-    """The option the measured shot kinds support, as ``(letter, kind)``: the kind seen in most of the measured
-    frames (:func:`scale_kind`; at least half of them) when exactly one option names it; None otherwise."""
+    """``(letter, kind)``: the kind (:func:`avi.backends.box_words.scale_kind`) seen in at least half of the
+    measured frames, when exactly one option names it; None otherwise."""
     seen = [m for m in measured if m]
     if not seen:
         return None
@@ -169,31 +68,12 @@ def scale_choice(kinds: dict[str, str], measured: list[str]) -> tuple[str, str] 
     return (hits[0], top) if len(hits) == 1 else None
 
 
-# ----------------------------------------------------------------------------- shapes, measured
-
-_WHAT_SHAPE = re.compile(r"\bwhat\s+(?:kind\s+of\s+)?shape\b|\bwhich\s+shape\b", re.I)
-
-
-def asks_shape(question: str) -> bool:
-    """Whether a question asks for the geometric shape of something ("What shape is the yellow sign?")."""
-    return bool(_WHAT_SHAPE.search(question or ""))
-
-
-def shape_answer(question: str, shapes: list[dict]) -> tuple[str, str] | None:
-    """The kind of the shape a "what shape" question is about, from measured shapes.
-
-    Args:
-        question: the question; its colour words (:data:`avi.video.analysis.COLOUR_NAMES`) narrow the shapes,
-            and "big"/"large" or "small"/"little" pick the largest or smallest.
-        shapes: ``{"kind", "colour", "box"}`` dicts (pixel xyxy) measured in the frames the question is about.
-
-    Returns:
-        ``(kind, why)`` of the kind most of the matching shapes have (the largest or smallest when the question
-        says so), or None when no shape matches.
-    """
+def shape_answer(words: frozenset[str], shapes: list[dict]) -> tuple[str, str] | None:
+    """``(kind, why)``: the kind most of the measured ``shapes`` (``{"kind", "colour", "box"}``) have among those
+    of the colours the question's ``words`` name (:data:`avi.video.analysis.COLOUR_NAMES`), or the largest or
+    smallest one when they say "big" or "small"; None when no shape matches."""
     from avi.video.analysis import COLOUR_NAMES
 
-    words = re.findall(r"[a-z]+", (question or "").lower())
     colours = {COLOUR_NAMES[w] for w in words if w in COLOUR_NAMES}
     pool = [s for s in shapes if not colours or s.get("colour") in colours]
     if not pool:
@@ -214,39 +94,17 @@ def shape_answer(question: str, shapes: list[dict]) -> tuple[str, str] | None:
     return top, f"{kinds.count(top)} of {len(kinds)} {'/'.join(sorted(colours)) or 'measured'} shapes are {top}s"
 
 
-# ----------------------------------------------------------------------------- sideways motion, measured
-
-_SIDEWAYS = re.compile(r"\b(?:to\s+the\s+)?(?:left|right)\b\s+or\s+(?:to\s+the\s+)?(?:left|right)\b|"
-                       r"\bwhich\s+(?:way|direction)\b", re.I)
-
-
-def asks_direction(question: str) -> bool:
-    """Whether a question asks which way something moves sideways ("to the left or to the right?")."""
-    return bool(_SIDEWAYS.search(question or ""))
-
-
-def sideways_motion(steps: list[tuple[str, dict]], question: str, min_move: float = 0.05) -> tuple[str, str] | None:
-    """Which way the thing a question is about moves across the frame, from object_detect's boxes over time.
-
-    The label is the one the question is about (:func:`the_label`); one box per frame is followed from the
-    best box of its first frame to the nearest box in each later frame (within a quarter of the frame's width),
-    and a least-squares line through the box centres gives the speed in pixels per second.
-
-    Args:
-        steps: ``(tool, observation data)``; object_detect data carries ``detections`` (``label``, ``box`` xyxy
-            pixels, ``t_s``, ``score``, ``frame_size``).
-        min_move: the smallest movement over the frames measured, as a fraction of the frame's width.
-
-    Returns:
-        ``("left" | "right", what was measured)``, or None when nothing was followed over at least a second or
-        it moved less than ``min_move``.
-    """
+def sideways_motion(steps: Steps, words: frozenset[str], min_move: float = 0.05) -> tuple[str, str] | None:
+    """``("left" | "right", what was measured)``: which way the thing the question is about (:func:`the_label`)
+    moves, from object_detect's ``detections``: one box followed from the best box of the first frame to the
+    nearest box of each later one (within a quarter of the width), a least-squares line through their centres.
+    None when followed for less than a second or moved less than ``min_move`` of the frame's width."""
     per_label: dict[str, list[dict]] = {}
     for tool, data in steps:
         if tool == "object_detect":
             for d in data.get("detections") or []:
                 per_label.setdefault(str(d.get("label")), []).append(d)
-    label = the_label(per_label, question)
+    label = the_label(per_label, words)
     if label is None:
         return None
     by_t: dict[float, list[dict]] = {}
@@ -266,9 +124,7 @@ def sideways_motion(steps: list[tuple[str, dict]], question: str, min_move: floa
     if len(path) < 2 or path[-1][0] - path[0][0] < 1.0:
         return None
     ts = [t for t, _ in path]
-    xs = [x for _, x in path]
-    mt, mx = sum(ts) / len(ts), sum(xs) / len(xs)
-    slope = sum((t - mt) * (x - mx) for t, x in path) / sum((t - mt) ** 2 for t in ts)
+    slope = float(np.polyfit(ts, [x for _, x in path], 1)[0])  # pixels per second
     moved = slope * (ts[-1] - ts[0])
     if abs(moved) < min_move * width:
         return None

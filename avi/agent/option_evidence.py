@@ -1,11 +1,7 @@
-"""Multiple-choice options matched against the words the video shows and says (issue 14).
-
-A question whose options quote on-screen text or speech ("What is on screen halfway through? A. the MATCH DAY
-title card B. the HALF TIME card ...", "How old was Fresnel when he died, according to the lecturer? A) 45
-B) 27 C) 39 D) 52") is answered by the evidence strings themselves: OCR lines and transcript lines of the range
-the question is about. An option *matches* a string when its key words appear in the string in the same order
-(:func:`option_keys`); when exactly one option matches, that is the measured answer and the option scores are
-not needed. All matching is on normalised words (lower case, no punctuation, number words as digits).
+"""Multiple-choice options matched against the words the video shows and says (issue 14): an option whose key
+words (:func:`option_keys`) appear in order in one OCR or transcript line of the range asked about is the measured
+answer when it is the only one ("A. the HALF TIME card", "C) 39" for "how old was he when he died, according to
+the lecturer"). Words are lower case, without punctuation, number words as digits (:func:`words`).
 """
 
 from __future__ import annotations
@@ -46,13 +42,9 @@ def words(text: str) -> list[str]:
 
 
 def option_keys(option: str) -> list[str]:
-    """The words of an option that must appear in an evidence string, in order.
-
-    Words in capitals (at least two letters) are the text the option quotes, and only they (with the option's
-    numbers) are keys: "the HALF TIME card" -> ``["half", "time"]``. Otherwise every word of three or more
-    letters that is not in :data:`STOP`, and every number: "Rivers 3, Harbour 2" -> ``["rivers", "3",
-    "harbour", "2"]``.
-    """
+    """The words of an option that must appear in an evidence string, in order: its words in capitals (the text it
+    quotes) and numbers ("the HALF TIME card" -> half, time), else its words of three letters or more that are not
+    in :data:`STOP` and its numbers ("Rivers 3, Harbour 2" -> rivers, 3, harbour, 2)."""
     caps = re.findall(r"\b[A-Z0-9][A-Z0-9'&-]*[A-Z][A-Z0-9'&-]*\b|\b[A-Z]{2,}\b", option or "")
     if caps:
         keys = [w for c in caps for w in words(c)]
@@ -67,28 +59,19 @@ def in_order(keys: list[str], toks: list[str]) -> bool:
     return bool(keys) and all(any(k == t for t in it) for k in keys)
 
 
-def relevant(strings: list[str], question: str) -> list[str]:
-    """The strings that share a word of four letters or more (not a stop word) with the question, or all of
-    them when none does: "How old was Fresnel when he died" keeps the lines about Fresnel and the line
-    "Fressel was a friend-changineer, who died young, at only 39." (the speech recogniser's spelling of the
-    name: the shared "died" keeps it, syn-lecture-09)."""
-    qwords = {w for w in words(question) if len(w) >= 4 and w not in STOP}
-    hits = [s for s in strings if qwords & set(words(s))]
+def relevant(strings: list[str], key_words: frozenset[str]) -> list[str]:
+    """The strings that share one of the question's ``key_words`` (its words of four letters or more that are no
+    stop word, :func:`words`), or all of them when none does: the recogniser's "Fressel ... died young, at only
+    39" is kept for "How old was Fresnel when he died" by the shared "died"."""
+    hits = [s for s in strings if key_words & set(words(s))]
     return hits or strings
 
 
-def text_choice(options: dict[str, str], strings: list[str], question: str) -> tuple[str, str] | None:
-    """The one option whose key words (:func:`option_keys`) appear in order in one of the evidence strings.
-
-    Args:
-        options: ``{letter: text}``.
-        strings: OCR and transcript lines of the range the question is about.
-        question: the question without its options (:func:`relevant` narrows the strings with it).
-
-    Returns:
-        ``(letter, the string it matched)``, or None when no option, or more than one, matches.
-    """
-    pool = relevant([s for s in strings if s and s.strip()], question)
+def text_choice(options: dict[str, str], strings: list[str], key_words: frozenset[str]) -> tuple[str, str] | None:
+    """``(letter, the string it matched)`` of the one option whose key words (:func:`option_keys`) appear in order
+    in one of the ``strings`` (OCR and transcript lines of the range asked about, narrowed by :func:`relevant`
+    with the question's ``key_words``); None when no option, or more than one, matches."""
+    pool = relevant([s for s in strings if s and s.strip()], key_words)
     tokenised = [(s, words(s)) for s in pool]
     hits: dict[str, str] = {}
     for letter, text in options.items():
@@ -103,32 +86,16 @@ def text_choice(options: dict[str, str], strings: list[str], question: str) -> t
     return letter, s
 
 
-_QUOTE = re.compile(r"['\"\u2018\u201c](?P<q>[^'\"\u2019\u201d]{4,}?)['\"\u2019\u201d](?=\W|$)")
-_SHOWN = re.compile(r"\b(?:on[\s-]screen|shown|show|shows|written|displayed|visible|appear|appears|read|reads)\b",
-                    re.I)
-_SAID = re.compile(r"\b(?:say|says|said|mention|mentions|mentioned|speak|speaks|spoken|talk|talks)\b", re.I)
-
-
-def quoted_in(question: str, shown: list[str], said: list[str]) -> tuple[str, str] | None:
-    """For a yes/no question about a quoted line ("Is the line 'About 100 metres tall' on screen in the first
-    minute?", "Does the lecturer say 'mind the gap'?"), the evidence line that holds the quote's words in
-    order: the OCR lines when the question asks about the screen, the transcript lines when it asks about
-    speech.
-
-    Args:
-        question: the question text (the quote in single, double or typographic quotes, four characters or more).
-        shown: OCR lines of the range the question names; said: transcript lines of that range.
-
-    Returns:
-        ``(quote, line)`` when a line holds it, else None (a quote not found is no proof of absence: OCR and
-        speech recognition miss words, and the model's answer stands).
-    """
-    m = _QUOTE.search(question or "")
-    if not m:
+def quoted_in(quote: str | None, on_screen: bool, in_speech: bool, shown: list[str],
+              said: list[str]) -> tuple[str, str] | None:
+    """``(quote, line)``: the evidence line holding the ``quote``'s words in order, among the OCR lines (``shown``)
+    when the question asks about the screen and the transcript lines (``said``) when it asks about speech; None
+    otherwise (a quote not found proves nothing: OCR and speech recognition miss words)."""
+    if not quote:
         return None
-    pool = (shown if _SHOWN.search(question) else []) + (said if _SAID.search(question) else [])
-    keys = words(m.group("q"))
+    pool = (shown if on_screen else []) + (said if in_speech else [])
+    keys = words(quote)
     for line in pool:
         if in_order(keys, words(line)):
-            return m.group("q"), line
+            return quote, line
     return None

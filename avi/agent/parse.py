@@ -1,17 +1,7 @@
-"""Parsing the orchestrator's replies: thoughts, tool calls, stage switches, answers.
-
-Open models are sloppy about formats, so parsing is tolerant but never
-guesses: a reply either yields a well-formed tool call, a stage switch, an
-answer, or a precise complaint that is sent back to the model (the retry).
-
-Protocol (AVI §3.3 and Fig. 9-12, our own wording in prompts/):
-    * a tool call is a JSON object ``{"name": ..., "arguments": {...}}``,
-      native ``tool_calls`` when the server returns them, else the first such
-      object in the text (Qwen's ``<tool_call>`` tags are special tokens that
-      llama.cpp does not print);
-    * ``[STAGE_SWITCH: perceive]`` / ``[STAGE_SWITCH: review]`` moves phases;
-    * ``**Answer:** ...`` gives the final answer (a letter, an interval
-      ``[12.5s, 20.0s]`` or text).
+"""Parsing the orchestrator's replies (AVI §3.3, Fig. 9-12): thoughts, tool calls (native ``tool_calls``, else
+the first ``{"name": ..., "arguments": {...}}`` object in the text: llama.cpp does not print Qwen's
+``<tool_call>`` tags), ``[STAGE_SWITCH: …]`` directives and ``**Answer:**``, and the answer read for its type
+(letters, interval, order). Tolerant but never guessing: what cannot be read is a complaint sent back to the model.
 """
 
 from __future__ import annotations
@@ -31,14 +21,8 @@ _PHASES = {"retrieve": "retrieve", "retrieval": "retrieve", "perceive": "perceiv
 
 @dataclass
 class ParsedCall:
-    """A tool call found in a reply.
-
-    Attributes:
-        name: tool name as written by the model.
-        arguments: decoded arguments (a dict), or None when they were unusable.
-        error: what was wrong, phrased for the model (None if well-formed).
-        raw: the JSON text span the call came from ("" for native calls).
-    """
+    """A tool call found in a reply: the ``name`` as written, the decoded ``arguments`` (None when unusable), the
+    ``error`` phrased for the model (None if well-formed) and the ``raw`` JSON span ("" for native calls)."""
 
     name: str
     arguments: dict | None
@@ -76,11 +60,8 @@ def coerce_arguments(name: str, args) -> ParsedCall:
 
 
 def find_tool_call(text: str) -> ParsedCall | None:
-    """The first tool call written in ``text``, or None if there is none.
-
-    Returns a :class:`ParsedCall` with ``error`` set when something that looks
-    like a call (a ``<tool_call>`` tag or a brace) could not be decoded.
-    """
+    """The first tool call written in ``text`` (``error`` set when something that looks like a call could not be
+    decoded), or None."""
     for start, end, obj in iter_json_objects(text):
         call = _call_from_obj(obj)
         if call is not None:
@@ -100,11 +81,7 @@ def find_stage_switch(text: str) -> str | None:
 
 
 def find_answer(text: str, *, lenient: bool = False) -> str | None:
-    """The text after ``**Answer:**`` (first paragraph), or None.
-
-    Args:
-        lenient: also accept a plain ``Answer:`` line (used for the forced answer).
-    """
+    """The text after ``**Answer:**`` (first paragraph), or None; ``lenient``: a plain ``Answer:`` line too."""
     text = text or ""
     m = _ANSWER_BOLD.search(text) or _ANSWER.search(text) or (_ANSWER_PLAIN.search(text) if lenient else None)
     if not m:
@@ -115,31 +92,9 @@ def find_answer(text: str, *, lenient: bool = False) -> str | None:
     return ans or None
 
 
-_OPTION_LINE = re.compile(r"(?:^|\n|\s)\(?([A-H])[\.\):]\s+(\S[^\n]*?)(?=\s+\(?[A-H][\.\):]\s|\n|$)")
-
-
-def parse_options(question: str) -> dict[str, str]:
-    """Multiple-choice options in a question, ``{"A": "text", ...}``.
-
-    Recognises ``A. text``, ``A) text``, ``(A) text`` either on their own lines
-    or inline; needs at least two consecutive letters starting at A.
-    """
-    opts: dict[str, str] = {}
-    for letter, body in _OPTION_LINE.findall(question or ""):
-        opts.setdefault(letter, body.strip())
-    letters = sorted(opts)
-    expected = [chr(ord("A") + i) for i in range(len(letters))]
-    if len(letters) < 2 or letters != expected:
-        return {}
-    return opts
-
-
 def extract_choice(answer: str | None, options: dict[str, str]) -> str | None:
-    """The option letter an answer picks, or None.
-
-    Accepts ``B``, ``(B)``, ``B.``, ``B) text``, ``Option B`` and, failing
-    those, an answer equal to one option's text. Never guesses.
-    """
+    """The option letter an answer picks (``B``, ``(B)``, ``B.``, ``B) text``, ``Option B``, else an answer equal
+    to one option's text), or None."""
     if not answer or not options:
         return None
     a = answer.strip()
@@ -155,38 +110,6 @@ def extract_choice(answer: str | None, options: dict[str, str]) -> str | None:
         if body.lower().strip(" .") == norm:
             return letter
     return None
-
-
-_INTERVAL_QUESTION = re.compile(
-    r"\bwhen\b|\bat what time\b|\bwhat time\b|\btime (?:span|range|interval|segment)\b|\binterval\b|"
-    r"\bstart and end\b|\bfrom when\b|\bhow long\b.*\b(?:shown|visible|on screen)\b", re.I)
-
-
-ANSWER_TYPES = ("choice", "multi", "interval", "order", "text")
-_MULTI_QUESTION = re.compile(
-    r"\b(?:select|choose|pick|mark|tick|name)\s+all\b|\ball (?:that|which) (?:apply|are (?:true|correct))\b|"
-    r"\ball (?:the )?correct\b|\bmore than one\b|\bone or more\b|\bwhich (?:two|three|four) (?:of|options)\b", re.I)
-_ORDER_QUESTION = re.compile(
-    r"\bin (?:which|what) order\b|\bwhat order\b|\border (?:in which|of (?:appearance|events))\b|"
-    r"\bchronological(?:ly)?\b|\b(?:arrange|sort|put|list|rank)\b[^.?]*\border\b|\bsequence of\b", re.I)
-_SEQUENCE_MARK = re.compile(r",|;|->|→|=>|>|\bthen\b", re.I)
-
-
-def answer_type(question: str, options: dict[str, str]) -> str:
-    """The answer type a question asks for (issue 5; AVI §4 answers letters and intervals).
-
-    ``"order"`` (asks for an order; the options, if any, are single items to put in order),
-    ``"multi"`` (options and "select all that apply" wording), ``"choice"`` (options present),
-    ``"interval"`` (asks when / for a time span) or ``"text"``.
-    """
-    q = question or ""
-    if _ORDER_QUESTION.search(q) and not any(_SEQUENCE_MARK.search(b) for b in options.values()):
-        return "order"  # options that are themselves sequences make it a plain choice
-    if options:
-        return "multi" if _MULTI_QUESTION.search(q) else "choice"
-    if _INTERVAL_QUESTION.search(question or ""):
-        return "interval"
-    return "text"
 
 
 _LETTER_LIST = re.compile(r"^\W*[A-H](?:\W+(?:(?:and|then)\W+)?[A-H])*\W*$")
@@ -209,10 +132,8 @@ def _letters(answer: str, options: dict[str, str]) -> list[str] | None:
 
 
 def extract_choices(answer: str | None, options: dict[str, str]) -> list[str] | None:
-    """The letters a multi-select answer picks (``"A, C"``, ``"A and C"``, ``"(A) (C)"``), sorted, or None.
-
-    Every part of the answer must name an option; anything else is unparseable (never guessed).
-    """
+    """The letters a multi-select answer picks (``"A, C"``, ``"A and C"``, ``"(A) (C)"``), sorted; None unless
+    every part names an option."""
     if not answer or not options:
         return None
     found = _letters(answer, options)
@@ -220,11 +141,8 @@ def extract_choices(answer: str | None, options: dict[str, str]) -> list[str] | 
 
 
 def extract_order(answer: str | None, options: dict[str, str]) -> list[str] | None:
-    """The sequence an ordering answer gives, first to last, or None.
-
-    With options: their letters (``"C, A, B"``, ``"C -> A -> B"``), each at most once. Without:
-    the items of ``"dog, cat, car"``, ``"dog -> cat"``, ``"1. dog 2. cat"``. At least two items.
-    """
+    """The sequence an ordering answer gives, first to last (at least two items), or None: with options their
+    letters (``"C -> A -> B"``), each once; without, the items (``"dog, cat"``, ``"1. dog 2. cat"``)."""
     if not answer:
         return None
     if options:
@@ -255,15 +173,9 @@ def extract_interval(answer: str | None) -> list[float] | None:
 
 @dataclass
 class Reply:
-    """Everything found in one model reply.
-
-    Attributes:
-        thought: reasoning text (``<think>`` blocks or the server's reasoning field).
-        text: the visible reply without the thought.
-        call: a tool call (native or written), if any.
-        switch: phase named by a stage-switch directive, if any.
-        answer: text after ``**Answer:**``, if any.
-    """
+    """Everything found in one model reply: the ``thought`` (``<think>`` blocks or the server's reasoning), the
+    visible ``text``, a tool ``call``, the phase a directive names (``switch``), the ``answer`` after
+    ``**Answer:**``, whether the call was ``native``, how many further calls were ignored, host ``notes``."""
 
     thought: str
     text: str
@@ -276,13 +188,8 @@ class Reply:
 
 
 def parse_reply(content: str | None, reasoning: str | None = None, native_calls: list | None = None) -> Reply:
-    """Interpret a chat completion.
-
-    Args:
-        content: the message text.
-        reasoning: the server's separate reasoning field (vLLM ``reasoning``).
-        native_calls: ``[(name, arguments)]`` from the server's ``tool_calls``.
-    """
+    """Interpret a chat completion: its ``content``, the server's separate ``reasoning`` and its ``tool_calls``
+    as ``[(name, arguments)]``."""
     thought, text = split_thought(content)
     if reasoning:
         thought = (reasoning.strip() + "\n" + thought).strip()
@@ -306,9 +213,8 @@ def parse_reply(content: str | None, reasoning: str | None = None, native_calls:
 
 
 def phase_call_as_directive(reply: Reply) -> Reply:
-    """Read a "tool call" named after a stage (``{"name": "review"}``, ``stage_switch`` with a stage
-    argument) as the stage directive it means: small models write directives as calls (seen in
-    traces of the 1.5B orchestrator), and a retry costs a whole model turn."""
+    """Read a "tool call" named after a stage (``{"name": "review"}``, ``stage_switch`` with a stage argument) as
+    the directive it means: small models write directives as calls, and a retry costs a model turn."""
     call = reply.call
     if call is None or call.error or reply.switch is not None:
         return reply

@@ -1,10 +1,8 @@
-"""The reading of an on-screen word that the frames agree on, for answers that quote one OCR read.
-
-OCR on a moving or blurred frame misreads a letter ("CAMPBODON" for "CAMPRODON") or reads a word cut by the frame's
-edge ("AXI" of "TAXI"); another frame of the same moment usually reads it whole. A small orchestrator answers with
-whichever read it saw first (dev benchmark real-box-03 and real-bikes-09, both wrong by one such read). This module
-weighs every read of the range asked about: each read supports the candidates it resembles, and a read that is a
-part of a longer one supports the longer one fully (a cut read is evidence of the whole word, not the reverse).
+"""The reading of an on-screen word the frames agree on, for answers that quote one OCR read: OCR misreads a letter
+on a blurred frame ("CAMPBODON") or reads a word cut by the frame's edge ("AXI" of "TAXI"), and a small
+orchestrator answers with whichever read it saw first. Every read of the range supports the candidates it
+resembles, and a read that is part of a longer one supports the longer one fully (a cut read is evidence of the
+whole word, not the reverse).
 """
 
 from __future__ import annotations
@@ -12,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from difflib import SequenceMatcher
 
-from avi.agent.grounding import normalise
+from avi.agent.question import normalise
 
 #: two reads at least this similar (difflib ratio of their letters) are one text read differently
 READ_SIMILARITY = 0.7
@@ -27,9 +25,8 @@ def _key(text: str) -> str:
 
 
 def _support(candidate: str, read: str) -> float:
-    """How much ``read`` supports ``candidate`` (both :func:`_key` form): 1 for the same text, 1 when the
-    read is the candidate cut short (:func:`_cut`), half the similarity when the candidate is the read cut
-    short, the similarity when the two are at least :data:`READ_SIMILARITY` alike, else 0."""
+    """How much ``read`` supports ``candidate``: 1 for the same text or the candidate cut short, half the
+    similarity for the read cut short, the similarity when at least :data:`READ_SIMILARITY` alike, else 0."""
     if candidate == read:
         return 1.0
     ratio = SequenceMatcher(None, candidate, read).ratio()
@@ -49,17 +46,9 @@ def _cut(part: str, whole: str) -> bool:
 
 
 def agreed_reading(answer: str, reads: Iterable[tuple[str, float]]) -> tuple[str, float, float] | None:
-    """The read of the word ``answer`` quotes that the range's reads support most.
-
-    Args:
-        answer: the model's free-text answer; it is looked at only when it is, as letters, one of the reads.
-        reads: ``(text, score)`` of every OCR read of the range, one per frame and text (OCR score 0-1).
-
-    Returns:
-        ``(text, its support, the answer's support)`` when another read is supported more than the answer's
-        (support: the score-weighted sum of :func:`_support` over all reads); None when the answer is no read,
-        or its own read is the best supported.
-    """
+    """``(text, its support, the answer's support)`` of the read that the range's ``reads`` (``(text, OCR score)``,
+    one per frame and text) support more than the one ``answer`` is (support: the score-weighted sum of
+    :func:`_support`); None when the answer is no read or its own read is the best supported."""
     reads = [(t, float(s)) for t, s in reads if _key(t)]
     own = _key(answer)
     if len(own) < 3 or not any(_key(t) == own for t, _ in reads):

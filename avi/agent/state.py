@@ -4,19 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from avi.agent.grounding import (
-    Places,
-)
-from avi.video.timecode import mentions_time
+from avi.agent.grounding import Places
+from avi.agent.question import ParsedQuestion
 
 
 @dataclass
 class State:
-    """Mutable state of one run (AVI §3.4: messages, phase, evidence)."""
+    """Mutable state of one run (AVI §3.4: messages, phase, evidence); ``q`` is the question, parsed once."""
 
-    question: str
-    options: dict[str, str]
-    options_text: str = ""
+    q: ParsedQuestion
     phase: str = "retrieve"
     history: list[dict] = field(default_factory=list)
     iteration: int = 0
@@ -30,7 +26,6 @@ class State:
     answer: str | None = None
     candidate: str | None = None
     answer_format: str = ""
-    kind: str = "text"  # the answer type
     evidence_notes: list[str] = field(default_factory=list)
     places: Places = field(default_factory=Places)  # where to look: the question's time words, search hits
     perceive_calls: list = field(default_factory=list)  # (tool, arguments, data + evidence) of successful calls
@@ -39,13 +34,31 @@ class State:
     measured: tuple | None = None  # (answer, letter or None) measured by the host before any LLM step
     unsupported: list = field(default_factory=list)  # labels object_detect reported it has no class for
 
+    @property
+    def question(self) -> str:
+        """The question text (for the prompts)."""
+        return self.q.text
+
+    @property
+    def options(self) -> dict[str, str]:
+        return self.q.options
+
+    @property
+    def options_text(self) -> str:
+        return self.q.options_text
+
+    @property
+    def kind(self) -> str:
+        """The answer type."""
+        return self.q.kind
+
     def perceive_data(self) -> list[tuple[str, dict]]:
         """``(tool, observation data)`` of the successful perceive calls, in order."""
         return [(n, d) for n, _, d in self.perceive_calls]
 
     def names_time(self) -> bool:
         """Whether the question says where to look (a time, or time words such as "in the last minute")."""
-        return mentions_time(self.question) or any(p.source == "question" for p in self.places.items)
+        return self.q.mentions_time or any(p.source == "question" for p in self.places.items)
 
 
 def evidence_note(observation: str, limit: int = 400) -> str:
@@ -55,11 +68,8 @@ def evidence_note(observation: str, limit: int = 400) -> str:
 
 
 def compact_history(history: list[dict], keep_last: int = 4) -> None:
-    """Shorten old tool results in place so the conversation fits the context again.
-
-    The first message (question, options, Retrieve instructions) and the model's own
-    turns are never shortened; only tool results older than the last ``keep_last`` messages.
-    """
+    """Shorten, in place, the tool results older than the last ``keep_last`` messages so the conversation fits the
+    context again (the first message and the model's own turns are kept whole)."""
     for msg in history[1:-keep_last]:
         content = msg.get("content")
         is_result = msg["role"] == "tool" or (msg["role"] == "user" and isinstance(content, str)

@@ -13,23 +13,16 @@ _QUERY_KEYS = ("query", "event", "question", "objects")
 
 
 def trap_run(streak: list, name: str, arguments: dict | None) -> int:
-    """How many calls at the end of ``streak`` the call ``name(arguments)`` would continue (0 if none).
-
-    Trap detection after DVD Fig. 3: consecutive calls of one tool are near-identical when
-    their time ranges overlap by at least 80 % (tools that take time ranges) or their query
-    text is the same after normalisation (tools that do not).
-    """
+    """How many calls at the end of ``streak`` the call ``name(arguments)`` would continue (0 if none): calls of
+    one tool in a row that are :func:`near_identical` (DVD Fig. 3)."""
     if streak and near_identical(streak[-1], (name, arguments or {})):
         return len(streak)
     return 0
 
 
 def near_identical(a: tuple[str, dict], b: tuple[str, dict], min_overlap: float = 0.8) -> bool:
-    """Whether two ``(tool, arguments)`` calls are near-identical (trap detection, DVD Fig. 3).
-
-    Time ranges are compared by intersection over union of the covered time (a single moment
-    counts as one second around it); query text is compared lower-cased, without punctuation.
-    """
+    """Whether two ``(tool, arguments)`` calls are near-identical: one tool, and time ranges covering the same time
+    to at least ``min_overlap`` IoU (a moment counts as one second), else the same query text (normalised)."""
     (na, aa), (nb, ab) = a, b
     if na != nb:
         return False

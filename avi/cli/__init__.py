@@ -22,7 +22,7 @@ from pathlib import Path
 
 from avi import __version__
 from avi.cli.ask import add_ask_args, cmd_ask
-from avi.cli.common import Parser, add_common, guard
+from avi.cli.common import Parser, add_answer_rules, add_common, guard
 from avi.cli.doctor import cmd_config, cmd_doctor
 from avi.cli.index import cmd_index
 from avi.cli.serve import cmd_serve
@@ -102,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("action", choices=["show"])
     c.add_argument("--json", action="store_true", help="print JSON (settings, and the source of each "
                                                        "non-default value)")
+    add_answer_rules(c)
     add_common(c)
     c.set_defaults(fn=cmd_config)
 

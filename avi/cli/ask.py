@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from avi.cli.common import add_common, settings_from_args
+from avi.cli.common import add_answer_rules, add_common, settings_from_args
 from avi.errors import AviError, InputError
 from avi.places import check_places, permission_message, question_places
 from avi.videos.naming import expand_videos
@@ -28,6 +28,7 @@ def add_ask_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--answer-type", choices=["auto", "choice", "multi", "interval", "order", "text"],
                    help="answer type (default auto: inferred from the question; multi = select all that apply, "
                         "order = a sequence of letters or items)")
+    add_answer_rules(p)
     add_common(p)
 
 
@@ -103,7 +104,8 @@ def _print_result(args, result, settings) -> int:
         print(json.dumps({"answer": result.answer, "choice": result.choice, "interval": result.interval,
                           "choices": result.choices, "order": result.order, "answer_type": result.answer_type,
                           "note": result.note, "cannot_tell": result.cannot_tell,
-                          "choice_method": result.choice_method, "evidence": result.evidence,
+                          "choice_method": result.choice_method, "rules": result.rules,
+                          "evidence": result.evidence,
                           "trace": str(trace_path) if trace_path else None,
                           "question": trace.question,
                           "video": trace.video, "iterations": trace.iterations, "forced": trace.forced,

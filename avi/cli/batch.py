@@ -10,6 +10,7 @@ import json
 import sys
 from pathlib import Path
 
+from avi.cli.common import add_answer_rules
 from avi.errors import InputError
 
 
@@ -74,6 +75,7 @@ def add_batch_parser(sub, add_common) -> None:
                                                            "folder go next to it")
     b.add_argument("--json", action="store_true", help="print the final summary as one JSON object")
     add_executor_args(b)
+    add_answer_rules(b)
     add_common(b)
     b.set_defaults(fn=cmd_batch)
 

@@ -95,6 +95,17 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
 
 
+def add_answer_rules(p: argparse.ArgumentParser) -> None:
+    """The ``--answer-rules`` flag (avi-run / avi ask, avi batch, avi eval)."""
+    from avi.config_agent import ANSWER_RULES
+
+    p.add_argument("--answer-rules", metavar="RULES",
+                   help="host rules that may change the delivered answer: default (cpu: all; gpu: structured_answer), "
+                        "all, none, or names separated by commas, -name removing one from the default (write "
+                        "--answer-rules=-option_scores,-count_choice); AVI_ANSWER_RULES; names: "
+                        f"{', '.join(ANSWER_RULES)}")
+
+
 def settings_from_args(args):
     """Settings from the parsed flags (flags > AVI_* > config file > defaults; :meth:`avi.config.Settings.load`)."""
     from avi.config import Settings
@@ -103,7 +114,8 @@ def settings_from_args(args):
     for arg, key in (("profile", "profile"), ("index_root", "index_root"), ("models_dir", "models_dir"),
                      ("llm_url", "llm_base_url"),
                      ("llm_model", "llm_model"), ("llm_gguf", "llm_gguf"), ("max_iterations", "max_iterations"),
-                     ("subtitles", "subtitles"), ("transcript", "transcript"), ("answer_type", "answer_type")):
+                     ("subtitles", "subtitles"), ("transcript", "transcript"), ("answer_type", "answer_type"),
+                     ("answer_rules", "answer_rules")):
         value = getattr(args, arg, None)
         if value is not None:
             overrides[key] = value

@@ -23,6 +23,7 @@ DEVBENCH_VIDEOS = Path.home() / ".cache" / "avi" / "devbench" / "videos"
 
 def _add_bench(sub, name: str, title: str, file_hint: str, add_common, extra=None) -> None:
     from avi.cli.batch import add_executor_args
+    from avi.cli.common import add_answer_rules
 
     p = sub.add_parser(name, help=f"run {title} ({file_hint})",
                        description=f"Answer every {title} question with avi and score it. One JSON line per "
@@ -44,11 +45,13 @@ def _add_bench(sub, name: str, title: str, file_hint: str, add_common, extra=Non
         p.add_argument("--preset", choices=["paper"],
                        help="paper: the AVI paper's setting for this benchmark (AVI §4.1, Table 1): no transcript "
                             "unless the benchmark's setting has subtitles (LongVideoBench: its subtitle files, no "
-                            "ASR), no frame budget, at most 10 iterations; printed at the start and stored in the "
-                            "job file and every results line (README, 'Reproducing the paper's table')")
+                            "ASR), no frame budget, at most 10 iterations, no answer rules (the Review answer is "
+                            "delivered); printed at the start and stored in the job file and every results line "
+                            "(README, 'Reproducing the paper's table')")
     if extra:
         extra(p)
     add_executor_args(p)
+    add_answer_rules(p)
     add_common(p)
     p.set_defaults(fn=cmd_eval, bench=name)
 
@@ -187,8 +190,9 @@ def cmd_eval(args) -> int:
     if getattr(args, "preset", None) == "paper":
         from avi.eval.preset import apply_paper_preset, preset_banner
 
-        explicit = {"transcript": getattr(args, "transcript", None), "max_iterations": getattr(args, "max_iterations",
-                                                                                                 None)}
+        explicit = {"transcript": getattr(args, "transcript", None),
+                    "max_iterations": getattr(args, "max_iterations", None),
+                    "answer_rules": getattr(args, "answer_rules", None)}
         settings, options, preset = apply_paper_preset(args.bench, settings, options, explicit)
         if options != _loader_options(args):  # the subtitle option changed: load the questions with it
             questions = load_benchmark(args.bench, args.annotations, args.videos, **options)

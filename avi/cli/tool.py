@@ -11,8 +11,8 @@ from avi.errors import InputError
 
 def cmd_tool(args) -> int:
     """Run one agent tool on a video, outside the agent (the same code path the agent calls)."""
-    from avi.agent.tree_search import tree_search
     from avi.tools import ALL_TOOLS, PHASE_TOOLS, TIMELINE_TOOLS
+    from avi.tools.tree_search import tree_search
 
     if args.name == "list":
         for phase, tools in PHASE_TOOLS.items():

@@ -6,7 +6,9 @@ so none is set. Table 1 reports Video-MME "Long (w/o sub.)", so Video-MME runs w
 speech recognition; LVBench and Charades-STA have no subtitle setting, so they run without a transcript too.
 LongVideoBench's own setting interleaves the subtitles with the frames (the paper does not say otherwise), so it
 gets its subtitle files and no speech recognition. The clip length and fps are this project's defaults already
-and are part of the index key, so the preset only checks them (changing them would rebuild every index).
+and are part of the index key, so the preset only checks them (changing them would rebuild every index). The
+paper's agent delivers its Review answer: ``answer_rules = none`` (no host rule changes it; the answer is still
+read for its type).
 """
 
 from __future__ import annotations
@@ -60,24 +62,24 @@ def apply_paper_preset(bench: str, settings, options: dict, explicit: dict) -> t
         bench: ``lvbench``, ``videomme``, ``longvideobench`` or ``charades``.
         settings: the :class:`avi.config.Settings` from the flags.
         options: the loader options from the flags (``with_subtitles`` is replaced where the benchmark has it).
-        explicit: settings given on the command line (``transcript``, ``max_iterations``) that the preset must
-            not silently override.
+        explicit: settings given on the command line (``transcript``, ``max_iterations``, ``answer_rules``) that
+            the preset must not silently override.
 
     Returns:
-        ``(settings, options, record)``: a copy of the settings with ``transcript``, ``frame_budget`` and
-        ``max_iterations`` set, the options, and the preset as stored in the job (``name``, the values,
-        ``reported``, ``source``).
+        ``(settings, options, record)``: a copy of the settings with ``transcript``, ``frame_budget``,
+        ``max_iterations`` and ``answer_rules`` (``none``) set, the options, and the preset as stored in the job
+        (``name``, the values, ``reported``, ``source``).
 
     Raises:
         InputError: the benchmark has no paper setting (``jsonl``), a flag contradicts the preset (e.g.
-            ``--transcript asr``, ``--with-subtitles`` for Video-MME), or the clip length or fps differ from the
-            paper's 5 s and 2 fps.
+            ``--transcript asr``, ``--with-subtitles`` for Video-MME, ``--answer-rules all``), or the clip
+            length or fps differ from the paper's 5 s and 2 fps.
     """
     preset = PAPER_PRESETS.get(bench)
     if preset is None:
         raise InputError(f"--preset paper: the AVI paper has no setting for '{bench}' (only "
                          f"{', '.join(PAPER_PRESETS)})")
-    want = {"transcript": preset.transcript, "max_iterations": preset.max_iterations}
+    want = {"transcript": preset.transcript, "max_iterations": preset.max_iterations, "answer_rules": "none"}
     for key, value in explicit.items():
         if value is not None and key in want and value != want[key]:
             raise InputError(f"--preset paper sets {key} = {want[key]!r} for {bench}; drop the flag giving {value!r}")
@@ -94,8 +96,8 @@ def apply_paper_preset(bench: str, settings, options: dict, explicit: dict) -> t
         raise InputError(f"--preset paper needs 5 s clips at 2 fps (AVI §4.1); these settings have "
                          f"clip_seconds = {settings.clip_seconds:g}, fps = {settings.fps:g}")
     settings = settings.model_copy(update={"transcript": preset.transcript, "frame_budget": preset.frame_budget,
-                                           "max_iterations": preset.max_iterations})
-    record = {"name": "paper", **asdict(preset), "clip_seconds": 5.0, "fps": 2.0,
+                                           "max_iterations": preset.max_iterations, "answer_rules": "none"})
+    record = {"name": "paper", **asdict(preset), "clip_seconds": 5.0, "fps": 2.0, "answer_rules": "none",
               "source": "AVI arXiv 2511.14446 §4.1 and Table 1 (avi/eval/preset.py)"}
     return settings, options, record
 
@@ -104,6 +106,7 @@ def preset_banner(bench: str, record: dict) -> str:
     """The lines printed at the start of a ``--preset paper`` run."""
     return (f"avi eval {bench} --preset paper (AVI §4.1, Table 1): transcript = {record['transcript']}, "
             f"frame_budget = {record['frame_budget']} (no budget), max_iterations = {record['max_iterations']}, "
-            f"clips {record['clip_seconds']:g} s at {record['fps']:g} fps"
+            f"clips {record['clip_seconds']:g} s at {record['fps']:g} fps, answer_rules = "
+            f"{record.get('answer_rules', 'none')} (the Review answer is delivered)"
             + ("" if record["with_subtitles"] is None else f", subtitles {'on' if record['with_subtitles'] else 'off'}")
             + f".\nThe paper reports: {record['reported']}.")

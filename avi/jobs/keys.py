@@ -74,6 +74,8 @@ def settings_identity(settings: Settings) -> dict:
     from avi.prompts import PromptLibrary
 
     out = {name: getattr(settings, name, None) for name in ANSWER_SETTINGS}
+    if getattr(settings, "answer_rules", "default") != "default":  # (absent by default: earlier keys stay valid)
+        out["answer_rules"] = list(settings.answer_rule_names())
     out.update(settings.index_fingerprint_fields())
     out["profile"] = settings.resolved_profile()
     try:

@@ -16,109 +16,54 @@ prompts) with
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
+from avi.agent.answer_types import TypedAnswers
 from avi.agent.loop import Agent, AgentResult
+from avi.agent.question import ParsedQuestion
 from avi.agent.state import State
-from avi.agent.trace import HOST_STEP, Trace
 from avi.backends.llm import ContextOverflowError
 from avi.replies import split_thought
 from avi.tools import Tool
+from avi.trace import HOST_STEP, Trace
 from avi.video.spans import merge_spans
 from avi.videos.context import MultiContext
 from avi.videos.kinds import VIDEO_KINDS, answer_schema, by_length, read_structured, read_video_answer, video_kind
 from avi.videos.tools import video_tools
 
 
-class MultiAgent(Agent):
-    """Runs one question against several videos' indexes (module docstring).
+class VideoAnswers(TypedAnswers):
+    """Answers read for their type where the type may be a video's name, a set of videos or an order of videos
+    (:data:`avi.videos.kinds.VIDEO_KINDS`; other types as for one video). ``value`` is the last read (a name or
+    a list of names), ``host_value`` the one the host measured before any model step."""
 
-    Args:
-        llm, prompts: as :class:`avi.agent.loop.Agent`.
-        ctx: a :class:`avi.videos.context.MultiContext` (two videos or more).
-        settings: as for one video; ``grounded_answers`` is taken as off (single-video measurements).
-    """
+    def __init__(self, chat, ctx, names: list[str]):
+        super().__init__(chat, ctx)
+        self.names = names
+        self.value = self.host_value = None
 
-    def __init__(self, llm, ctx: MultiContext, prompts, settings):
-        self.names = list(ctx.names)
-        self._video_value = self._host_value = None
-        super().__init__(llm, ctx, prompts, settings.model_copy(update={"grounded_answers": False}))
-
-    def _tool_set(self) -> dict[str, Tool]:
-        return video_tools(self.names)
-
-    def _question_message(self, question: str, options: str, time_hint: str, speech: str, answer_format: str) -> str:
-        videos = "\n".join(f"- {n}: {d:.1f} seconds long" for n, d in self.ctx.durations().items())
-        return self.prompts.render("videos/question", question=question, options=options, time_hint=time_hint,
-                                   count=len(self.names), videos=videos, speech=speech, answer_format=answer_format)
-
-    def run(self, question: str, trace: Trace | None = None) -> AgentResult:
-        """Answer ``question`` over the videos (see :meth:`avi.agent.loop.Agent.run`).
-
-        The result's ``answer_type`` is one of :data:`avi.videos.kinds.VIDEO_KINDS` when the question asks for
-        videos: ``answer`` is then the name (``video``) or the names joined by ", " (``videos``, ``video_order``),
-        ``order`` the names in order for ``video_order``; the names are also in ``trace.answer_videos``.
-
-        Raises:
-            LLMUnavailableError: the orchestrator server is unreachable.
-        """
-        self._video_value = self._host_value = None
-        result = super().run(question, trace)
-        value = self._video_value if result.answer_type in VIDEO_KINDS and result.note is None else None
-        if value is not None:
-            result.answer = value if isinstance(value, str) else ", ".join(value)
-            result.trace.answer = result.answer
-        if hasattr(result.trace, "answer_videos"):
-            result.trace.answer_videos = [value] if isinstance(value, str) else value
-        return result
-
-    # ------------------------------------------------------------------ answer types over videos
-
-    def _host_answer(self, st: State, trace: Trace) -> bool:
-        """Questions about the videos' lengths ("order the videos by length, shortest first", "which video is
-        the longest") are answered from their durations (:func:`avi.videos.kinds.by_length`) before any model
-        step: the model ordered three numbers wrongly (bench/questions_multi cross-order-length)."""
-        durations = self.ctx.durations()
-        value = by_length(st.kind, st.question, durations)
-        if value is None:
-            return False
-        self._host_value = value
-        st.answer = value if isinstance(value, str) else ", ".join(value)
-        trace.add(kind="answer", answer=st.answer, iteration=0, phase=st.phase,
-                  observation_data={"durations_s": durations},
-                  notes=[HOST_STEP, "answered from the videos' durations: "
-                         + ", ".join(f"{n} {d:.1f}s" for n, d in durations.items())])
-        return True
-
-    def _answer_kind(self, question: str, options: dict[str, str]) -> tuple[str, str]:
-        kind = video_kind(question) if getattr(self.settings, "answer_type", "auto") == "auto" else None
-        if kind is None:
-            return super()._answer_kind(question, options)
-        return kind, self.prompts.text(f"videos/format_{kind}")
-
-    def _typed(self, st: State, answer: str | None):
+    def typed(self, st: State, answer: str | None):
         if st.kind not in VIDEO_KINDS:
-            return super()._typed(st, answer)
+            return super().typed(st, answer)
         value = read_video_answer(st.kind, answer, self.names)
         note = None if answer is None or value is not None else \
             f"unparseable {st.kind} answer {answer[:200]!r}: reported as no answer"
-        self._video_value = value
-        order = value if st.kind == "video_order" else None
-        return None, None, None, order, note
+        self.value = value
+        return None, None, None, value if st.kind == "video_order" else None, note
 
-    def _structured_answer(self, st: State, trace: Trace) -> dict | None:
+    def structured(self, st: State, trace: Trace) -> dict | None:
         if st.kind not in VIDEO_KINDS:
-            return super()._structured_answer(st, trace)
-        if self._host_value is not None:  # measured by the host: no model call to restate it
-            self._video_value = self._host_value
-            return {"order": self._host_value if st.kind == "video_order" else None}
-        if not getattr(self.settings, "structured_answer", True):
+            return super().structured(st, trace)
+        if self.host_value is not None:  # measured by the host: no model call to restate it
+            self.value = self.host_value
+            return {"order": self.host_value if st.kind == "video_order" else None}
+        if not getattr(self.chat.settings, "structured_answer", True):
             return None
-        prompt = self.prompts.render("final_answer", question=st.question, options=st.options_text, answer=st.answer)
-        messages = [{"role": "system", "content": self._system()}] + st.history + [{"role": "user", "content": prompt}]
+        prompt = self.chat.prompts.render("final_answer", question=st.question, options=st.options_text,
+                                          answer=st.answer)
         try:
-            res = self.llm.chat(messages, self._schemas, max_tokens=self._max_tokens(), seed=self.settings.llm_seed,
-                                temperature=0.0, json_schema=answer_schema(st.kind, self.names))
+            res = self.chat.ask_json(st.history, prompt, answer_schema(st.kind, self.names))
         except ContextOverflowError:
             trace.add(kind="final_answer", iteration=st.iteration, phase=st.phase,
                       notes=["structured final answer skipped: context full; the answer text is read"])
@@ -134,13 +79,84 @@ class MultiAgent(Agent):
                          f"structured final answer unusable for {st.kind}; the answer text is read"])
         if value is None:
             return None
-        self._video_value = value
+        self.value = value
+        return {"order": value if st.kind == "video_order" else None,
+                "answer": value if isinstance(value, str) else ", ".join(value)}
+
+
+class MultiAgent(Agent):
+    """Runs one question against several videos' indexes (module docstring).
+
+    Args:
+        llm, prompts: as :class:`avi.agent.loop.Agent`.
+        ctx: a :class:`avi.videos.context.MultiContext` (two videos or more).
+        settings: as for one video; ``grounded_answers`` is taken as off (single-video measurements).
+    """
+
+    def __init__(self, llm, ctx: MultiContext, prompts, settings):
+        self.names = list(ctx.names)
+        super().__init__(llm, ctx, prompts, settings.model_copy(update={"grounded_answers": False}))
+
+    def tool_set(self) -> dict[str, Tool]:
+        return video_tools(self.names)
+
+    def typed_answers(self) -> VideoAnswers:
+        return VideoAnswers(self.chat, self.ctx, self.names)
+
+    def question_message(self, question: str, options: str, time_hint: str, speech: str, answer_format: str) -> str:
+        videos = "\n".join(f"- {n}: {d:.1f} seconds long" for n, d in self.ctx.durations().items())
+        return self.prompts.render("videos/question", question=question, options=options, time_hint=time_hint,
+                                   count=len(self.names), videos=videos, speech=speech, answer_format=answer_format)
+
+    def run(self, question: str, trace: Trace | None = None) -> AgentResult:
+        """Answer ``question`` over the videos (see :meth:`avi.agent.loop.Agent.run`).
+
+        The result's ``answer_type`` is one of :data:`avi.videos.kinds.VIDEO_KINDS` when the question asks for
+        videos: ``answer`` is then the name (``video``) or the names joined by ", " (``videos``, ``video_order``),
+        ``order`` the names in order for ``video_order``; the names are also in ``trace.answer_videos``.
+
+        Raises:
+            LLMUnavailableError: the orchestrator server is unreachable.
+        """
+        self.answers.value = self.answers.host_value = None
+        result = super().run(question, trace)
+        value = self.answers.value if result.answer_type in VIDEO_KINDS and result.note is None else None
+        if value is not None:
+            result.answer = value if isinstance(value, str) else ", ".join(value)
+            result.trace.answer = result.answer
+        if hasattr(result.trace, "answer_videos"):
+            result.trace.answer_videos = [value] if isinstance(value, str) else value
+        return result
+
+    # ------------------------------------------------------------------ answer types over videos
+
+    def host_answer(self, st: State, trace: Trace) -> bool:
+        """Questions about the videos' lengths ("order the videos by length, shortest first", "which video is
+        the longest") are answered from their durations (:func:`avi.videos.kinds.by_length`) before any model
+        step: the model ordered three numbers wrongly (bench/questions_multi cross-order-length)."""
+        durations = self.ctx.durations()
+        value = by_length(st.kind, st.question, durations)
+        if value is None:
+            return False
+        self.answers.host_value = value
         st.answer = value if isinstance(value, str) else ", ".join(value)
-        return {"order": value if st.kind == "video_order" else None}
+        trace.add(kind="answer", answer=st.answer, iteration=0, phase=st.phase,
+                  observation_data={"durations_s": durations},
+                  notes=[HOST_STEP, "answered from the videos' durations: "
+                         + ", ".join(f"{n} {d:.1f}s" for n, d in durations.items())])
+        return True
+
+    def parse(self, question: str) -> ParsedQuestion:
+        q = super().parse(question)
+        kind = video_kind(question) if getattr(self.settings, "answer_type", "auto") == "auto" else None
+        return dataclasses.replace(q, kind=kind) if kind is not None else q
+
+    def answer_format(self, q: ParsedQuestion) -> str:
+        return self.prompts.text(f"videos/format_{q.kind}") if q.kind in VIDEO_KINDS else super().answer_format(q)
 
     # ------------------------------------------------------------------ evidence per video
 
-    def _merged_evidence(self, st: State) -> list:
+    def merged_evidence(self, st: State) -> list:
         spans = [e for e in st.evidence if len(e) >= 3] or st.looked
         out = []
         for name in self.names:
@@ -148,12 +164,12 @@ class MultiAgent(Agent):
                 out.append([s, e, name])
         return out
 
-    def _looked_span(self, obs) -> list:
+    def looked_span(self, obs) -> list:
         span = [min(obs.frames_s), max(obs.frames_s)]
         video = obs.data.get("video")
         return span + [video] if video else span
 
-    def _add_places(self, st: State, tool: str, obs) -> None:
+    def add_places(self, st: State, tool: str, obs) -> None:
         per_video = obs.data.get("per_video")
         if per_video:  # a search over all videos: each video's hits, labelled with it in the Perceive instruction
             key = {"clip_retrieve": "clips", "transcript_search": "segments"}.get(tool)

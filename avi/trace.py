@@ -1,9 +1,8 @@
-"""The JSON trace of one question: every step the agent took, with timings and tokens.
-
-A trace is the interpretable output AVI promises: phase, thought, tool,
-arguments, observation, seconds, frames looked at and tokens for each step,
-plus the answer and the evidence time ranges.
-"""
+"""The JSON trace of one question, the interpretable output AVI promises: every step (phase, thought, tool,
+arguments, observation, seconds, frames looked at, tokens), the answer, the answer rules that changed it and the
+evidence time ranges. Written by the agent (:mod:`avi.agent`), extended by the pipelines (fallbacks, several
+videos), summarised by ``avi batch`` / ``avi eval`` records and ``avi-run --json`` (:meth:`Trace.totals`), drawn
+by ``avi view``."""
 
 from __future__ import annotations
 
@@ -29,30 +28,14 @@ def host_tool_call(trace: "Trace", tool, ctx, arguments: dict, *, iteration: int
 
 @dataclass
 class Step:
-    """One step of the agent.
-
-    Attributes:
-        index: 0-based position in the trace.
-        iteration: agent iteration (LLM decision) this step belongs to; 0 for
-            the forced answer after the iteration limit.
-        phase: retrieve, perceive or review when the step started.
-        kind: ``tool_call``, ``stage_switch``, ``answer``, ``retry``, ``nudge``
-            or ``forced_answer``.
-        thought: the model's reasoning for this step.
-        content: the model's raw reply text.
-        tool, arguments, observation: the tool call and its result text.
-        observation_data: structured result (boxes, captions, …).
-        error: the tool call failed (its observation says why).
-        switch_to: phase entered by this step, if any.
-        answer: the answer given, if any.
-        llm_seconds, tool_seconds: wall time of the model call and the tool.
-        frames_s: times (s) of the frames the tool looked at.
-        prompt_tokens, completion_tokens: as reported by the server.
-        notes: host decisions worth knowing (implicit switches, repairs).
-        call_source: where the reply's tool call came from: ``native`` (the server's
-            ``tool_calls``), ``content`` (JSON in the reply text, the fallback parser),
-            ``extracted`` (the "think, then extract" pass) or None.
-    """
+    """One step of the agent: its ``index`` in the trace, the ``iteration`` (model decision; 0 for host steps
+    before the first one and the forced answer), the ``phase`` when it started and its ``kind`` (``tool_call``,
+    ``stage_switch``, ``answer``, ``retry``, ``nudge``, ``extract``, ``forced_answer``, ``final_answer``); the
+    model's ``thought`` and raw ``content``; the ``tool``, its ``arguments``, ``observation`` text and
+    ``observation_data``, ``error``; the phase entered (``switch_to``), the ``answer`` given; seconds of the model
+    (``llm_seconds``) and the tool; ``frames_s`` looked at; the server's token counts; the host's ``notes``; where
+    a tool call came from (``call_source``: ``native`` tool_calls, ``content`` JSON in the text, ``extracted``);
+    the answer ``rule`` (:mod:`avi.agent.rules`) whose answer the step belongs to."""
 
     index: int
     iteration: int
@@ -74,11 +57,13 @@ class Step:
     completion_tokens: int = 0
     notes: list[str] = field(default_factory=list)
     call_source: str | None = None
+    rule: str | None = None
 
 
 @dataclass
 class Trace:
-    """Everything about one answered question (written as JSON)."""
+    """Everything about one answered question (written as JSON); ``rules``: each answer rule that answered, with
+    the answer ``before`` and ``after`` it and whether it ``changed`` (:func:`avi.agent.rules.deliver`)."""
 
     question: str
     video: str = ""
@@ -100,6 +85,7 @@ class Trace:
     answer_note: str | None = None
     cannot_tell: bool = False
     choice_method: str | None = None
+    rules: list[dict] = field(default_factory=list)
     evidence: list[list[float]] = field(default_factory=list)
     iterations: int = 0
     forced: bool = False
@@ -111,13 +97,9 @@ class Trace:
         return step
 
     def totals(self) -> dict:
-        """Per-question telemetry (issue 5): tokens, frames, time, steps and tool calls.
-
-        Besides the sums over all steps: model replies and seconds per phase (model + tool
-        time), calls and seconds per tool, and how many replies needed the fallback parser
-        (a tool call written as JSON in the text instead of native ``tool_calls``, or a
-        reply that had to be re-asked).
-        """
+        """Per-question telemetry (issue 5): tokens, frames, time, model replies and seconds per phase, calls and
+        seconds per tool, and the replies that needed the fallback parser (a call written as JSON in the text, or
+        a reply re-asked)."""
         frames = sorted({t for s in self.steps for t in s.frames_s})
         # every step is one model reply, except the host's move on after replies that were all unusable and
         # the host's own steps (HOST_STEP: Perceive first, the cut list's answer)

@@ -1,0 +1,180 @@
+"""What the answer rules share (issue 35): the answer a rule sees and returns (:class:`Delivered`), what it reads
+and calls (:class:`RuleRun`), the rule (:class:`Rule`), the ranges and reads several rules look at (seconds)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from avi.agent.measured import count_at, index_counts
+from avi.agent.question import normalise
+from avi.tools.base import sample_times
+from avi.trace import host_tool_call
+from avi.video.analysis import frame_colour_shares
+from avi.video.spans import merge_spans
+from avi.video.timecode import fmt_range
+
+
+@dataclass(frozen=True)
+class Delivered:
+    """The answer as it stands: ``text`` (None: none), ``choice``, ``choices``, ``interval`` ``[start_s, end_s]``,
+    ``order``, a ``note`` (why the text could not be read for its type), the ``method`` that took the letter."""
+
+    text: str | None
+    choice: str | None = None
+    choices: list | None = None
+    interval: list | None = None
+    order: list | None = None
+    note: str | None = None
+    method: str | None = None
+
+    def shown(self) -> dict:
+        """The fields that make the answer (text, letters, interval, order) that are set, for the trace."""
+        return {k: v for k, v in (("answer", self.text), ("choice", self.choice), ("choices", self.choices),
+                                  ("interval", self.interval), ("order", self.order)) if v is not None}
+
+
+@dataclass
+class RuleRun:
+    """What a rule reads and calls in one run: the tool context ``ctx`` (index, video, backends, focus ranges),
+    ``settings``, the run's state ``st`` (its parsed question is ``st.q``), the ``trace``, the agent's ``tools``,
+    its :class:`avi.agent.chat.Chat` and its :class:`avi.agent.answer_types.TypedAnswers`."""
+
+    ctx: Any
+    settings: Any
+    st: Any
+    trace: Any
+    tools: dict = field(default_factory=dict)
+    chat: Any = None
+    answers: Any = None
+
+    @property
+    def q(self):
+        """The parsed question (:class:`avi.agent.question.ParsedQuestion`)."""
+        return self.st.q
+
+    def note(self, text: str, **fields) -> None:
+        """Add a ``final_answer`` step with one note (what a rule measured or decided)."""
+        self.trace.add(kind="final_answer", iteration=self.st.iteration, phase=self.st.phase, notes=[text], **fields)
+
+    def measure(self, tool, arguments: dict, note: str, phase: str | None = None):
+        """Run ``tool`` as a host step (:func:`avi.trace.host_tool_call`); returns its observation."""
+        return host_tool_call(self.trace, tool, self.ctx, arguments, iteration=self.st.iteration,
+                              phase=phase or self.st.phase, note=note)
+
+
+def _always(q) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A host rule that may change the delivered answer: its ``name`` in the ``answer_rules`` setting, its
+    ``stage`` (``decide``, ``choose``, ``type`` or ``refine``: :func:`avi.agent.rules.deliver`), one line
+    ``about`` it, ``apply(run, answer) -> new answer or None`` (:class:`RuleRun`, :class:`Delivered`), the answer
+    ``kinds`` it is for (None: every type), the condition ``when(parsed question)``, the rules ``unless`` it
+    stands aside after, and ``early(run) -> answer or None``, tried before the first model step."""
+
+    name: str
+    stage: str
+    about: str
+    apply: Callable
+    kinds: frozenset | None = None
+    when: Callable = _always
+    unless: tuple = ()
+    early: Callable | None = None
+
+    def applies(self, q) -> bool:
+        """Whether the rule is for this question (its kind and condition)."""
+        return (self.kinds is None or q.kind in self.kinds) and bool(self.when(q))
+
+    def __call__(self, run: RuleRun, answer: Delivered) -> Delivered | None:
+        return self.apply(run, answer) if self.applies(run.q) else None
+
+
+# ----------------------------------------------------------------------------- what several rules read
+
+
+def where(ranges: list[list[float]]) -> str:
+    """Ranges as text for a trace note."""
+    return ", ".join(fmt_range(a, b) for a, b in ranges)
+
+
+def named_ranges(ctx) -> list[list[float]]:
+    """The ranges the question's time words name (``ctx.focus_ranges``), merged, else the whole video."""
+    return merge_spans([list(r) for r in ctx.focus_ranges]) or [[0.0, ctx.duration_s]]
+
+
+def asked_ranges(ctx, st, *, looked: bool) -> list[list[float]]:
+    """The ranges a question is about, merged: its time words, else the evidence, else (with ``looked``) the
+    frames looked at, else the whole video."""
+    return (merge_spans([list(r) for r in ctx.focus_ranges]) or merge_spans([list(e) for e in st.evidence])
+            or (merge_spans(st.looked) if looked else []) or [[0.0, ctx.duration_s]])
+
+
+def shot_list(ctx):
+    """The video's shot list (:class:`avi.video.shots.ShotList`), or None when none can be made."""
+    return ctx.shot_list() if hasattr(ctx, "shot_list") else None
+
+
+def whole_video_counts(ctx) -> list[tuple[str, dict]]:
+    """The index's per-frame counts over the whole video (:func:`avi.agent.measured.index_counts`)."""
+    return index_counts(getattr(getattr(ctx, "index", None), "captions", None) or [])
+
+
+def moment_count(run: RuleRun, t_s: float, words: frozenset[str]) -> tuple[tuple | None, str]:
+    """The count at ``t_s`` (:func:`avi.agent.measured.count_at`) the agent measured, else the index's, with
+    where it came from ("" or " in the index")."""
+    found = count_at(run.st.perceive_data(), t_s, words)
+    return (found, "") if found is not None else (count_at(whole_video_counts(run.ctx), t_s, words), " in the index")
+
+
+def ocr_rows(st, ctx) -> list[dict]:
+    """Every OCR read (``{text, t_s, score}``): the lines text_extract returned, then the index's OCR of its clips."""
+    rows = [line for name, _, data in st.perceive_calls if name == "text_extract" for line in data.get("lines", [])]
+    return rows + [o for cap in ctx.index.captions for o in (getattr(cap, "data", None) or {}).get("ocr") or []]
+
+
+def range_lines(st, ctx, ranges: list[list[float]], speech: bool = True) -> list[str]:
+    """The OCR lines (and with ``speech`` transcript lines) of ``ranges`` (one second of slack): those text_extract
+    and transcript_read returned, the index's OCR of its clips and its transcript; without repeats."""
+
+    def inside(a: float, b: float) -> bool:
+        return any(a <= e + 1.0 and b >= s - 1.0 for s, e in ranges)
+
+    strings: list[str] = []
+    for name, _, data in st.perceive_calls:
+        if name == "text_extract":
+            strings += [t.get("text", "") for t in data.get("texts", [])
+                        if inside(float(t.get("first_s", 0)), float(t.get("last_s", 0)))]
+        elif name == "transcript_read" and speech:
+            strings += [g.get("text", "") for g in data.get("segments", [])
+                        if inside(float(g.get("start_s", 0)), float(g.get("end_s", 0)))]
+    for cap in ctx.index.captions:
+        if inside(cap.start_s, cap.end_s):
+            strings += [str(o.get("text", "")) for o in (getattr(cap, "data", None) or {}).get("ocr") or []]
+    if speech:
+        strings += [seg.text for seg in ctx.index.transcript if inside(seg.start_s, seg.end_s)]
+    return list(dict.fromkeys(s for s in strings if s))
+
+
+def range_colours(run: RuleRun, ranges: list[list[float]] | None = None,
+                  max_frames: int = 8) -> tuple[dict[str, float], list[list[float]]]:
+    """Mean colour shares (:func:`avi.video.analysis.frame_colour_shares`) of up to ``max_frames`` frames over
+    ``ranges`` (default: :func:`asked_ranges` with what was looked at); host measurements, outside the frame
+    budget. Returns ``(shares, ranges)``."""
+    ranges = ranges or asked_ranges(run.ctx, run.st, looked=True)
+    try:
+        frames = run.ctx.video.frames_at(sample_times(ranges, run.settings.fps, max_frames))
+    except Exception:  # noqa: BLE001 - an undecodable range measures nothing; the model's answer stands
+        return {}, ranges
+    return frame_colour_shares([f.image for f in frames]), ranges
+
+
+def texts_about_question(st) -> list[dict]:
+    """The text runs text_extract found (``{text, first_s, last_s}``) sharing a word of four letters or more with
+    the question's stem."""
+    key = {w for w in st.q.stem_terms if len(w) >= 4}
+    return [t for n, _, d in st.perceive_calls if n == "text_extract" for t in d.get("texts", [])
+            if key & set(normalise(t.get("text", "")).split())]

@@ -1,0 +1,229 @@
+"""The ``decide`` answer rules (issue 14): the cut list, the option with the measured colour, shot scale or count,
+the kind of a shape, which way a thing moves, the one option whose words the video shows or says. Each takes a
+:class:`~avi.agent.rules.base.RuleRun` and returns ``(answer text, letter or None)`` or None, noting why in the trace.
+"""
+
+from __future__ import annotations
+
+from avi.agent.measured import count_spike, cut_answer, label_named, most_count
+from avi.agent.measured_looks import colour_choice, measured_colour, scale_choice, shape_answer, sideways_motion
+from avi.agent.option_evidence import text_choice
+from avi.agent.question import options_naming
+from avi.agent.rules.base import (
+    RuleRun,
+    asked_ranges,
+    moment_count,
+    named_ranges,
+    range_colours,
+    range_lines,
+    shot_list,
+    where,
+)
+from avi.tools.base import sample_times
+from avi.trace import HOST_STEP
+from avi.video.analysis import COLOUR_SYNONYMS
+from avi.video.timecode import fmt_range
+
+
+def measured_cuts(r: RuleRun) -> tuple[str, str | None] | None:
+    """A question about the hard cuts themselves (how many, any, one continuous shot) answered from the video's
+    cut list (:mod:`avi.video.shots`, every frame) in the range the question names, else the whole video."""
+    shots = shot_list(r.ctx)
+    if shots is None:
+        return None
+    q, ranges = r.q, named_ranges(r.ctx)
+    cuts = [t for a, b in ranges for t in shots.cuts_in(a, b)]
+    got = cut_answer(q.cut, cuts, q.options, q.option_numbers, q.option_yes_no)
+    if got is not None:
+        r.note(f"hard cuts measured on every frame ({shots.method}) in {where(ranges)}: {len(cuts)}"
+               + (" at " + ", ".join(f"{t:.2f}s" for t in cuts[:20]) if cuts else "")
+               + f"; answer {got[0]!r} (the model wrote {(r.st.answer or '')[:60]!r})",
+               observation_data={"cuts_s": cuts, "ranges": ranges, "method": shots.method})
+    return got
+
+
+def cuts_before_the_model(r: RuleRun) -> tuple[str, str | None] | None:
+    """:func:`measured_cuts` before any model step: the answer, with the cuts as its evidence (the model's steps
+    would add nothing but prompt reading)."""
+    got = measured_cuts(r)
+    if got is not None:
+        r.st.measured, r.st.answer = got, got[0]
+        r.st.evidence += [[max(0.0, t - 0.5), t + 0.5] for t in r.trace.steps[-1].observation_data["cuts_s"]]
+        r.trace.add(kind="answer", answer=got[0], iteration=0, phase="retrieve",
+                    notes=[HOST_STEP, "answered from the video's cut list before any model step"])
+    return got
+
+
+def colour_choice_measured(r: RuleRun) -> tuple[str, str] | None:
+    """A colour question whose options name colours: the option the measured colours support (the thing's
+    detector box when measured, else the frames of the range asked about; :func:`colour_choice`)."""
+    q = r.q
+    box = measured_colour(r.st.perceive_data(), q.words)
+    box_colour = COLOUR_SYNONYMS.get(box[1], box[1]) if box else None
+    shares, ranges = range_colours(r)
+    got = colour_choice(q.colour_options, shares, box_colour)
+    if got is None:
+        return None
+    letter, why = got
+    r.note(f"colour option {letter} measured: {why} (in {where(ranges)})",
+           observation_data={"colour_shares": shares, "ranges": ranges, "box_colour": box_colour})
+    return f"{letter}. {q.options[letter]}", letter
+
+
+def scale_choice_measured(r: RuleRun, max_frames: int = 6) -> tuple[str, str] | None:
+    """Options naming a shot scale or a black screen: the option the middle frame of each shot in the range asked
+    about supports (people's boxes, :func:`avi.backends.box_words.shot_scale`, and the share of black pixels)."""
+    det = getattr(r.ctx.backends, "detector", None)
+    if det is None:
+        return None
+    from avi.backends.box_words import scale_kind, shot_scale
+    from avi.backends.detector import all_detections
+    from avi.video.analysis import colour_names
+
+    ranges = asked_ranges(r.ctx, r.st, looked=False)
+    shots = shot_list(r.ctx)
+    spans = shots.shots() if shots is not None else [(0.0, r.ctx.duration_s)]
+    times = sorted((max(a, s) + min(b, e)) / 2 for a, b in ranges for s, e in spans if min(b, e) > max(a, s))
+    try:
+        frames = r.ctx.video.frames_at(times[:max_frames])
+    except Exception:  # noqa: BLE001 - an undecodable range measures nothing; the option scores decide
+        return None
+    measured = [scale_kind(shot_scale(all_detections(det, f), f.image.shape[0]),
+                           dict(colour_names(f.image, top=1, min_share=0.0)).get("black", 0.0)) for f in frames]
+    got = scale_choice(r.q.scale_options, measured)
+    if got is None:
+        return None
+    letter, kind = got
+    r.note(f"shot option {letter} measured: {kind} in {measured.count(kind)} of {len(measured)} shot frames in "
+           f"{where(ranges)}", observation_data={"frames_s": [round(f.t_s, 2) for f in frames], "kinds": measured})
+    return f"{letter}. {r.q.options[letter]}", letter
+
+
+def shape_measured(r: RuleRun, max_frames: int = 8) -> tuple[str, str | None] | None:
+    """"What shape is the <thing>": the kind of the shapes measured where the question is about
+    (:func:`shape_answer`): object_detect's shape boxes, else shapes found on up to ``max_frames`` frames of the
+    range asked about, else the shapes the index's captions name."""
+    from avi.backends.shapes import find_shapes
+
+    q = r.q
+    found = [{"kind": d["cls"].split(" ")[-1], "colour": d["cls"].split(" ")[0], "box": d["box"]}
+             for n, d_ in r.st.perceive_data() if n == "object_detect" for d in d_.get("detections") or []
+             if len(str(d.get("cls") or "").split(" ")) == 2 and str(d["cls"]).split(" ")[-1]
+             in ("circle", "square", "rectangle", "triangle")]
+    got, source = shape_answer(q.words, found), "object_detect's boxes"
+    if got is None:
+        ranges = asked_ranges(r.ctx, r.st, looked=True)
+        try:
+            frames = r.ctx.video.frames_at(sample_times(ranges, r.settings.fps, max_frames))
+        except Exception:  # noqa: BLE001 - an undecodable range measures nothing
+            frames = []
+        got = shape_answer(q.words, [{"kind": b.kind, "colour": b.colour, "box": list(b.box)} for f in frames
+                                     for b in find_shapes(f.image)])
+        source = "frames of " + where(ranges)
+    if got is None:
+        focus = r.ctx.focus_ranges
+        captions = [c for c in r.ctx.index.captions if not focus or any(a <= c.end_s and c.start_s <= b
+                                                                         for a, b in focus)]
+        got = shape_answer(q.words, [s for c in captions for s in (getattr(c, "data", None) or {}).get("shapes") or []])
+        source = "the index's captions"
+    if got is None:
+        return None
+    kind, why = got
+    if q.kind == "choice":
+        hits = options_naming(q.options, kind, plural=True)
+        if len(hits) != 1:
+            return None
+        r.note(f"shape option {hits[0]} measured in {source}: {why}")
+        return f"{hits[0]}. {q.options[hits[0]]}", hits[0]
+    r.note(f"shape measured in {source}: {why} (the model wrote {(r.st.answer or '')[:60]!r})")
+    return kind, None
+
+
+def count_choice_measured(r: RuleRun) -> tuple[str, str] | None:
+    """"How many <things>" with numbers for options: the option with the count object_detect measured at the
+    moment the question names (:func:`count_at`; else the index's count there), or else the largest count seen in
+    more than one frame (:func:`most_count`), of a label the question names."""
+    q = r.q
+    numbers = q.option_numbers
+    if any(v is None for v in numbers.values()):
+        return None
+    words = q.stem_words
+    if len(q.stem_times) == 1:
+        found, source = moment_count(r, q.stem_times[0][1], words)
+        got = (found[0], found[1], f"at {fmt_range(*found[2])}{source}") if found else None
+    else:
+        confirm_count_spike(r, words, wanted=set(numbers.values()))
+        most = most_count(r.st.perceive_data(), words)
+        got = (most[0], most[1], "the largest count seen in more than one frame") if most else None
+    if got is None or not label_named(got[0], words):
+        return None
+    label, n, at = got
+    hits = [k for k, v in numbers.items() if v == n]
+    if len(hits) != 1:
+        return None
+    r.note(f"count option {hits[0]} measured: {label} {n} ({at})")
+    return f"{hits[0]}. {q.options[hits[0]]}", hits[0]
+
+
+def confirm_count_spike(r: RuleRun, words: frozenset[str], wanted: set[int] | None = None,
+                        reach_s: float = 1.0) -> None:
+    """Measure the frames next to a count seen in one frame only (:func:`count_spike`) with a host object_detect
+    call on ``[t - reach_s, t + reach_s]``, added to the perceive calls, so that the largest count is believed
+    when its neighbours show it too. Nothing happens without a spike, or when no option (``wanted``) has it."""
+    spike = count_spike(r.st.perceive_data(), words)
+    tool = r.tools.get("object_detect")
+    if spike is None or tool is None or (wanted is not None and spike[1] not in wanted):
+        return
+    label, n, t = spike
+    args = {"time_ranges": [[max(0.0, t - reach_s), min(r.ctx.duration_s, t + reach_s)]], "objects": [label]}
+    obs = r.measure(tool, args, f"{label} {n} was seen in one frame only (at {t:.1f}s): its neighbours measured "
+                                f"before the largest count is read")
+    if not obs.error:
+        r.st.perceive_calls.append(("object_detect", args, {**obs.data, "evidence": obs.evidence}))
+
+
+def direction_measured(r: RuleRun) -> tuple[str, str | None] | None:
+    """"Does it move to the left or to the right": the way object_detect's boxes of the thing moved
+    (:func:`sideways_motion`); when nothing the question names was measured, object_detect runs on the range
+    asked about for the first thing the question names that the detector knows (two words, else one)."""
+    q = r.q
+    got = sideways_motion(list(r.st.perceive_data()), q.stem_words)
+    tool = r.tools.get("object_detect")
+    if got is None and tool is not None:
+        det, tokens = r.ctx.backends.detector, list(q.stem_tokens)
+        pairs = [f"{a} {b}" for a, b in zip(tokens, tokens[1:])]
+        label = next((w for w in pairs + tokens if len(w) > 2 and w not in ("left", "right", "the", "screen")
+                      and det.supports(w)), None)
+        if label is None:
+            return None
+        arguments = {"time_ranges": asked_ranges(r.ctx, r.st, looked=True), "objects": [label]}
+        obs = r.measure(tool, arguments, "measuring which way it moves (direction question)", phase="review")
+        got = None if obs.error else sideways_motion([("object_detect", obs.data)], frozenset(label.split()))
+    if got is None:
+        return None
+    way, why = got
+    letter = None
+    if q.kind == "choice" and q.options:
+        hits = options_naming(q.options, way)
+        if len(hits) != 1:
+            return None
+        letter = hits[0]
+    r.note(f"direction measured: {why} (the model wrote {(r.st.answer or '')[:60]!r})")
+    return (f"{letter}. {q.options[letter]}" if letter else way), letter
+
+
+def text_choice_measured(r: RuleRun) -> tuple[str, str] | None:
+    """Options that quote words shown or said: the one option the OCR and transcript lines of the range asked
+    about (its time words, else the whole video) hold (:func:`text_choice`). Not for a count whose options are
+    numbers (things on screen are counted, not read)."""
+    q = r.q
+    if q.asks_count and all(v is not None for v in q.option_numbers.values()):
+        return None
+    ranges = named_ranges(r.ctx)
+    got = text_choice(q.options, range_lines(r.st, r.ctx, ranges), q.key_words)
+    if got is None:
+        return None
+    letter, line = got
+    r.note(f"option {letter} is the only option whose words the video shows or says in {where(ranges)}: "
+           f"{line[:120]!r}")
+    return f"{letter}. {q.options[letter]}", letter

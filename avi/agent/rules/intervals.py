@@ -1,0 +1,132 @@
+"""Answer rules for interval answers (issue 14): the span of a count, the whole evidence run an answer points at
+(followed past the frames looked at), and the shot edges. Times are seconds; intervals ``[start_s, end_s]``.
+"""
+
+from __future__ import annotations
+
+from avi.agent.grounding import evidence_span
+from avi.agent.measured import count_span, snap_to_shots
+from avi.agent.question import normalise
+from avi.agent.rules.base import RuleRun, shot_list, texts_about_question
+from avi.video.spans import merge_spans
+from avi.video.timecode import fmt_range
+
+
+def _window(edge: float, direction: int, step: float, duration_s: float) -> list[float]:
+    """The ``step``-second window just before (``direction`` -1) or after (+1) ``edge``, inside the video."""
+    return [max(0.0, edge - step), edge] if direction < 0 else [edge, min(duration_s, edge + step)]
+
+
+def count_interval(r: RuleRun) -> list[float] | None:
+    """"When are there five circles on screen": the longest run of frames object_detect counted exactly that many
+    in (:func:`count_span`), followed past the frames looked at by counting again in the next ``clip_seconds``
+    windows (six at most a side) while the count holds at the edge. None when it was never measured."""
+    n, what = r.q.count_span
+    span = count_span(r.st.perceive_data(), n, r.q.words)
+    if span is None:
+        return None
+    last = next(((name, a) for name, a, _ in reversed(r.st.perceive_calls) if name == "object_detect"), None)
+    steps = list(r.st.perceive_data())
+    tool = r.tools.get("object_detect")
+    if last is not None and tool is not None:
+        step, dur = float(r.settings.clip_seconds), r.ctx.duration_s
+        for direction in (-1, 1):
+            for _ in range(6):
+                window = _window(span[0] if direction < 0 else span[1], direction, step, dur)
+                if window[1] - window[0] < 0.5:
+                    break
+                obs = r.measure(tool, {**last[1], "time_ranges": [window]},
+                                "following the count past the frames looked at (interval answer)", phase="review")
+                if obs.error:
+                    break
+                steps.append(("object_detect", obs.data))
+                new = count_span(steps, n, r.q.words)
+                if new is None or new == span:
+                    break
+                span = new
+    r.note(f"interval measured: {n} {what} counted in {fmt_range(*span)}")
+    return [round(span[0], 2), round(min(r.ctx.duration_s, span[1]), 2)]
+
+
+def shot_question(r: RuleRun) -> bool:
+    """Whether an interval question asks when a shot is on screen, in a video that has cuts."""
+    shots = shot_list(r.ctx) if r.q.about_shot else None
+    return bool(shots is not None and shots.cuts_s)
+
+
+def event_interval(r: RuleRun, interval: list[float]) -> list[float]:
+    """An interval answer widened (or narrowed) to the whole evidence run it points at (:func:`evidence_span`):
+    the on-screen texts sharing the question's words when there are any (their time on screen), else the perceive
+    tools' evidence; followed into the next clips while the same tool still finds it (:func:`follow_event`)."""
+    about = texts_about_question(r.st)
+    wordy = r.q.asks_for_text or r.q.about_words
+    if about:
+        runs = [[float(t["first_s"]), float(t["last_s"])] for t in about]
+    else:  # text read elsewhere (texture, signs the question is not about) is no evidence of this event
+        runs = [list(map(float, e)) for n, _, d in r.st.perceive_calls if n != "text_extract" or wordy
+                for e in d.get("evidence") or []]
+    span = evidence_span(interval, runs)
+    if span is None:
+        return interval
+    span = follow_event(r, span, {normalise(t["text"]) for t in about}, texts_count=bool(about) or wordy)
+    out = [round(max(0.0, span[0]), 2), round(min(r.ctx.duration_s, span[1]), 2)]
+    if out != interval:
+        r.note(f"interval {fmt_range(*interval)} widened to the evidence run {fmt_range(*out)}")
+    return out
+
+
+def follow_event(r: RuleRun, span: list[float], keys: set[str] | None = None, max_steps: int = 6,
+                 texts_count: bool = True) -> list[float]:
+    """``span`` extended past the frames looked at, one ``clip_seconds`` window at a time (``max_steps`` a side),
+    while the last evidence-giving perceive call (text_extract: the same texts, ``keys`` when given;
+    object_detect: the same labels; only object_detect without ``texts_count``) still finds it at the edge."""
+    followed = ("text_extract", "object_detect") if texts_count else ("object_detect",)
+    last = next(((n, a, d) for n, a, d in reversed(r.st.perceive_calls) if n in followed and d.get("evidence")), None)
+    if last is None or last[0] not in r.tools:
+        return span
+    name, args, data = last
+    keys = keys or {normalise(t.get("text", "")) for t in data.get("texts", [])
+                    if t.get("last_s", 0) >= span[0] - 1.0 and t.get("first_s", 0) <= span[1] + 1.0}
+    step, dur, tool = float(r.settings.clip_seconds), r.ctx.duration_s, r.tools[name]
+    looked = merge_spans([list(x) for x in r.st.looked], gap_s=1.0)
+    s, e = span
+    for direction in (-1, 1):
+        for _ in range(max_steps):
+            edge = s if direction < 0 else e
+            window = _window(edge, direction, step, dur)
+            if window[1] - window[0] < 0.5 or any(a <= edge + direction <= b for a, b in looked):
+                break  # the video ends, or frames beyond the edge were seen without the evidence
+            obs = r.measure(tool, {**args, "time_ranges": [window]},
+                            "following the event past the frames looked at (interval answer)", phase="review")
+            if obs.frames_s:
+                looked = merge_spans(looked + [[min(obs.frames_s), max(obs.frames_s)]], gap_s=1.0)
+            texts = obs.data.get("texts")
+            hits = [t for t in texts if normalise(t.get("text", "")) in keys] if texts is not None and keys \
+                else [{"first_s": x[0], "last_s": x[1]} for x in obs.evidence]
+            near = [h for h in hits if (h["last_s"] >= edge - 1.0 if direction < 0 else h["first_s"] <= edge + 1.0)]
+            if obs.error or not near:
+                break
+            if direction < 0:
+                s = min(s, min(h["first_s"] for h in near) - 0.25)
+                if s > window[0] + 0.75:
+                    break  # it starts inside this window
+            else:
+                e = max(e, max(h["last_s"] for h in near) + 0.25)
+                if e < window[1] - 0.75:
+                    break  # it ends inside this window
+    return [s, e]
+
+
+def shot_edges(r: RuleRun, interval: list[float]) -> list[float]:
+    """An interval answer moved onto the video's shot edges (:func:`snap_to_shots`): whole shots when the question
+    asks when a shot is on screen, else ends within a second of a cut move onto it."""
+    shots = shot_list(r.ctx)
+    if shots is None or not shots.cuts_s:
+        return interval
+    whole = r.q.about_shot
+    out = [round(x, 2) for x in snap_to_shots(interval, shots.shots(), whole_shots=whole)]
+    if out == [round(x, 2) for x in interval]:
+        return interval
+    r.note(f"interval {fmt_range(*interval)} moved onto shot edges ({shots.method}"
+           + (", whole shots" if whole else "") + f"): {fmt_range(*out)}")
+    return out
