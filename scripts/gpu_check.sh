@@ -9,7 +9,7 @@
 #   tests_half.log    the gpu_paths tests on CUDA in the auto dtypes (bfloat16; float16 for CLIP)
 #   tests_float32.log the gpu_paths tests on CUDA in float32 (discrete outcomes compared exactly)
 # The machine has no network and no avi dependencies beyond its image: the missing wheels travel in .whl/
-# (git-ignored; see the report of issue 37) and are installed into /tmp/site. Every step has its own time limit and
+# (git-ignored; made by scripts/gpu_wheels.sh) and are installed into /tmp/site. Every step has its own time limit and
 # the whole script stops starting steps at GPU_CHECK_BUDGET_S (default 460 s), so it ends within ~8 minutes.
 # A rehearsal without a GPU: GPU_CHECK_TINY=1 PYTHON=.venv-gpu/bin/python scripts/gpu_check.sh (tiny models on the
 # cpu, no wheels installed; about 3 minutes on 2 cores).
