@@ -239,6 +239,10 @@ class VideoIndex:
             log.warning("index %s: the %s cannot be used (%s); %s", self.path, part, cause, consequence)
         self.problems[part] = cause
 
+    def chroma_dir(self) -> Path:
+        """The Chroma folder this index reads (:meth:`_chroma_dir`)."""
+        return self._chroma_dir()
+
     def _chroma_dir(self) -> Path:
         """The Chroma folder to open: the index's own, or, when any of it cannot be written (a read-only index
         root or file system), a private temporary copy, since Chroma writes to its database when it opens it.
