@@ -201,7 +201,7 @@ def open_checked(final: Path) -> VideoIndex:
     try:
         verify_index(index)
     except AviError as exc:
-        raise BrokenIndex(f"{type(exc).__name__}: {exc}", salvage=True) from None
+        raise BrokenIndex(str(exc), salvage=True) from None
     return index
 
 
@@ -243,7 +243,7 @@ def finish_index(index: VideoIndex, settings: Settings, backends: Backends, *, p
 def _report_broken(final: Path, exc: BrokenIndex) -> str:
     """Log why the index at ``final`` cannot be used (it is rebuilt next); returns the cause as text."""
     cause = exc.cause
-    log.warning("the index %s cannot be opened (%s); rebuilding it (the cause is kept in the new manifest as "
+    log.warning("the index %s cannot be used (%s); rebuilding it (the cause is kept in the new manifest as "
                 "'rebuilt_from_broken')", final, cause)
     return cause
 
