@@ -22,7 +22,6 @@ from avi.tools.base import (
     TimeRanges,
     ToolContext,
     clip_ranges,
-    sample_times,
     tool,
 )
 from avi.video.analysis import box_colours

@@ -27,8 +27,8 @@ import cv2
 from avi.backends.captioner import normalise_text
 from avi.backends.coco_detector import coco_classes_for
 from avi.backends.frame_analyzer import measure_frame
-from avi.tools.base import VIDEO_TEXT_NOTE, Observation, Query, TimeRanges, ToolContext, clip_ranges, tool
 from avi.budget import overview_frames, skim_frames
+from avi.tools.base import VIDEO_TEXT_NOTE, Observation, Query, TimeRanges, ToolContext, clip_ranges, tool
 from avi.video.analysis import COLOUR_NAMES
 from avi.video.decode import Frame
 from avi.video.timecode import fmt_range, fmt_time
