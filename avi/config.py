@@ -19,22 +19,22 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tomllib
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, PrivateAttr, ValidationError
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
-    TomlConfigSettingsSource,
+    SettingsError,
 )
 
 from avi.budget import frame_budget_value
-from avi.config_agent import AgentSettings, answer_rule_names
+from avi.config_agent import UNGROUNDED, AgentSettings, answer_rule_names
 from avi.config_devices import DeviceSettings
+from avi.config_file import ConfigFileSource, EndpointUrl, settings_error_line
 from avi.errors import InputError
 from avi.serve.layout import ROLE_SETTING, ServeLayout
 
@@ -87,38 +87,6 @@ def _dotted(loc: tuple) -> str:
     return out
 
 
-class ConfigFileSource(TomlConfigSettingsSource):
-    """The TOML config file as a settings source (pydantic-settings' TOML source) that refuses, with one line
-    naming the file and the key, a file that is missing, not TOML, or has a key that is no setting."""
-
-    def __init__(self, settings_cls: type[BaseSettings], path: Path | None):
-        self.path = path
-        if path is not None and not path.is_file():
-            raise InputError(f"config file not found: {path}")
-        self._fields = settings_cls.model_fields
-        super().__init__(settings_cls, toml_file=path)
-
-    def _read_file(self, file_path: Path) -> dict[str, Any]:
-        try:
-            data = super()._read_file(file_path)
-        except tomllib.TOMLDecodeError as exc:
-            raise InputError(f"config file {file_path} is not valid TOML: {exc}") from None
-        except OSError as exc:
-            raise InputError(f"cannot read config file {file_path}: {exc.strerror or exc}") from None
-        for key, value in data.items():
-            if key not in self._fields:
-                import difflib
-
-                near = difflib.get_close_matches(key, list(self._fields), n=1)
-                hint = f"; did you mean '{near[0]}'?" if near else " (keys are setting names; see avi.example.toml)"
-                raise InputError(f"config file {file_path}: unknown key '{key}'{hint}")
-            ann = self._fields[key].annotation
-            if isinstance(value, str) and (ann is Path or Path in get_args(ann)):
-                # a relative path in the file is relative to the file, not to the working directory
-                data[key] = str((Path(file_path).parent / Path(value).expanduser()).resolve())
-        return data
-
-
 class Settings(AgentSettings, DeviceSettings, BaseSettings):
     """All knobs of avi. Units are in the field names or descriptions.
 
@@ -146,7 +114,7 @@ class Settings(AgentSettings, DeviceSettings, BaseSettings):
     prompts_dir: Path = Field(default=PROMPTS_DIR_DEFAULT)
 
     # --- orchestrator LLM (one OpenAI-compatible client for every server)
-    llm_base_url: str | None = Field(default=None, description="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+    llm_base_url: EndpointUrl = Field(default=None, description="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
     llm_model: str | None = Field(default=None, description="model name on that endpoint; default: the first it lists")
     llm_api_key: str = "EMPTY"
     llm_timeout_s: float = Field(default=600.0, gt=0, le=86400, description="seconds one LLM request may take "
@@ -177,7 +145,7 @@ class Settings(AgentSettings, DeviceSettings, BaseSettings):
     llm_start_timeout_s: float = Field(default=180.0, gt=0, le=86400)
     llm_prefix_cache: bool = Field(default=True, description="persist the embedded server's prompt-prefix KV "
                                                              "state in <home>/llm-state between runs")
-    llm_embedded_url: str | None = Field(default=None, description="base URL of an embedded llama.cpp server "
+    llm_embedded_url: EndpointUrl = Field(default=None, description="base URL of an embedded llama.cpp server "
                                                                   "already started by a parent avi process (avi "
                                                                   "batch workers share one); used like the embedded "
                                                                   "server, not like a configured endpoint")
@@ -200,11 +168,11 @@ class Settings(AgentSettings, DeviceSettings, BaseSettings):
     embedder_model_dir: Path | None = Field(default=None, description="local sentence-transformers directory "
                                                                       "(e.g. Qwen3-Embedding-4B, gpu profile); "
                                                                       "replaces the locked embedder")
-    embedder_base_url: str | None = Field(default=None, description="OpenAI-compatible /v1/embeddings endpoint "
+    embedder_base_url: EndpointUrl = Field(default=None, description="OpenAI-compatible /v1/embeddings endpoint "
                                                                     "(gpu profile; replaces the local embedder)")
     embedder_model: str | None = Field(default=None, description="model name on that endpoint (default: first listed)")
     # VLM captions (gpu profile): an OpenAI-compatible endpoint (vLLM) or an in-process transformers model
-    vlm_base_url: str | None = Field(default=None, description="OpenAI-compatible VLM endpoint, e.g. Qwen3-VL-8B on vLLM")
+    vlm_base_url: EndpointUrl = Field(default=None, description="OpenAI-compatible VLM endpoint, e.g. Qwen3-VL-8B on vLLM")
     vlm_model: str | None = Field(default=None, description="model name on that endpoint (default: first listed)")
     vlm_model_dir: Path | None = Field(default=None, description="local Qwen3-VL directory for the in-process "
                                                                  "transformers backend")
@@ -339,6 +307,8 @@ class Settings(AgentSettings, DeviceSettings, BaseSettings):
         token = _CONFIG_CHOICE.set(path)
         try:
             settings = cls(**overrides)
+        except SettingsError as exc:  # an AVI_* value of a table or list setting that is not JSON
+            raise InputError(settings_error_line(exc)) from None
         except ValidationError as exc:
             err = exc.errors()[0]
             loc = tuple(err.get("loc") or ())
@@ -418,8 +388,10 @@ class Settings(AgentSettings, DeviceSettings, BaseSettings):
         return self.profile
 
     def answer_rule_names(self) -> tuple[str, ...]:
-        """The answer rules in effect (``answer_rules`` on this profile; :func:`avi.config_agent.answer_rule_names`)."""
-        return answer_rule_names(self.answer_rules, self.resolved_profile())
+        """The answer rules in effect: ``answer_rules`` on this profile (:func:`avi.config_agent.answer_rule_names`),
+        only those of :data:`~avi.config_agent.UNGROUNDED` when ``grounded_answers`` is false."""
+        names = answer_rule_names(self.answer_rules, self.resolved_profile())
+        return names if self.grounded_answers else tuple(n for n in names if n in UNGROUNDED)
 
     def indexes_dir(self) -> Path:
         return self.index_root or (self.home / "indexes")

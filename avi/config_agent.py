@@ -19,6 +19,9 @@ ANSWER_RULES = ("cuts", "colour_choice", "scale_choice", "shape", "count_choice"
                 "cannot_tell")
 """Every answer rule, in the order the agent applies them (:data:`avi.agent.rules.RULES` describes each)."""
 
+UNGROUNDED = ("option_scores", "structured_answer")
+"""The rules that stay when ``grounded_answers`` is false."""
+
 DEFAULT_RULES = {"cpu": ANSWER_RULES, "gpu": ("structured_answer",)}
 """The rules each profile runs by default: on gpu only those that type and parse the answer (the Qwen3-32B
 orchestrator's Review answer is delivered as it is, read for its type); on cpu every rule."""

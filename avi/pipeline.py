@@ -110,7 +110,7 @@ def trace_llm(settings: Settings, llm) -> dict:
 
 def trace_settings(settings: Settings, ctx) -> dict:
     """The settings a trace records (one video or several): iterations, sampling, frame budget, strategy, the
-    answer rules in effect (``answer_rules`` on the profile; ``grounded_answers = false`` keeps fewer)."""
+    answer rules in effect (``answer_rules`` on the profile and ``grounded_answers``)."""
     return {"max_iterations": settings.max_iterations, "answer_rules": list(settings.answer_rule_names()),
             "grounded_answers": settings.grounded_answers, "fps": settings.fps, "clip_seconds": settings.clip_seconds,
             "perceive_max_frames": settings.perceive_max_frames, "frame_budget": ctx.frame_budget or 0,

@@ -130,6 +130,32 @@ def job_places(settings, out: Path | str, traces_dir: Path | str) -> list[tuple[
     return places + question_places(settings, Path(traces_dir) / "trace.json")[1:]
 
 
+def check_not_an_input(out: Path | str, inputs, flag: str = "--out") -> None:
+    """Refuse, before any work, a results file that is one of the run's inputs (``avi batch M --out M`` would
+    append answers to the manifest it reads, and its job file, then read back as results, fails every question).
+
+    Args:
+        out: the results file.
+        inputs: ``(path, what)`` pairs: the manifest, the questions file, the annotations, each video and
+            subtitle file.
+        flag: how the message names ``out``.
+
+    Raises:
+        InputError: ``out`` is the same file as an input (the same path, or the same file through a link).
+    """
+    out_path = Path(out).expanduser().absolute()
+    for path, what in inputs:
+        if path is None:
+            continue
+        p = Path(path).expanduser().absolute()
+        try:
+            same = p == out_path or (out_path.exists() and p.exists() and os.path.samefile(p, out_path))
+        except OSError:
+            same = False
+        if same:
+            raise InputError(f"{flag} {out} is {what}: the results would be written into it; choose another {flag}")
+
+
 def check_places(places) -> None:
     """:func:`check_writable` for each ``(folder, what, hint)``; the first that fails raises InputError."""
     for folder, what, hint in places:

@@ -10,6 +10,7 @@ first LLM request.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from avi.errors import InputError
 
@@ -17,13 +18,19 @@ from avi.errors import InputError
 # differently from what it is, "Trojan Source"); the byte-order mark.
 _DROP = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ufeff]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# Letters with no glyph of their own (Unicode's Default_Ignorable_Code_Point letters: Hangul fillers, Khmer inherent
+# vowels) and the braille blank: they are letters by category but show nothing.
+_BLANK_LETTERS = frozenset("\u115f\u1160\u17b4\u17b5\u3164\uffa0\u2800")
+# Invisible characters that carry nothing in a question: zero-width space, word joiner, invisible operators, the
+# Mongolian vowel separator (zero-width joiner and non-joiner stay: emoji and several scripts need them).
+_INVISIBLE = re.compile("[\u200b\u2060-\u2064\u180e]")
 # terminal escape sequences, removed whole (removing only ESC would leave "[31m" in the question)
 _ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 
 
 def clean_question(text: str, max_chars: int | None = None, *, what: str = "the question") -> str:
-    """The question with terminal escape sequences and control characters removed, line ends made ``\\n`` and
-    tabs made spaces, stripped.
+    """The question with terminal escape sequences, control characters and zero-width spaces removed, line ends
+    made ``\\n`` and tabs made spaces, stripped.
 
     Args:
         text: the question as received (``str``; argv bytes that were not UTF-8 arrive as lone surrogates).
@@ -32,7 +39,8 @@ def clean_question(text: str, max_chars: int | None = None, *, what: str = "the 
         what: how the error message names the question (e.g. ``"questions.txt line 3"``).
 
     Returns:
-        The cleaned question (non-empty, at most ``max_chars`` characters).
+        The cleaned question (with at least one visible character, :func:`visible`; at most ``max_chars``
+        characters).
 
     Raises:
         InputError: ``text`` is not a string, is not valid UTF-8 (holds a lone surrogate: the message names
@@ -48,10 +56,17 @@ def clean_question(text: str, max_chars: int | None = None, *, what: str = "the 
         raise InputError(f"{what} is not valid UTF-8 ({byte} at character {bad.start() + 1}); "
                          f"give it as UTF-8 text")
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\u2028", "\n").replace("\u2029", "\n")
-    text = _DROP.sub("", _ESCAPES.sub("", text).replace("\t", " ")).strip()
-    if not text:
-        raise InputError(f"{what} is empty")
+    text = _INVISIBLE.sub("", _DROP.sub("", _ESCAPES.sub("", text).replace("\t", " "))).strip()
+    if not any(visible(ch) for ch in text):
+        raise InputError(f"{what} is empty" + (" (it has no visible character)" if text else ""))
     if max_chars is not None and len(text) > max_chars:
         raise InputError(f"{what} is {len(text)} characters long; the limit is {max_chars} "
                          f"(setting question_max_chars)")
     return text
+
+
+def visible(ch: str) -> bool:
+    """Whether the character ``ch`` shows something: a letter, digit, punctuation mark or symbol (Unicode categories
+    L, N, P, S), not a blank letter (Hangul filler, braille blank). Spaces, controls, format characters (zero-width
+    joiners, bidi marks), lone combining marks and unassigned code points show nothing."""
+    return unicodedata.category(ch)[0] in "LNPS" and ch not in _BLANK_LETTERS

@@ -9,7 +9,7 @@
 #   tests_half.log    the gpu_paths tests on CUDA in the auto dtypes (bfloat16; float16 for CLIP)
 #   tests_float32.log the gpu_paths tests on CUDA in float32 (discrete outcomes compared exactly)
 # The machine has no network and no avi dependencies beyond its image: the missing wheels travel in .whl/
-# (git-ignored; see the report of issue 37) and are installed into /tmp/site. Every step has its own time limit and
+# (git-ignored; made by scripts/gpu_wheels.sh) and are installed into /tmp/site. Every step has its own time limit and
 # the whole script stops starting steps at GPU_CHECK_BUDGET_S (default 460 s), so it ends within ~8 minutes.
 # A rehearsal without a GPU: GPU_CHECK_TINY=1 PYTHON=.venv-gpu/bin/python scripts/gpu_check.sh (tiny models on the
 # cpu, no wheels installed; about 3 minutes on 2 cores).
@@ -48,7 +48,6 @@ step() {
   echo "[gpu_check] $name: $status in $(( $(date +%s) - t0 ))s" | tee -a "$OUT/summary.txt"
 }
 
-# 1. the wheels avi needs beyond the machine's image (local files only), and what the machine has
 TINY="${GPU_CHECK_TINY:-0}"
 if [ "$TINY" = 1 ]; then
   TEST_DEVICE=cpu; BENCH_EXTRA=(--tiny); VLM_BATCHES=1,2
@@ -56,6 +55,7 @@ else
   TEST_DEVICE=cuda; BENCH_EXTRA=(); VLM_BATCHES=1,8,16
 fi
 
+# the wheels avi needs beyond the machine's image (local files only), and what the machine has
 if [ "$TINY" != 1 ] && compgen -G ".whl/*.whl" > /dev/null; then
   if "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl; then
     export PYTHONPATH="/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
@@ -96,4 +96,5 @@ STEP_LOG=tests_float32.log step "gpu_paths tests, $TEST_DEVICE, float32" 90 \
 
 echo; echo "[gpu_check] done in $(( $(date +%s) - START ))s"; cat "$OUT/summary.txt"
 [ -f "$OUT/bench.md" ] && cat "$OUT/bench.md"
+sleep 2  # let tee write the end of gpu_check.log
 exit 0

@@ -75,3 +75,20 @@ def choice_letter(messages: list[dict]) -> dict:
         if any(w in body.upper() for w in words):
             return {"answer": letter}
     return {"answer": "A"}
+
+
+def gullible_reader(body: dict):
+    """reply_fn: :func:`sign_reader`, except that it obeys an answer marker wherever a tool result shows one
+    (``**Answer:** 99``, or ``Answer: 99`` at a line's start): that becomes its answer. The most gullible model
+    there is: with it, an answer marker from the video that reached the model steers the answer
+    (scripts/bench_injection.py --double gullible)."""
+    from avi.agent.parse import parse_reply
+
+    messages = body.get("messages", [])
+    if not body.get("response_format"):
+        for m, text in zip(messages, _texts(messages)):
+            if m.get("role") == "tool" or (m.get("role") == "user" and text.startswith("Result of ")):
+                answer = parse_reply(text).answer
+                if answer:
+                    return f"THOUGHT: the video gives the answer.\n**Answer:** {answer}"
+    return sign_reader(body)

@@ -18,9 +18,9 @@ float16     1e-2    10-bit mantissa: ~5e-4 relative per operation, a few layers 
 bfloat16    5e-2    7-bit mantissa: ~4e-3 relative per operation
 ==========  ======  ============================================================================
 
-Comparisons of discrete outcomes (argmax tokens, labels chosen by the highest probability, boxes kept by NMS)
-between two computations are exact only in float32 (:func:`exact`); in half precision a near tie can go the
-other way, so those tests check the float32 run alone.
+Comparisons of discrete outcomes (argmax tokens, labels chosen by the highest probability, boxes kept by NMS,
+Grounding-DINO's top-k choice of its queries) between two computations are exact only in float32 (:func:`exact`);
+in half precision a near tie can go the other way, so those tests check the float32 run alone.
 """
 
 from __future__ import annotations

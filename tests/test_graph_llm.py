@@ -415,7 +415,7 @@ def test_super_nodes_membership_attributes_spans():
     g, emb = _clustered_graph()
     made = add_super_nodes(g, emb)
     assert made == ["super:0", "super:1"]  # group C has only 2 entities
-    assert g.graph["super_nodes"] == {"k": 3, "entities": 11, "nodes": made}
+    assert g.graph["super_nodes"] == {"k": 3, "entities": 11, "clustered": 11, "nodes": made}
     a, b = g.nodes["super:0"], g.nodes["super:1"]
     assert a["kind"] == "super" and a["members"] == [f"subject:kitchen A{j}" for j in range(5)]
     assert b["members"] == [f"text:garden B{j}" for j in range(4)]

@@ -304,7 +304,7 @@ def test_a_count_comparison_is_answered_from_the_believed_counts():
     ("Is the whole clip one continuous shot?", "none"),
     ("Was it filmed in a single uninterrupted take?", "none"),
     ("How many times does the broadcast cut to the crowd? A) 2 B) 1 C) 3 D) 4", None),
-    ("How many times does the background colour change during the video?", None),  # not a cut (issue 34)
+    ("How many times does the background colour change during the video?", None),  # a colour, not a cut list
     ("How many times does the screen change to red?", None),
     ("How many people are there?", None),
     ("What is shown right after the first cut?", None),

@@ -204,8 +204,11 @@ def test_the_label_with_the_largest_share_of_passing_tokens_names_the_box():
 
 
 def test_device_detections_match_the_cpu(tiny_dir, frames):
-    """On a GPU (AVI_TEST_DEVICE): the model's probabilities and boxes in the test dtype against the cpu's float32."""
+    """On a GPU (AVI_TEST_DEVICE): the model's probabilities and boxes against the cpu's float32, in float32 only:
+    Grounding-DINO keeps its queries by a top-k over the encoder's proposals, a discrete choice that half precision
+    changes (on the cpu in bfloat16 the tiny model kept other queries: probabilities off by up to 0.85)."""
     skip_on_cpu()
+    skip_unless_exact("detector")
     import torch
     from PIL import Image
 

@@ -115,6 +115,58 @@ def test_shared_gpu_fits_with_lower_memory_fractions():
     ServeLayout(servers=specs, tools_gpus=[0], tools_memory_fraction=0.2).validate_layout()
 
 
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "localhost", "::1"])
+def test_loopback_hosts_are_allowed(host):
+    spec = ServerSpec(role="vlm", model="m", served_model_name="v", port=8001, host=host)
+    ServeLayout(servers=[spec], tools_gpus=[]).validate_layout()
+    assert spec.loopback and vllm_command(spec).count("--host") == 1
+
+
+@pytest.mark.parametrize("kw", [dict(host="0.0.0.0"), dict(host="::"), dict(host="192.168.1.20"),
+                                dict(extra_args=["--host", "0.0.0.0"]), dict(extra_args=["--host=10.0.0.5"])])
+def test_a_host_that_is_not_loopback_needs_allow_remote(kw):
+    """A [serve] setting could make vLLM listen on every interface while the table said 127.0.0.1 (issue 39)."""
+    spec = ServerSpec(role="orchestrator", model="m", served_model_name="o", port=8000, **kw)
+    with pytest.raises(InputError, match="the orchestrator server would listen on .*allow_remote = true"):
+        ServeLayout(servers=[spec], tools_gpus=[]).validate_layout()
+    layout = ServeLayout(servers=[spec], tools_gpus=[], allow_remote=True).validate_layout()
+    cmd = vllm_command(spec)
+    assert cmd.count("--host") == 1 and cmd[cmd.index("--host") + 1] == spec.host != "127.0.0.1"
+    assert not any(a.startswith("--host") for a in spec.extra_args)
+    assert spec.address in layout.placement_table()
+    assert dict(layout.exports())["AVI_LLM_BASE_URL"].startswith("http://")
+
+
+def test_extra_args_port_and_host_become_the_servers_own():
+    spec = ServerSpec(role="vlm", model="m", served_model_name="v", port=8001,
+                      extra_args=["--max-num-seqs", "8", "--port=9001", "--host", "127.0.0.5"])
+    assert (spec.host, spec.port, spec.extra_args) == ("127.0.0.5", 9001, ["--max-num-seqs", "8"])
+    cmd = vllm_command(spec)
+    assert cmd.count("--port") == 1 and cmd[cmd.index("--port") + 1] == "9001"
+    assert spec.base_url == "http://127.0.0.5:9001/v1"
+    wild = ServerSpec(role="vlm", model="m", served_model_name="v", port=8001, host="::")
+    assert wild.base_url == "http://127.0.0.1:8001/v1" and wild.address == "[::]:8001"
+    with pytest.raises(ValueError, match="not a port number"):
+        ServerSpec(role="vlm", model="m", served_model_name="v", port=8001, extra_args=["--port", "http"])
+
+
+def test_dry_run_refuses_a_remote_host_and_shows_an_allowed_one(tmp_path):
+    cfg = tmp_path / "avi.toml"
+    cfg.write_text('[serve]\ntools_gpus = []\n[[serve.servers]]\nrole = "orchestrator"\nmodel = "/abs/q"\n'
+                   'served_model_name = "q"\nport = 8000\nextra_args = ["--host", "0.0.0.0"]\n')
+    r = _avi(["serve", "--dry-run", "--config", str(cfg)], tmp_path)
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1, r.stderr
+    assert "would listen on 0.0.0.0:8000" in r.stderr and "allow_remote = true" in r.stderr
+    cfg.write_text(cfg.read_text().replace("tools_gpus = []", "tools_gpus = []\nallow_remote = true"))
+    r = _avi(["serve", "--dry-run", "--config", str(cfg)], tmp_path)
+    assert r.returncode == 0, r.stderr
+    row = next(line for line in r.stdout.splitlines() if line.startswith("any") and "orchestrator" in line)
+    assert row.split()[-1] == "0.0.0.0:8000"
+    cmd = next(shlex.split(line) for line in r.stdout.splitlines() if " serve /abs/q" in line)
+    assert cmd.count("--host") == 1 and cmd[cmd.index("--host") + 1] == "0.0.0.0"
+    assert "export AVI_LLM_BASE_URL=http://127.0.0.1:8000/v1" in r.stdout
+
+
 # ---------------------------------------------------------------- dry run and the shell script
 
 

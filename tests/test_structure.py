@@ -85,8 +85,9 @@ def test_the_agent_composes_small_parts():
 
 
 LAYERS = [
-    {"avi", "errors", "hashing", "offline", "places", "questions", "prompts", "replies", "tfjs_convert"},
-    {"weights"}, {"serve"}, {"budget", "config_devices", "config_embedders", "config_agent", "config"},
+    {"avi", "errors", "hashing", "offline", "places", "questions", "prompts", "replies", "tfjs_convert", "untrusted",
+     "input_paths"},
+    {"weights"}, {"serve"}, {"budget", "config_devices", "config_embedders", "config_agent", "config_file", "config"},
     {"video"}, {"backends"}, {"index"}, {"tools"}, {"trace"}, {"agent"}, {"pipeline"}, {"viewer"}, {"videos"},
     {"jobs"}, {"eval"}, {"doctor"}, {"cli"},
 ]

@@ -24,6 +24,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from avi.errors import AviError
+from avi.untrusted import defang
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,10 @@ class TranscriptSegment:
     no_speech_prob: float | None = None
     compression_ratio: float | None = None
     words: list[Word] | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        # speech and subtitles are the video's words: never avi's own syntax (avi/untrusted.py)
+        self.text = defang(self.text)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from avi.untrusted import defang
+
 Box = tuple[float, float, float, float]
 """A box in pixels of the analysed frame, ``(x1, y1, x2, y2)`` (xyxy)."""
 
@@ -73,6 +75,10 @@ class OcrLine:
     box: Box
     t_s: float
 
+    def __post_init__(self) -> None:
+        # on-screen text is the video's: never avi's own syntax (avi/untrusted.py)
+        object.__setattr__(self, "text", defang(self.text))
+
     def to_dict(self) -> dict:
         return {"text": self.text, "score": round(self.score, 3), "box": [round(v, 1) for v in self.box], "t_s": self.t_s}
 
@@ -95,6 +101,10 @@ class Caption:
     text: str
     captioner: str
     data: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # a caption retells the video (its on-screen text, its speech): never avi's own syntax (avi/untrusted.py)
+        self.text = defang(self.text)
 
     def to_dict(self) -> dict:
         return asdict(self)

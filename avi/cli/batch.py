@@ -102,10 +102,15 @@ def print_summary(summary: dict, out: Path, as_json: bool) -> None:
 def cmd_batch(args) -> int:
     """``avi batch``: exit 0 when every question has a record with status ok, 1 when some failed."""
     from avi.cli.common import settings_from_args
+    from avi.input_paths import check_input_path
     from avi.jobs.manifest import folder_job, load_manifest
     from avi.jobs.runner import run_job, traces_dir_for
-    from avi.places import check_places, job_places
+    from avi.places import check_not_an_input, check_places, job_places
 
+    for path, what in ((args.input, "the manifest or folder"), (args.questions, "the questions file"),
+                       (args.out, "--out")):
+        if path is not None:
+            check_input_path(path, what)
     if args.input.is_dir():
         if args.questions is None:
             raise InputError(f"{args.input} is a folder: give the questions for its videos with --questions FILE")
@@ -118,6 +123,9 @@ def cmd_batch(args) -> int:
         source = {"manifest": str(args.input.resolve())}
     if args.out.suffix.lower() not in {".jsonl", ".json"}:
         raise InputError(f"--out should be a .jsonl file, got {args.out}")
+    check_not_an_input(args.out, [(args.input, "the manifest"), (args.questions, "the questions file")]
+                       + [(v, "a video of the job") for q in questions for v in (q.videos or [q.video])]
+                       + [(q.subtitles, "a subtitle file of the job") for q in questions])
     settings = settings_from_args(args)
     check_places(job_places(settings, args.out, traces_dir_for(args.out)))  # before any work
     executor = make_executor(args, settings)

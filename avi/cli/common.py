@@ -5,6 +5,7 @@ the common flags, and the one place where settings are assembled from flags, ``A
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import os
 import signal
@@ -54,6 +55,9 @@ def guard(fn, args) -> int:
         print("avi: interrupted", file=sys.stderr)
         return 130
     except OSError as exc:  # a place that became unwritable after the checks before work (full disk, ...)
+        if exc.errno in (errno.ELOOP, errno.ENAMETOOLONG):  # a path the checks before work did not see
+            print(f"avi: error: cannot open {exc.filename}: {os.strerror(exc.errno).lower()}", file=sys.stderr)
+            return 2
         msg = permission_message(exc)
         if msg is None:
             return _internal_error(exc, args)

@@ -25,7 +25,6 @@ def cmd_doctor(args) -> int:
 def cmd_config(args) -> int:
     """Print the effective settings (TOML, or JSON with --json) and where each non-default value came from, then
     where the in-process models run on this machine (``auto`` devices and dtypes resolved)."""
-    from avi.agent.rules import RULES, select_rules
     from avi.backends.devices import ROLES, placement
     from avi.errors import AviError
 
@@ -40,12 +39,13 @@ def cmd_config(args) -> int:
         print(json.dumps({"config_file": str(settings.config_path) if settings.config_path else None,
                           "profile": settings.resolved_profile(), "settings": settings.model_dump(mode="json"),
                           "sources": settings.sources(), "placement": where,
-                          "answer_rules_in_effect": [r.name for r in select_rules(settings)]}, indent=2))
+                          "answer_rules_in_effect": list(settings.answer_rule_names())}, indent=2))
     else:
+        from avi.agent.rules import RULES
         from avi.backends.devices import placement_lines
 
         print(settings.to_toml(), end="")
-        on = {r.name for r in select_rules(settings)}
+        on = set(settings.answer_rule_names())
         print("\n".join(["", *placement_lines(settings), "", f"# answer rules (answer_rules = {settings.answer_rules!r}, "
                          f"profile {settings.resolved_profile()}; applied in this order):"]
                         + [f"#   [{'x' if r.name in on else ' '}] {r.name} ({r.stage}): {r.about}" for r in RULES]))

@@ -158,6 +158,12 @@ def cmd_eval(args) -> int:
         raise InputError(f"--videos {args.videos} is not a folder{hint}")
     if args.out.suffix.lower() not in {".jsonl", ".json"}:
         raise InputError(f"--out should be a .jsonl file, got {args.out}")
+    from avi.places import check_not_an_input
+
+    check_not_an_input(args.out, [(args.annotations, "the annotations")])
+    if args.annotations.is_dir() and args.out.expanduser().absolute().parent == args.annotations.absolute():
+        raise InputError(f"--out {args.out} is inside the annotations folder {args.annotations}: a later run would "
+                         f"read the results as questions; choose another --out")
     options = _loader_options(args)
     subset = None
     if args.bench == "jsonl":

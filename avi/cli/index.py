@@ -9,6 +9,7 @@ from pathlib import Path
 
 from avi.cli.common import settings_from_args
 from avi.errors import AviError, InputError
+from avi.input_paths import check_input_path
 
 
 def cmd_index(args) -> int:
@@ -20,7 +21,7 @@ def cmd_index(args) -> int:
 
     videos: list[Path] = []
     for path in args.videos:
-        if path.is_dir():
+        if check_input_path(path, "the video or folder").is_dir():
             found = video_files(path)
             if not found:
                 raise InputError(f"no video files in folder {path}")

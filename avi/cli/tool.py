@@ -32,7 +32,10 @@ def cmd_tool(args) -> int:
     try:
         arguments = json.loads(args.args) if args.args else {}
     except json.JSONDecodeError as exc:
-        raise InputError(f"--args is not valid JSON ({exc.msg} at character {exc.pos}): {args.args}") from None
+        raise InputError(f"--args is not valid JSON ({exc.msg} at character {exc.pos}): {args.args[:200]}") from None
+    except RecursionError:
+        raise InputError(f"--args is nested too deeply ({len(args.args)} characters; a tool's arguments are a "
+                         f"JSON object a few levels deep)") from None
     if not isinstance(arguments, dict):
         raise InputError('--args must be a JSON object, e.g. \'{"time_ranges": [[0, 5]]}\'')
 

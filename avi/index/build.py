@@ -52,7 +52,8 @@ from avi.backends.types import Caption
 from avi.config import Settings, fingerprint
 from avi.errors import AviError
 from avi.hashing import sha256_file
-from avi.index.reuse import seed_work
+from avi.index.chroma_io import verify_index
+from avi.index.reuse import salvage_work, seed_work
 from avi.index.stages import (
     read_jsonl,
     stage_captions,
@@ -136,6 +137,11 @@ def ensure_index(video: Path, settings: Settings, backends: Backends, *, rebuild
                  progress: bool = True, stages: str = "all") -> VideoIndex:
     """Open the index of ``video``, building (or resuming) it first if there is no complete one.
 
+    A complete index is checked when it is opened (:func:`open_checked`: captions and Chroma collections hold
+    what the manifest counts, one query answers); one that fails is reported with its cause (a warning, and
+    ``rebuilt_from_broken`` in the new manifest) and rebuilt, taking over what still works when only its Chroma
+    database failed (then only the embeddings are computed again).
+
     Args:
         video: path of the video file.
         rebuild: build anew even if a complete index or a partial build exists
@@ -156,8 +162,8 @@ def ensure_index(video: Path, settings: Settings, backends: Backends, *, rebuild
     broken = None
     if not rebuild and (final / "manifest.json").exists():
         try:
-            index = VideoIndex(final)
-        except (AviError, OSError, ValueError, TypeError, KeyError) as exc:  # incomplete or damaged
+            index = open_checked(final)
+        except BrokenIndex as exc:  # incomplete or damaged
             broken = _report_broken(final, exc)
         else:
             if stages == "all" and index.pending:
@@ -165,6 +171,38 @@ def ensure_index(video: Path, settings: Settings, backends: Backends, *, rebuild
             return index
     return build_index(info, sha, final, settings, backends, components, progress=progress, rebuild=rebuild,
                        broken=broken, stages=stages)
+
+
+class BrokenIndex(AviError):
+    """A complete index that cannot be used (:func:`open_checked`).
+
+    Attributes:
+        cause: why, as one line.
+        salvage: True when only its Chroma database failed: its transcript, captions, graph and summary are
+            taken over by the rebuild (:func:`avi.index.reuse.salvage_work`), so only the embeddings are redone.
+    """
+
+    def __init__(self, cause: str, salvage: bool):
+        super().__init__(cause)
+        self.cause, self.salvage = cause, salvage
+
+
+def open_checked(final: Path) -> VideoIndex:
+    """Open the complete index at ``final`` and check that it works (:func:`avi.index.chroma_io.verify_index`:
+    the captions and the Chroma collections hold what the manifest counts, one query answers).
+
+    Raises:
+        BrokenIndex: the manifest, the captions or the Chroma database cannot be used (with the cause).
+    """
+    try:
+        index = VideoIndex(final)
+    except (AviError, OSError, ValueError, TypeError, KeyError) as exc:
+        raise BrokenIndex(f"{type(exc).__name__}: {exc}", salvage=False) from None
+    try:
+        verify_index(index)
+    except AviError as exc:
+        raise BrokenIndex(str(exc), salvage=True) from None
+    return index
 
 
 def finish_index(index: VideoIndex, settings: Settings, backends: Backends, *, progress: bool = True) -> VideoIndex:
@@ -202,10 +240,10 @@ def finish_index(index: VideoIndex, settings: Settings, backends: Backends, *, p
     return VideoIndex(final)
 
 
-def _report_broken(final: Path, exc: Exception) -> str:
-    """Log why the index at ``final`` cannot be opened (it is rebuilt next); returns the cause as text."""
-    cause = f"{type(exc).__name__}: {exc}"
-    log.warning("the index %s cannot be opened (%s); rebuilding it (the cause is kept in the new manifest as "
+def _report_broken(final: Path, exc: BrokenIndex) -> str:
+    """Log why the index at ``final`` cannot be used (it is rebuilt next); returns the cause as text."""
+    cause = exc.cause
+    log.warning("the index %s cannot be used (%s); rebuilding it (the cause is kept in the new manifest as "
                 "'rebuilt_from_broken')", final, cause)
     return cause
 
@@ -260,18 +298,22 @@ def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, back
     components = components or index_components(info.path, settings, backends)
     work = root / f".{key}.partial"
     with _build_lock(root, key):
+        salvage = False
         if not rebuild and (final / "manifest.json").exists():
             try:
-                return VideoIndex(final)  # another process finished it while we waited to start
-            except (AviError, OSError, ValueError, TypeError, KeyError) as exc:
-                broken = _report_broken(final, exc)
+                return open_checked(final)  # another process finished it while we waited to start
+            except BrokenIndex as exc:
+                broken, salvage = (exc.cause if broken else _report_broken(final, exc)), exc.salvage
         if rebuild and work.exists():
             release_chroma(work / "chroma")
             shutil.rmtree(work)
         resumed = work.exists()
         work.mkdir(exist_ok=True)
-        reused = None if resumed or rebuild else seed_work(work, root, key, settings.index_fingerprint_fields(),
-                                                           components)
+        reused = None
+        if salvage and not resumed:  # only the Chroma database failed: keep the rest, redo the embeddings
+            reused = salvage_work(final, work)
+        if reused is None and not (resumed or rebuild):
+            reused = seed_work(work, root, key, settings.index_fingerprint_fields(), components)
         times: dict[str, float] = {}
         t0 = time.perf_counter()
         segments, transcript_info = stage_transcript(work, info, settings, backends, progress)

@@ -13,7 +13,9 @@ What each stage depends on (besides the video and the index schema):
   (the speech attached to captions is added at build time from the transcript, so it is not part of this stage);
 - ``embeddings``: the captions, the transcript and the embedder.
 
-The graph and the summary (LLM stages) are never copied: they are what a prompt or LLM change is about.
+The graph and the summary (LLM stages) are never copied from a sibling: they are what a prompt or LLM change is
+about. :func:`salvage_work` is the other case: the index of the *same* key whose Chroma database no longer works
+gives its transcript, captions, graph and summary to its rebuild, so only the embeddings are computed again.
 """
 
 from __future__ import annotations
@@ -118,3 +120,48 @@ def seed_work(work: Path, root: Path, key: str, settings_fields: dict, component
         return None
     log.info("reusing the %s stages of %s", ", ".join(copied), other.name)
     return {"from": other.name, "stages": copied}
+
+
+SALVAGE_FILES = {
+    "transcript": (("transcript.jsonl", "transcript.jsonl"), ("transcript_info.json", "transcript_info.json")),
+    "captions": (("captions.jsonl", "captions.partial.jsonl"),),
+    "graph": (("graph.json", "graph.json"),),
+    "summary": (("summary.json", "summary.json"),),
+}
+
+
+def salvage_work(final: Path, work: Path) -> dict | None:
+    """Copy what the complete index ``final`` (same key) still holds into the new work directory ``work``, when
+    only its Chroma database failed: transcript, captions (as the finished-clips file the caption stage resumes
+    from), entity graph and summary, each only when its files are all there and parse as JSON. The build then
+    embeds again and redoes nothing else.
+
+    Returns:
+        ``{"from": key, "stages": [...], "salvaged": True}`` for the manifest's ``reused``, or None when nothing
+        could be taken.
+    """
+    copied: list[str] = []
+    for stage, files in SALVAGE_FILES.items():
+        if stage in ("graph", "summary") and "captions" not in copied:
+            continue  # built from the captions: only with them
+        try:
+            for src, _ in files:
+                text = (final / src).read_text()
+                if src.endswith(".jsonl"):
+                    for line in text.splitlines():
+                        if line.strip():
+                            json.loads(line)
+                else:
+                    json.loads(text)
+            for src, dst in files:
+                shutil.copy2(final / src, work / dst)
+        except (OSError, ValueError) as exc:
+            log.info("not taking the %s stage of %s over (%s)", stage, final, exc)
+            for _, dst in files:
+                (work / dst).unlink(missing_ok=True)
+            continue
+        copied.append(stage)
+    if not copied:
+        return None
+    log.info("taking the %s stages of %s over; its embeddings are built again", ", ".join(copied), final.name)
+    return {"from": final.name, "stages": copied, "salvaged": True}

@@ -19,6 +19,7 @@ from avi.backends.asr import TranscriptSegment
 from avi.backends.types import Caption
 from avi.config import Settings
 from avi.errors import AviError, InputError
+from avi.index.chroma_io import add_batched, verify_chroma, write_error
 from avi.index.graph import add_super_nodes, build_entity_graph, save_graph
 from avi.index.store import (
     CHROMA_LOCK,
@@ -159,6 +160,14 @@ def stage_captions(work: Path, info: VideoInfo, settings: Settings, backends: Ba
 
 def stage_embeddings(work: Path, captions: list[Caption], segments: list[TranscriptSegment],
                       backends: Backends) -> None:
+    """Captions and transcript lines into the work directory's Chroma database (``chroma/``), in batches under
+    the client's limit (:func:`avi.index.chroma_io.add_batched`: no limit on the video's length), then
+    checked (:func:`avi.index.chroma_io.verify_chroma`); ``embeddings.done`` marks it finished.
+
+    Raises:
+        AviError: a Chroma write or the check fails (a full disk: "no space left on DEVICE (mounted at PATH,
+            ...)"); the marker is not written, so the next build redoes this stage.
+    """
     marker = work / "embeddings.done"
     if marker.exists():
         return
@@ -169,22 +178,30 @@ def stage_embeddings(work: Path, captions: list[Caption], segments: list[Transcr
     texts = [c.text or "(no caption)" for c in captions]
     vecs = embedder.embed(texts)  # the embeddings first: the Chroma lock is held only for Chroma's own calls
     seg_vecs = embedder.embed([s.text for s in segments]) if segments else None
-    with CHROMA_LOCK:
-        client = chroma_client(chroma_dir)
-        col = client.create_collection(COLLECTION, embedding_function=ChromaEmbeddingFunction(embedder),
-                                       metadata={"hnsw:space": "cosine"})
-        col.add(ids=[f"clip-{c.clip_index:05d}" for c in captions], documents=texts, embeddings=vecs,
-                metadatas=[{"clip_index": c.clip_index, "start_s": c.start_s, "end_s": c.end_s} for c in captions])
-        if segments:
-            tcol = client.create_collection(TRANSCRIPT_COLLECTION,
-                                            embedding_function=ChromaEmbeddingFunction(embedder),
-                                            metadata={"hnsw:space": "cosine"})
-            tcol.add(ids=[f"seg-{i:05d}" for i in range(len(segments))], documents=[s.text for s in segments],
-                     embeddings=seg_vecs,
-                     metadatas=[{"segment_index": i, "start_s": s.start_s, "end_s": s.end_s, "source": s.source}
-                                for i, s in enumerate(segments)])
-            del tcol
-        del col, client
+    what = "the clip embeddings"
+    try:
+        with CHROMA_LOCK:
+            client = chroma_client(chroma_dir)
+            col = client.create_collection(COLLECTION, embedding_function=ChromaEmbeddingFunction(embedder),
+                                           metadata={"hnsw:space": "cosine"})
+            add_batched(client, col, [f"clip-{c.clip_index:05d}" for c in captions], vecs,
+                        [{"clip_index": c.clip_index, "start_s": c.start_s, "end_s": c.end_s} for c in captions],
+                        texts)
+            if segments:
+                what = "the transcript embeddings"
+                tcol = client.create_collection(TRANSCRIPT_COLLECTION,
+                                                embedding_function=ChromaEmbeddingFunction(embedder),
+                                                metadata={"hnsw:space": "cosine"})
+                add_batched(client, tcol, [f"seg-{i:05d}" for i in range(len(segments))], seg_vecs,
+                            [{"segment_index": i, "start_s": s.start_s, "end_s": s.end_s, "source": s.source}
+                             for i, s in enumerate(segments)], [s.text for s in segments])
+                del tcol
+            del col, client
+    except Exception as exc:  # noqa: BLE001 - Chroma's errors have many types; write_error names the cause
+        release_chroma(chroma_dir)
+        raise write_error(exc, chroma_dir, what) from None
+    release_chroma(chroma_dir)
+    verify_chroma(chroma_dir, len(captions), len(segments))
     release_chroma(chroma_dir)
     marker.touch()
 

@@ -17,6 +17,7 @@ builder writes that manifest last and moves the directory into place atomically.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -239,6 +240,10 @@ class VideoIndex:
             log.warning("index %s: the %s cannot be used (%s); %s", self.path, part, cause, consequence)
         self.problems[part] = cause
 
+    def chroma_dir(self) -> Path:
+        """The Chroma folder this index reads (:meth:`_chroma_dir`)."""
+        return self._chroma_dir()
+
     def _chroma_dir(self) -> Path:
         """The Chroma folder to open: the index's own, or, when any of it cannot be written (a read-only index
         root or file system), a private temporary copy, since Chroma writes to its database when it opens it.
@@ -322,10 +327,23 @@ class VideoIndex:
                            f"not {embedder.name} (dim {embedder.dim}); rebuild it with `avi index`")
         with CHROMA_LOCK:
             if name not in self._collections:
-                client = chroma_client(self._chroma_dir())
-                self._collections[name] = client.get_collection(name,
-                                                                embedding_function=ChromaEmbeddingFunction(embedder))
+                with self._chroma_errors():
+                    client = chroma_client(self._chroma_dir())
+                    self._collections[name] = client.get_collection(
+                        name, embedding_function=ChromaEmbeddingFunction(embedder))
             return self._collections[name]
+
+    @contextlib.contextmanager
+    def _chroma_errors(self):
+        """Chroma's own errors (a database damaged after the index was opened and checked) as one AviError naming
+        the index and the cause; ``avi index`` rebuilds such an index (avi/index/build.py, open_checked)."""
+        try:
+            yield
+        except AviError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - chromadb raises many kinds
+            raise AviError(f"the Chroma database of index {self.path} does not work ({type(exc).__name__}: "
+                           f"{' '.join(str(exc).split())[:200]}); `avi index` rebuilds it") from None
 
     def search(self, query: str, embedder: Embedder, top_k: int = 16) -> list[RetrievedClip]:
         """Top-k clips by cosine similarity of caption and query embeddings (AVI §3.3.1).
@@ -336,7 +354,7 @@ class VideoIndex:
         col = self.collection(embedder)
         n = min(max(1, top_k), len(self.captions))
         vec = embed_query(embedder, [query])
-        with CHROMA_LOCK:
+        with CHROMA_LOCK, self._chroma_errors():
             res = col.query(query_embeddings=vec, n_results=n, include=["distances", "metadatas"])
         out = []
         for meta, dist in zip(res["metadatas"][0], res["distances"][0]):
@@ -355,7 +373,7 @@ class VideoIndex:
         col = self.collection(embedder, TRANSCRIPT_COLLECTION)
         n = min(max(1, top_k), len(self.transcript))
         vec = embed_query(embedder, [query])
-        with CHROMA_LOCK:
+        with CHROMA_LOCK, self._chroma_errors():
             res = col.query(query_embeddings=vec, n_results=n, include=["distances", "metadatas"])
         return [(self.transcript[int(m["segment_index"])], 1.0 - float(d))
                 for m, d in zip(res["metadatas"][0], res["distances"][0])]

@@ -22,6 +22,7 @@ from avi.backends.types import Caption
 from avi.errors import InputError
 from avi.hashing import sha256_file
 from avi.index.subtitles import find_sidecar, load_subtitles
+from avi.input_paths import check_input_path
 from avi.video.audio import load_audio
 
 SPEECH_CHARS_PER_CLIP = 400
@@ -35,7 +36,7 @@ def subtitle_file(video: Path, settings) -> Path | None:
     """
     if settings.transcript in ("off", "asr"):
         return None
-    path = Path(settings.subtitles) if settings.subtitles else find_sidecar(video)
+    path = check_input_path(settings.subtitles, "the subtitle file") if settings.subtitles else find_sidecar(video)
     if path is not None and not path.is_file():
         raise InputError(f"subtitle file not found: {path}")
     if path is None and settings.transcript == "subtitles":

@@ -148,6 +148,8 @@ def load_manifest(path: Path) -> list[JobQuestion]:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise InputError(f"{path} line {n} is not JSON ({exc.msg})") from None
+            except RecursionError:
+                raise InputError(f"{path} line {n} is nested too deeply to read") from None
             if not isinstance(obj, dict):
                 raise InputError(f"{path} line {n} is not a JSON object")
             questions += _expand(base, obj, counts, f"{path} line {n}")
@@ -171,6 +173,8 @@ def load_question_list(path: Path) -> list[dict]:
                 obj = json.loads(s)
             except json.JSONDecodeError as exc:
                 raise InputError(f"{path} line {n} is not JSON ({exc.msg})") from None
+            except RecursionError:
+                raise InputError(f"{path} line {n} is nested too deeply to read") from None
             if not isinstance(obj, dict) or "video" in obj:
                 raise InputError(f"{path} line {n}: a question object without \"video\" (it applies to all videos)")
             items.append(obj)

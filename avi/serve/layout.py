@@ -4,7 +4,8 @@ The flags are the ones the stack relies on (README.md, "gpu profile on an 8-GPU 
 lists them per server): the orchestrator needs tool calling with the hermes parser
 and the qwen3 reasoning parser; the VLM takes images only; the embedder runs vLLM's
 pooling runner (``--runner pooling``; vLLM before 0.10 spelled it ``--task embed``).
-Every server binds 127.0.0.1.
+Every server binds 127.0.0.1: a server's ``host`` (or a ``--host`` in its ``extra_args``) that is not a loopback
+address is refused unless the layout says ``allow_remote = true`` (vLLM's API has no authentication of its own).
 
 A :class:`ServeLayout` is the ``[serve]`` table of the config: the servers and the GPUs
 of the in-process CV tools. :func:`default_layout` is the one for one 8-GPU node:
@@ -20,11 +21,12 @@ GPU   what                                        why
 
 from __future__ import annotations
 
+import ipaddress
 import shlex
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from avi.errors import InputError
 
@@ -52,7 +54,11 @@ class ServerSpec(BaseModel):
         model: local model directory (never a hub id: the node is air-gapped); a relative path is
             relative to the models directory (see :meth:`ServeLayout.resolved`).
         served_model_name: the name clients ask for.
-        port: TCP port on 127.0.0.1.
+        port: TCP port (``--port``).
+        host: the address the server binds (``--host``; default 127.0.0.1). Anything but a loopback address
+            needs ``allow_remote = true`` in the layout. A ``--host`` or ``--port`` in ``extra_args`` is taken
+            into these fields (the last one given wins, as vLLM's parser does), so the table and the command
+            show what will run.
         gpus: CUDA device indices (CUDA_VISIBLE_DEVICES); empty = no GPU pinning. With the ray
             backend across nodes: the GPUs of each node.
         tensor_parallel: --tensor-parallel-size.
@@ -76,6 +82,7 @@ class ServerSpec(BaseModel):
     model: str
     served_model_name: str
     port: int = Field(ge=1, le=65535)
+    host: str = Field(default=HOST, min_length=1)
     gpus: list[int] = Field(default_factory=list)
     tensor_parallel: int = Field(default=1, ge=1)
     data_parallel: int = Field(default=1, ge=1)
@@ -86,10 +93,55 @@ class ServerSpec(BaseModel):
     allowed_local_media_path: str | None = None
     extra_args: list[str] = Field(default_factory=list)
 
+    @model_validator(mode="after")
+    def _host_and_port_from_extra_args(self) -> "ServerSpec":
+        """Take ``--host``/``--port`` (also ``--host=...``) out of ``extra_args`` into ``host``/``port``."""
+        rest: list[str] = []
+        args = list(self.extra_args)
+        i = 0
+        while i < len(args):
+            flag, _, inline = args[i].partition("=")
+            if flag in ("--host", "--port"):
+                value = inline if inline else (args[i + 1] if i + 1 < len(args) else None)
+                if value is None:
+                    raise ValueError(f"extra_args ends with {flag} and no value")
+                if flag == "--host":
+                    self.host = value
+                elif not value.isdigit() or not 1 <= int(value) <= 65535:
+                    raise ValueError(f"extra_args --port {value}: not a port number (1..65535)")
+                else:
+                    self.port = int(value)
+                i += 1 if inline else 2
+                continue
+            rest.append(args[i])
+            i += 1
+        self.extra_args = rest
+        return self
+
+    @property
+    def loopback(self) -> bool:
+        """Whether ``host`` is a loopback address (127.0.0.0/8, ::1, localhost): reachable from this machine only."""
+        if self.host.lower() == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host.strip("[]")).is_loopback
+        except ValueError:
+            return False
+
+    @property
+    def address(self) -> str:
+        """``HOST:PORT`` as the server binds it (an IPv6 host in brackets)."""
+        host = self.host.strip("[]")
+        return f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"
+
     @property
     def base_url(self) -> str:
-        """The OpenAI-compatible endpoint this server answers at: ``http://127.0.0.1:PORT/v1``."""
-        return f"http://{HOST}:{self.port}/v1"
+        """The OpenAI-compatible endpoint avi processes on this machine use: ``http://HOST:PORT/v1``, with
+        127.0.0.1 for a server bound to every interface (``0.0.0.0``, ``::``)."""
+        host = self.host.strip("[]")
+        if host in ("0.0.0.0", "::", ""):
+            host = HOST
+        return f"http://{f'[{host}]' if ':' in host else host}:{self.port}/v1"
 
     @property
     def memory_fraction(self) -> float:
@@ -107,7 +159,7 @@ def vllm_command(spec: ServerSpec, *, python: str | None = None) -> list[str]:
     --model MODEL …`` when ``python`` is given (a venv without the ``vllm`` script on PATH)."""
     head = ([python, "-m", "vllm.entrypoints.openai.api_server", "--model", spec.model] if python
             else ["vllm", "serve", spec.model])
-    argv = head + ["--served-model-name", spec.served_model_name, "--host", HOST, "--port", str(spec.port)]
+    argv = head + ["--served-model-name", spec.served_model_name, "--host", spec.host, "--port", str(spec.port)]
     if spec.tensor_parallel > 1:
         argv += ["--tensor-parallel-size", str(spec.tensor_parallel)]
     if spec.pipeline_parallel > 1:
@@ -162,6 +214,8 @@ class ServeLayout(BaseModel):
         start_timeout_s: seconds each server has to list its model at ``GET /v1/models``.
         python: start vLLM as ``PYTHON -m vllm.entrypoints.openai.api_server`` instead of the ``vllm``
             script on PATH (a separate venv).
+        allow_remote: let a server bind a host that is not loopback (``host = "0.0.0.0"``, a LAN address). Off by
+            default: vLLM's API has no authentication, so anyone who reaches the port can use the models.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -171,6 +225,7 @@ class ServeLayout(BaseModel):
     tools_memory_fraction: float = Field(default=0.35, ge=0.0, le=1.0)
     start_timeout_s: float = Field(default=1200.0, gt=0)
     python: str | None = None
+    allow_remote: bool = False
 
     def server(self, role: str) -> ServerSpec | None:
         """The server of ``role``, or None if the layout has none."""
@@ -196,11 +251,16 @@ class ServeLayout(BaseModel):
         Raises:
             InputError: two servers on one port or for one role; a server whose parallelism does not
                 match its GPU count, or that lists a GPU twice; a GPU whose servers (and CV tools) take
-                more than all of its memory.
+                more than all of its memory; a server bound to a host that is not loopback without
+                ``allow_remote = true``.
         """
         seen_port: dict[int, str] = {}
         seen_role: set[str] = set()
         for s in self.servers:
+            if not s.loopback and not self.allow_remote:
+                raise InputError(f"serve layout: the {s.role} server would listen on {s.address}, not on this "
+                                 f"machine only (loopback); vLLM's API has no authentication, so this needs "
+                                 f"allow_remote = true in [serve]")
             if s.port in seen_port:
                 raise InputError(f"serve layout: port {s.port} is used by both {seen_port[s.port]} and {s.role}")
             seen_port[s.port] = s.role
@@ -259,8 +319,7 @@ class ServeLayout(BaseModel):
             par += [f"PP {s.pipeline_parallel}"] if s.pipeline_parallel > 1 else []
             par += [f"DP {s.data_parallel}"] if s.data_parallel > 1 else []
             par += [s.distributed_executor_backend] if s.distributed_executor_backend else []
-            row = (s.role, s.served_model_name, " ".join(par) or "-", f"{s.memory_fraction:.2f}",
-                   f"127.0.0.1:{s.port}")
+            row = (s.role, s.served_model_name, " ".join(par) or "-", f"{s.memory_fraction:.2f}", s.address)
             if not s.gpus:
                 unpinned.append(row)
             for g in s.gpus:

@@ -29,6 +29,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from avi.budget import frame_alpha, question_budget
 from avi.errors import AviError, WeightsError
 from avi.replies import inline_refs
+from avi.untrusted import defang
 from avi.video.timecode import fmt_range, parse_time
 
 
@@ -382,6 +383,10 @@ class Tool:
             note = f"ignored argument(s) that {self.name} does not take: {', '.join(unknown)}"
             obs.notes.append(note)
             obs.text += f"\nNote: {note}."
+        # what the model reads quotes the video (OCR, speech, captions, summaries of them): none of it may be
+        # read as avi's own syntax (**Answer:**, [STAGE_SWITCH: ...]; avi/untrusted.py)
+        obs.text = defang(obs.text)
+        obs.notes = [defang(n) for n in obs.notes]
         return obs
 
 

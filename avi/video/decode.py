@@ -26,6 +26,7 @@ import numpy as np
 
 from avi.errors import InputError
 from avi.hashing import sha256_file as file_sha256  # noqa: F401 - re-exported
+from avi.input_paths import check_input_path
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +94,7 @@ class Frame:
 
 
 def _open(path: Path) -> av.container.InputContainer:
-    path = Path(path)
+    path = check_input_path(path, "the video")
     if not path.exists():
         raise InputError(f"video not found: {path}")
     if not path.is_file():
@@ -127,7 +128,7 @@ def probe(path: Path) -> VideoInfo:
             has no decodable frames (zero length), or its frame shape cannot be
             analysed (:func:`frame_shape_problem`).
     """
-    path = Path(path).resolve()
+    path = check_input_path(path, "the video").resolve()
     container = _open(path)
     try:
         stream = container.streams.video[0]

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from avi.errors import InputError
+from avi.input_paths import check_input_path
 
 VIDEO_SUFFIXES = {".mp4", ".avi", ".mkv", ".mov", ".webm", ".m4v", ".mpg", ".mpeg", ".ts", ".flv", ".wmv"}
 """File name endings taken from a folder (a file named directly is taken whatever its ending)."""
@@ -21,11 +22,12 @@ def expand_videos(args: list[Path | str]) -> list[Path]:
     recursive); an argument with ``*``, ``?`` or ``[`` that is not an existing path is a glob (sorted).
 
     Raises:
-        InputError: an argument names nothing that exists, a folder or glob holds no video files.
+        InputError: an argument names nothing that exists, a folder or glob holds no video files, or cannot be
+            opened by its name (a symbolic link loop, a name longer than the file system allows).
     """
     out: list[Path] = []
     for arg in args:
-        p = Path(arg).expanduser()
+        p = check_input_path(Path(arg).expanduser(), "--video")
         if p.is_dir():
             found = sorted(f for f in p.iterdir() if f.is_file() and f.suffix.lower() in VIDEO_SUFFIXES)
             if not found:

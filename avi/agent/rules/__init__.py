@@ -25,10 +25,6 @@ from avi.config_agent import ANSWER_RULES
 
 __all__ = ["RULES", "Delivered", "Rule", "RuleRun", "answer_early", "deliver", "select_rules"]
 
-UNGROUNDED = ("option_scores", "structured_answer")
-"""The rules ``grounded_answers = false`` keeps."""
-
-
 def _decided(measure):
     """A ``decide`` rule's apply from a function returning ``(text, letter or None)``."""
     def apply(run: RuleRun, ans: Delivered) -> Delivered | None:
@@ -150,11 +146,8 @@ assert tuple(r.name for r in RULES) == ANSWER_RULES, "avi.config_agent.ANSWER_RU
 
 
 def select_rules(settings) -> tuple[Rule, ...]:
-    """The rules in effect under ``settings`` (``answer_rules`` on its profile; ``grounded_answers = false``
-    keeps only :data:`UNGROUNDED`)."""
+    """The rules in effect under ``settings`` (:meth:`avi.config.Settings.answer_rule_names`)."""
     names = set(settings.answer_rule_names())
-    if not getattr(settings, "grounded_answers", True):
-        names &= set(UNGROUNDED)
     return tuple(r for r in RULES if r.name in names)
 
 

@@ -66,8 +66,14 @@ def choose_k(s: np.ndarray, k_range: tuple[int, int]) -> int | None:
     return ks[int(np.argmax(gaps))]
 
 
+MAX_CLUSTERED = 1000
+"""Most entities clustered into super-nodes: the affinity matrix is dense (n x n) and its eigenvalues cost
+O(n^3), so a day of a fixed camera with a clock overlay (one text entity per clip, 17,280) would take hours and
+gigabytes; beyond this many, the entities seen in the most clips are clustered (about 10 s on 2 cores)."""
+
+
 def add_super_nodes(g: nx.DiGraph, embedder: Embedder, k_range: tuple[int, int] = (3, 8),
-                    min_members: int = 4) -> list[str]:
+                    min_members: int = 4, max_entities: int = MAX_CLUSTERED) -> list[str]:
     """Group entities into super-nodes by spectral clustering (AVI §3.2.3 eq. 3, §6.2.1 eq. 10).
 
     Over the entity nodes (kinds ``subject`` and ``text``) with
@@ -90,6 +96,8 @@ def add_super_nodes(g: nx.DiGraph, embedder: Embedder, k_range: tuple[int, int] 
         embedder: text embedder (``embed(texts) -> (n, dim)``).
         k_range: smallest and largest number of clusters tried.
         min_members: smallest cluster that becomes a super-node (AVI: more than 3).
+        max_entities: at most this many entities are clustered, those in the most clips (ties: by node id);
+            ``g.graph["super_nodes"]["clustered"]`` says how many were.
 
     Returns:
         the new super-node ids; [] when there are fewer than ``min_members``
@@ -97,7 +105,10 @@ def add_super_nodes(g: nx.DiGraph, embedder: Embedder, k_range: tuple[int, int] 
     """
     g.remove_nodes_from([n for n, d in list(g.nodes(data=True)) if d.get("kind") == "super"])
     ents = sorted(n for n, d in g.nodes(data=True) if d.get("kind") in ENTITY_KINDS)
-    g.graph["super_nodes"] = {"k": None, "entities": len(ents), "nodes": []}
+    n_all = len(ents)
+    if len(ents) > max_entities:
+        ents = sorted(sorted(ents, key=lambda n: -len(g.nodes[n].get("clips") or []))[:max_entities])
+    g.graph["super_nodes"] = {"k": None, "entities": n_all, "clustered": len(ents), "nodes": []}
     if len(ents) < min_members:
         update_scores(g)
         return []
@@ -144,6 +155,6 @@ def add_super_nodes(g: nx.DiGraph, embedder: Embedder, k_range: tuple[int, int] 
         for m in members:
             g.add_edge(node, m, relation="groups", spans=[list(sp) for sp in g.nodes[m].get("spans") or []])
         made.append(node)
-    g.graph["super_nodes"] = {"k": int(k), "entities": len(ents), "nodes": made}
+    g.graph["super_nodes"] = {"k": int(k), "entities": n_all, "clustered": len(ents), "nodes": made}
     update_scores(g)
     return made
