@@ -56,7 +56,7 @@ def test_a_broken_index_is_reported_with_its_cause_then_rebuilt(tmp_path, sign_v
     with caplog.at_level(logging.WARNING, logger="avi.index.build"):
         again = ensure_index(sign_video, settings, session_backends, progress=False)
     assert "captions unreadable" in again.manifest["rebuilt_from_broken"]
-    assert any("cannot be opened" in r.getMessage() and "captions unreadable" in r.getMessage()
+    assert any("cannot be used" in r.getMessage() and "captions unreadable" in r.getMessage()
                for r in caplog.records)
     assert again.manifest["counts"]["clips"] == first.manifest["counts"]["clips"] == len(again.captions)
 

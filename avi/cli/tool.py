@@ -38,6 +38,9 @@ def cmd_tool(args) -> int:
                          f"JSON object a few levels deep)") from None
     if not isinstance(arguments, dict):
         raise InputError('--args must be a JSON object, e.g. \'{"time_ranges": [[0, 5]]}\'')
+    problem = tool.check_arguments(arguments)
+    if problem:  # refused before the video is probed or its index opened
+        raise InputError(" ".join(problem.removeprefix("Error: ").split()))
 
     from avi.backends import Backends
     from avi.index.build import ensure_index

@@ -333,13 +333,14 @@ class Tool:
             args.append(f"{k}: {typ}{opt}")
         return f"{self.name}({', '.join(args)})"
 
-    def run(self, ctx: ToolContext, arguments: dict | None) -> Observation:
-        """Validate ``arguments`` and run the tool; every failure becomes an error observation, except one.
+    def check_arguments(self, arguments: dict | None) -> str | None:
+        """The error text :meth:`run` would return for ``arguments`` (None: they validate), checked without a
+        video or an index, so ``avi tool`` refuses bad arguments before any work."""
+        return self._validated(arguments)[4]
 
-        Raises:
-            WeightsError: a model's weights are missing or fail their sha256 check (the run must end, exit 4).
-        """
-        t0 = time.perf_counter()
+    def _validated(self, arguments: dict | None):
+        """``(args model or None, arguments as cleaned, dropped schema keywords, ignored unknown names, error
+        text or None)`` for ``arguments``."""
         arguments = dict(arguments or {})
         # Small models copy JSON-schema keywords from the tool list into their arguments.
         fields = self.args_model.model_fields
@@ -360,8 +361,20 @@ class Tool:
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors())
-            return Observation(f"Error: invalid arguments for {self.name}: {problems}. "
-                               f"Expected {self.signature_line()}.", {"arguments": arguments}, error=True)
+            return None, arguments, dropped, unknown, (f"Error: invalid arguments for {self.name}: {problems}. "
+                                                       f"Expected {self.signature_line()}.")
+        return args, arguments, dropped, unknown, None
+
+    def run(self, ctx: ToolContext, arguments: dict | None) -> Observation:
+        """Validate ``arguments`` and run the tool; every failure becomes an error observation, except one.
+
+        Raises:
+            WeightsError: a model's weights are missing or fail their sha256 check (the run must end, exit 4).
+        """
+        t0 = time.perf_counter()
+        args, arguments, dropped, unknown, problem = self._validated(arguments)
+        if problem:
+            return Observation(problem, {"arguments": arguments}, error=True)
         try:
             obs = self.fn(ctx, **args.model_dump())
         except WeightsError:
