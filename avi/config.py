@@ -159,9 +159,11 @@ class Settings(AgentSettings, DeviceSettings, BaseSettings):
     caption_ocr_frames: int = Field(default=3, ge=1, le=64,
                                     description="frames per clip sent to OCR for the perception caption")
     index_llm_stages: Literal["before", "after"] = Field(
-        default="after", description="avi-run: build the index's LLM stages (entity graph, summary) before the "
-                                     "first question, or after the answer (the question waits only for captions "
-                                     "and embeddings; issue 17)")
+        default="after", description="avi-run, avi batch, avi tool: build the index's LLM stages (entity graph, "
+                                     "summary) before the first question, or later: the question waits only for "
+                                     "captions and embeddings, and a stage is built when a tool first needs it "
+                                     "(graph_retrieve, global_explore; issues 17 and 38). avi index and avi eval "
+                                     "build every stage")
     frame_reuse: bool = Field(default=True, description="OCR and the detector reuse their result on a frame "
                                                         "unchanged since the last one they read (issue 17)")
     embedder: str = Field(default="all-minilm-l6-v2", description="weights.lock entry of the sentence-transformers model")

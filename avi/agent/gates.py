@@ -8,13 +8,18 @@ import re
 from avi.agent.parse import Reply
 from avi.agent.state import State
 from avi.agent.traps import TRAP_REPEATS, call_key, ranges_arg, trap_run
+from avi.index.lazy import will_build
 from avi.tools import ALL_TOOLS
 from avi.video.timecode import fmt_range
 
 
 def entity_graph_in(index) -> bool:
     """Whether the index's graph holds LLM-extracted entities (graph_retrieve is offered only then): a node's
-    ``source`` is ``captions``, ``llm`` or several joined by ``+`` (``captions+llm`` after the registry keying)."""
+    ``source`` is ``captions``, ``llm`` or several joined by ``+`` (``captions+llm`` after the registry keying).
+    A pending LLM graph that can be built here counts (the first graph_retrieve call builds it; issue 38); one
+    that cannot (a read-only index) does not."""
+    if will_build(index, "graph"):
+        return True
     try:
         return any("llm" in str(d.get("source") or "").split("+") for _, d in index.graph.nodes(data=True))
     except Exception:  # noqa: BLE001 - no or unreadable graph: the tool is simply not offered

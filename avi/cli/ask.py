@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from avi.cli.common import add_answer_rules, add_common, settings_from_args
@@ -44,7 +43,8 @@ def cmd_ask(args) -> int:
     check_places(question_places(settings, args.trace))  # before any work: the answer must not be lost
     videos = expand_videos(args.video)
     backends = Backends(settings)
-    # the question waits only for the captions and embeddings; the LLM stages follow the answer
+    # the question waits only for the captions and embeddings; an LLM stage (entity graph, summary) is built
+    # when a tool of this or a later question first needs it (avi/index/lazy.py), never after the answer
     stages = "search" if settings.index_llm_stages == "after" else "all"
     try:
         if len(videos) == 1:
@@ -56,35 +56,9 @@ def cmd_ask(args) -> int:
             result = ask_many(videos, args.question, settings, backends, rebuild_index=args.rebuild_index,
                               progress=not args.quiet, stages=stages)
         status = _print_result(args, result, settings)
-        if stages == "search":
-            rows = getattr(result.trace, "videos", None) or [{"index_dir": result.trace.index_dir}]
-            for video, row in zip(videos, rows):  # several videos: the trace lists them in the given order
-                _finish_index(row.get("index_dir"), video, settings, backends, quiet=args.quiet)
     finally:
         backends.close()
     return status
-
-
-def _finish_index(index_dir: str | None, video: Path, settings, backends, *, quiet: bool) -> None:
-    """After the answer: build the pending LLM stages (entity graph, summary) of the index at ``index_dir``
-    (``video``'s) for later questions; a failure is a warning (the answer is already out)."""
-    from avi.index.build import finish_index
-    from avi.index.store import VideoIndex
-
-    if not index_dir:
-        return
-    index = VideoIndex(Path(index_dir))
-    if not index.pending:
-        return
-    sys.stdout.flush()  # the answer is out before the minutes this takes
-    if not quiet:
-        print(f"avi: the answer is above; now building the {' and '.join(index.pending)} of {video.name} for later "
-              f"questions (Ctrl-C stops; 'avi index {video}' finishes it)", file=sys.stderr, flush=True)
-    try:
-        finish_index(index, settings, backends, progress=not quiet)
-    except (AviError, OSError) as exc:  # another builder holds the lock, a read-only index, a failed LLM call
-        print(f"avi: warning: the {' and '.join(index.pending)} of {video.name} not built now "
-              f"({' '.join(str(exc).split())[:200]}); 'avi index {video}' builds them", file=sys.stderr)
 
 
 def _print_result(args, result, settings) -> int:

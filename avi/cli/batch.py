@@ -129,6 +129,9 @@ def cmd_batch(args) -> int:
     settings = settings_from_args(args)
     check_places(job_places(settings, args.out, traces_dir_for(args.out)))  # before any work
     executor = make_executor(args, settings)
+    # as avi-run: questions wait only for the captions and embeddings; a question whose tool needs the entity graph
+    # or the summary builds it then (avi/index/lazy.py). avi eval builds every stage first (comparable runs).
+    executor.stages = "search" if settings.index_llm_stages == "after" else "all"
     summary = run_job(questions, args.out, executor, kind="batch", source=source, retry_failed=args.retry_failed,
                       progress=not args.quiet)
     print_summary(summary, args.out, args.json)

@@ -51,7 +51,9 @@ def cmd_tool(args) -> int:
     backends = Backends(settings)
     try:
         info = probe(args.video)
-        index = ensure_index(info.path, settings, backends, progress=not args.quiet)
+        # as avi-run: the LLM stages wait until a tool needs one (graph_retrieve, global_explore build theirs)
+        stages = "search" if settings.index_llm_stages == "after" else "all"
+        index = ensure_index(info.path, settings, backends, progress=not args.quiet, stages=stages)
         ctx = ToolContext(settings=settings, index=index, video=VideoReader(info, settings.max_side),
                           backends=backends)
         obs = tool.run(ctx, arguments)
@@ -64,5 +66,7 @@ def cmd_tool(args) -> int:
     elif obs.error:
         print(f"avi: error: {' '.join(obs.text.split())}", file=sys.stderr)
     else:
+        if (obs.data.get("index_stage") or {}).get("built") and not args.quiet:  # the wait was this call's
+            print(f"avi: {obs.data['index_stage']['note']}", file=sys.stderr)
         print(obs.text)
     return 2 if obs.error else 0

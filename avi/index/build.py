@@ -14,12 +14,14 @@ that is killed or fails resumes where it stopped and redoes nothing finished):
    inputs (``graph.json``, AVI §3.2.3 and §6.2);
 6. ``summary``: the hierarchical summary for global_explore (``summary.json``).
 
-The two LLM stages (5 and 6) are off the critical path when asked (``stages="search"``, what ``avi-run``
-does): the index is put in place as soon as the embeddings exist, its manifest lists the stages still to run
-(``"pending": ["graph", "summary"]``), questions can be asked, and :func:`finish_index` (run by ``avi-run``
-after its answer, by ``avi index``, or by any ``ensure_index`` with ``stages="all"``) builds them into the
-index directory under the same lock, each file written atomically, the manifest updated after each.
-Until then graph_retrieve is not offered and global_explore ranks the captions (issue 17).
+The two LLM stages (5 and 6) are off the critical path when asked (``stages="search"``, what ``avi-run``,
+``avi batch`` and ``avi tool`` do): the index is put in place as soon as the embeddings exist, its manifest
+lists the stages still to run (``"pending": ["graph", "summary"]``), questions can be asked, and
+:func:`finish_index` builds them into the index directory under the same lock, each file written atomically,
+the manifest updated after each: all of them for ``avi index`` (or any ``ensure_index`` with ``stages="all"``),
+one of them when a question's tool first needs it (graph_retrieve the graph, global_explore the summary;
+:mod:`avi.index.lazy`, issue 38). Nothing builds them after an answer: the answering process pays only for
+what its question used (issue 17 built them after the answer; issue 38 made that lazy).
 
 The index directory is keyed by the video's sha256 and a fingerprint of the
 settings, models and index prompts that shape it; a later question reuses it,
@@ -45,6 +47,7 @@ import shutil
 import time
 import uuid
 from pathlib import Path
+from typing import Sequence
 
 from avi import __version__
 from avi.backends import Backends
@@ -205,7 +208,8 @@ def open_checked(final: Path) -> VideoIndex:
     return index
 
 
-def finish_index(index: VideoIndex, settings: Settings, backends: Backends, *, progress: bool = True) -> VideoIndex:
+def finish_index(index: VideoIndex, settings: Settings, backends: Backends, *, progress: bool = True,
+                 only: Sequence[str] | None = None) -> VideoIndex:
     """Build the pending LLM stages of ``index`` (built with ``stages="search"``) into its directory.
 
     Each stage's file is written atomically and the manifest is rewritten after it (its ``pending`` list
@@ -213,17 +217,25 @@ def finish_index(index: VideoIndex, settings: Settings, backends: Backends, *, p
     before, between and after the stages, never half a file. A build killed here resumes at the stage that was
     running.
 
+    Args:
+        only: build just these of the pending stages (a tool that needs one of them; :mod:`avi.index.lazy`);
+            None builds every pending stage.
+
     Returns:
-        the index opened again (no stage pending).
+        the index opened again (no stage pending, or none of ``only``).
 
     Raises:
-        AviError: another process holds the build lock; a backend fails (the stages finished so far are kept).
+        IndexBusy: another process holds the build lock.
+        AviError: a backend fails (the stages finished so far are kept).
+        OSError: the index directory cannot be written (a read-only index).
     """
     final = index.path
     with _build_lock(final.parent, final.name):
         manifest = json.loads((final / "manifest.json").read_text())
         captions = [Caption.from_dict(d) for d in read_jsonl(final / "captions.jsonl")]
         for stage in list(manifest.get("pending") or []):
+            if only is not None and stage not in only:
+                continue
             t = time.perf_counter()
             if stage == "graph":
                 info = stage_graph(final, captions, settings, backends, progress)
@@ -251,9 +263,21 @@ def _report_broken(final: Path, exc: BrokenIndex) -> str:
 # ---------------------------------------------------------------- work directory
 
 
+class IndexBusy(AviError):
+    """Another process holds the build lock of an index (:func:`_build_lock`).
+
+    Attributes:
+        pid: the lock holder's process id as it wrote it ("?" when unreadable).
+    """
+
+    def __init__(self, message: str, pid: str):
+        super().__init__(message)
+        self.pid = pid
+
+
 @contextlib.contextmanager
 def _build_lock(root: Path, key: str):
-    """Exclusive lock for building ``key``; raises AviError if another process holds it."""
+    """Exclusive lock for building ``key``; raises :class:`IndexBusy` if another process holds it."""
     path = root / f".{key}.lock"
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -261,7 +285,8 @@ def _build_lock(root: Path, key: str):
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             other = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
-            raise AviError(f"another avi process (pid {other}) is building this index: {root / key}") from None
+            raise IndexBusy(f"another avi process (pid {other}) is building this index: {root / key}",
+                            other) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         yield

@@ -219,7 +219,8 @@ class VideoIndex:
             TranscriptSegment.from_dict(json.loads(line))
             for line in (tpath.read_text().splitlines() if tpath.exists() else []) if line.strip()
         ]
-        #: LLM stages not built yet (``avi index`` builds them; avi/index/build.py, finish_index)
+        #: LLM stages not built yet (``avi index`` builds them, or the first tool call that needs one;
+        #: avi/index/build.py, finish_index; avi/index/lazy.py)
         self.pending: list[str] = list(self.manifest.get("pending") or [])
         self._graph: nx.DiGraph | None = None
         self._subjects: list[dict] | None = None
@@ -227,6 +228,25 @@ class VideoIndex:
         self._chroma: Path | None = None
         # What of this index could not be used, and why (part -> cause): see note_problem.
         self.problems: dict[str, str] = {}
+
+    def reload_manifest(self) -> list[str]:
+        """Read the manifest again: a pending stage may have been built since this index was opened (by a tool that
+        needed it, :mod:`avi.index.lazy`, or by another process). A stage built since is read from disk on its
+        next use. An unreadable manifest leaves everything as it was.
+
+        Returns:
+            the stages built since the manifest was last read.
+        """
+        try:
+            manifest = json.loads((self.path / "manifest.json").read_text())
+        except (OSError, json.JSONDecodeError):
+            return []
+        pending = list(manifest.get("pending") or [])
+        built = [s for s in self.pending if s not in pending]
+        self.manifest, self.pending = manifest, pending
+        if "graph" in built:
+            self._graph = None
+        return built
 
     def note_problem(self, part: str, cause: str, consequence: str) -> None:
         """Record that ``part`` of this index could not be used (``problems[part] = cause``), logged once per part.
@@ -275,7 +295,8 @@ class VideoIndex:
             from avi.index.graph.registry import key_by_registry
 
             if "graph" in self.pending and not (self.path / "graph.json").exists():
-                raise AviError(f"the entity graph of {self.path} is not built yet (avi index builds it)")
+                raise AviError(f"the entity graph of {self.path} is not built yet (avi index builds it, or "
+                               f"the first graph_retrieve call)")
             try:
                 g = load_graph(self.path / "graph.json")
             except (OSError, ValueError, TypeError, KeyError, nx.NetworkXError) as exc:

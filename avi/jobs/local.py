@@ -44,12 +44,16 @@ class LocalExecutor:
         concurrency: questions answered at once (>= 1).
         index_workers: index builds at once (>= 1).
         retries: extra attempts for a transient failure (server unreachable or timing out).
+        stages: what an index build covers: ``"all"`` (``avi eval``) or ``"search"`` (``avi batch``: the LLM
+            stages are built by the first question whose tool needs one; :func:`avi.jobs.work.index_video`).
     """
 
     name = "local"
 
-    def __init__(self, settings: Settings, *, concurrency: int = 1, index_workers: int = 1, retries: int = 2):
+    def __init__(self, settings: Settings, *, concurrency: int = 1, index_workers: int = 1, retries: int = 2,
+                 stages: str = "all"):
         self.settings = settings
+        self.stages = stages
         self.concurrency = max(1, concurrency)
         self.index_workers = max(1, index_workers)
         self.retries = max(0, retries)
@@ -89,8 +93,8 @@ class LocalExecutor:
 
     def _index(self, job: VideoJob, backends: Backends):
         try:
-            (prepared, event), attempts = with_retries(lambda: index_video(job, self.settings, backends),
-                                                       self.retries)
+            (prepared, event), attempts = with_retries(
+                lambda: index_video(job, self.settings, backends, stages=self.stages), self.retries)
             event["attempts"] = attempts
             return prepared, event
         except TransientError as exc:
@@ -100,7 +104,8 @@ class LocalExecutor:
     def _answer(self, q, prepared, backends: Backends, traces_dir: Path) -> dict:
         try:
             rec, attempts = with_retries(
-                lambda: answer_job_question(q, prepared, self.settings, backends, traces_dir), self.retries)
+                lambda: answer_job_question(q, prepared, self.settings, backends, traces_dir, self.stages),
+                self.retries)
             rec["attempts"] = attempts
             rec["executor"] = self.name
             return rec

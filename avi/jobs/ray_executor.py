@@ -49,15 +49,15 @@ def _worker_backends(settings_json: str) -> tuple[Settings, Backends]:
     return _WORKER["settings"], _WORKER["backends"]
 
 
-def _index_task(job: VideoJob, settings_json: str) -> dict:
+def _index_task(job: VideoJob, settings_json: str, stages: str = "all") -> dict:
     from avi.jobs.work import index_video
 
     settings, backends = _worker_backends(settings_json)
-    _, event = index_video(job, settings, backends)
+    _, event = index_video(job, settings, backends, stages=stages)
     return event
 
 
-def _question_task(q, index_dir: str, settings_json: str, traces_dir: str) -> dict:
+def _question_task(q, index_dir: str, settings_json: str, traces_dir: str, stages: str = "all") -> dict:
     from avi.index.store import VideoIndex
     from avi.jobs.work import answer_job_question
     from avi.pipeline import PreparedVideo
@@ -70,7 +70,7 @@ def _question_task(q, index_dir: str, settings_json: str, traces_dir: str) -> di
         info = probe(q.video)
         cache[index_dir] = PreparedVideo(info=info, index=VideoIndex(Path(index_dir)),
                                          seconds=time.perf_counter() - t0)
-    rec = answer_job_question(q, cache[index_dir], settings, backends, Path(traces_dir))
+    rec = answer_job_question(q, cache[index_dir], settings, backends, Path(traces_dir), stages)
     rec["executor"] = "ray"
     rec["worker"] = f"{os.uname().nodename}:{os.getpid()}"
     return rec
@@ -88,14 +88,17 @@ class RayExecutor:
         num_cpus: Ray CPUs the local instance gets (``local`` only; default: all).
         index_resources / question_resources: Ray resources per task (``num_cpus``, ``num_gpus``).
         retries: Ray retries of a task that raised a transient error or whose worker died.
+        stages: what an index build covers (as :class:`avi.jobs.local.LocalExecutor`); with ``"search"`` a
+            question whose tool needs a pending stage while another worker builds it answers without it.
     """
 
     name = "ray"
 
     def __init__(self, settings: Settings, address: str = "auto", *, concurrency: int = 4,
                  num_cpus: int | None = None, index_resources: dict | None = None,
-                 question_resources: dict | None = None, retries: int = 2):
+                 question_resources: dict | None = None, retries: int = 2, stages: str = "all"):
         self.settings = settings
+        self.stages = stages
         self.address = address
         self.concurrency = max(1, concurrency)
         self.num_cpus = num_cpus
@@ -144,13 +147,13 @@ class RayExecutor:
 
             pending: dict = {}
             for job in jobs:
-                pending[index_fn.remote(job, settings_json)] = ("index", job)
+                pending[index_fn.remote(job, settings_json, self.stages)] = ("index", job)
             queued: list = []  # (question, index_dir) waiting for a question slot
             in_flight = 0
             while pending or queued:
                 while queued and in_flight < self.concurrency:
                     q, index_dir = queued.pop(0)
-                    pending[question_fn.remote(q, index_dir, settings_json, traces)] = ("question", q)
+                    pending[question_fn.remote(q, index_dir, settings_json, traces, self.stages)] = ("question", q)
                     in_flight += 1
                 ready, _ = ray.wait(list(pending), num_returns=1)
                 ref = ready[0]

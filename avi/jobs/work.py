@@ -87,8 +87,11 @@ def _one_line(exc: BaseException) -> str:
 
 
 def index_video(job: VideoJob, settings: Settings, backends: Backends, *,
-                progress: bool = False) -> tuple[PreparedVideo | None, dict]:
+                progress: bool = False, stages: str = "all") -> tuple[PreparedVideo | None, dict]:
     """Build (or reuse, or resume) the index of ``job.video``.
+
+    ``stages``: ``"all"`` (``avi eval``) builds every stage; ``"search"`` (``avi batch``) leaves the LLM stages
+    pending, built by the first question whose tool needs one (:mod:`avi.index.lazy`).
 
     Returns:
         (the prepared video or None, an event dict: ``video``, ``status`` ok/failed, ``error``,
@@ -101,7 +104,7 @@ def index_video(job: VideoJob, settings: Settings, backends: Backends, *,
     event = {"video": str(job.video), "status": "ok", "error": None, "index_dir": None, "duration_s": None}
     try:
         prepared = prepare(job.video, video_settings(settings, job.subtitles, job.subtitles_offset_s), backends,
-                           progress=progress)
+                           progress=progress, stages=stages)
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # noqa: BLE001 - recorded, the batch goes on
@@ -130,8 +133,9 @@ def failed_record(q: JobQuestion, error: str, stage: str) -> dict:
 
 
 def answer_job_question(q: JobQuestion, prepared: PreparedVideo, settings: Settings, backends: Backends,
-                        traces_dir: Path) -> dict:
-    """Answer one question on its prepared video; write its trace; return its record.
+                        traces_dir: Path, stages: str = "all") -> dict:
+    """Answer one question on its prepared video; write its trace; return its record. ``stages``: what the
+    index builds of a question's other videos cover (:func:`index_video`).
 
     Raises:
         TransientError: the orchestrator is unreachable or timed out (the executor may retry).
@@ -140,7 +144,8 @@ def answer_job_question(q: JobQuestion, prepared: PreparedVideo, settings: Setti
     if q.answer_type != "auto":
         s = s.model_copy(update={"answer_type": q.answer_type})
     try:
-        result = answer_many(q, prepared, s, backends) if q.videos else answer(prepared, q.question, s, backends)
+        result = answer_many(q, prepared, s, backends, stages=stages) if q.videos \
+            else answer(prepared, q.question, s, backends)
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # noqa: BLE001 - recorded, the batch goes on
@@ -169,9 +174,11 @@ def answer_job_question(q: JobQuestion, prepared: PreparedVideo, settings: Setti
                if q.videos else {})}
 
 
-def answer_many(q: JobQuestion, prepared: PreparedVideo, settings: Settings, backends: Backends):
+def answer_many(q: JobQuestion, prepared: PreparedVideo, settings: Settings, backends: Backends, *,
+                stages: str = "all"):
     """Answer a question over several videos (``q.videos``; issue 21): the first is ``prepared`` (the runner's
-    video), the others are prepared here (their indexes built, reused or resumed as for one video).
+    video), the others are prepared here (their indexes built, reused or resumed as for one video, ``stages``
+    as :func:`index_video`).
 
     Raises:
         InputError: fewer than two videos, one unreadable.
@@ -182,7 +189,8 @@ def answer_many(q: JobQuestion, prepared: PreparedVideo, settings: Settings, bac
 
     paths = list(q.videos or [])
     first = Path(prepared.info.path).resolve()
-    ready = {name: prepared if Path(p).resolve() == first else prepare(p, settings, backends, progress=False)
+    ready = {name: prepared if Path(p).resolve() == first else prepare(p, settings, backends, progress=False,
+                                                                       stages=stages)
              for name, p in zip(video_names(paths), paths)}
     if len(ready) < 2:
         raise InputError("a question over several videos needs at least two")

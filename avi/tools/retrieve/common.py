@@ -48,6 +48,26 @@ def entity_min_cosine(ctx: ToolContext) -> float:
     """graph_retrieve's threshold for the context's embedder (``avi.config_embedders.EMBEDDER_SETTINGS``)."""
     return embedder_settings(getattr(ctx.backends.embedder, "name", "")).entity_min_cosine
 
+def pending_stage(ctx: ToolContext, stage: str):
+    """Build ``stage`` (``"graph"`` or ``"summary"``) of the context's index now if it is pending
+    (:func:`avi.index.lazy.build_if_pending`: the first tool call that needs it builds it; issue 38).
+
+    Returns:
+        None when it is not pending, else the :class:`avi.index.lazy.StageNote` saying what was done.
+    """
+    from avi.index.lazy import build_if_pending
+
+    return build_if_pending(ctx.index, stage, ctx.settings, ctx.backends)
+
+
+def with_stage_note(obs, note):
+    """``obs`` with what :func:`pending_stage` did in its notes (the trace's step) and ``data["index_stage"]``."""
+    if note is not None:
+        obs.notes.append(note.note)
+        obs.data["index_stage"] = note.to_dict()
+    return obs
+
+
 SEED_MARGIN = 0.1
 """graph_retrieve: entities within this cosine of the best match are also traversal seeds (at most 3)."""
 

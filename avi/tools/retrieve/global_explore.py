@@ -27,8 +27,10 @@ from avi.tools.retrieve.common import (
     captions_of,
     fit_lines,
     max_chars,
+    pending_stage,
     query_vector,
     shorten,
+    with_stage_note,
 )
 from avi.video.timecode import fmt_range
 
@@ -119,6 +121,7 @@ def global_explore(ctx: ToolContext, query: Query) -> Observation:
     caps = captions_of(ctx)
     if not caps:
         raise ValueError("this index has no clip captions to explore")
+    stage = pending_stage(ctx, "summary")  # an index whose summary is pending: built now, on first use (issue 38)
     q = query_vector(ctx, query)
     cap_sims = caption_vectors(ctx, caps) @ q
     summary = load_summary(ctx.index) or {}
@@ -164,7 +167,9 @@ def global_explore(ctx: ToolContext, query: Query) -> Observation:
         head = (f'global_explore "{shorten(query, 80)}": video summary and its {len(rows)} segments ranked by '
                 f"similarity to the query (summary + captions):")
     else:
-        head = (f'global_explore "{shorten(query, 80)}": this index has no LLM summary (built with summary_llm off); '
+        why = "its summary is not built yet" if stage is not None and not stage.built \
+            else "built with summary_llm off"
+        head = (f'global_explore "{shorten(query, 80)}": this index has no LLM summary ({why}); '
                 f"{len(rows)} segment{'s' if len(rows) != 1 else ''} of up to {FALLBACK_SEGMENT_S:g}s ranked by "
                 "caption similarity, each shown by its captions closest to the query:")
     lines = [head]
@@ -196,10 +201,12 @@ def global_explore(ctx: ToolContext, query: Query) -> Observation:
         lines.insert(1, f"Note: {note}.")
     tail = ["Candidate segments (best first): " + ", ".join(fmt_range(r["start_s"], r["end_s"]) for r in cands)
             + ". Confirm by looking at them (perceive tools)."]
-    return Observation(fit_lines(lines, max_chars(ctx), tail),
-                       {"query": query, "has_summary": has_summary, "video_summary": video or None,
-                        "segments": rows, "generated": generated, "cached": cached},
-                       evidence=[[r["start_s"], r["end_s"]] for r in cands])
+    if stage is not None and not stage.built:
+        tail.insert(0, f"Note: {stage.note}.")
+    return with_stage_note(Observation(fit_lines(lines, max_chars(ctx), tail),
+                                       {"query": query, "has_summary": has_summary, "video_summary": video or None,
+                                        "segments": rows, "generated": generated, "cached": cached},
+                                       evidence=[[r["start_s"], r["end_s"]] for r in cands]), stage)
 
 
 def _overview(ctx: ToolContext, query: str, video: str, rows: list[dict]) -> tuple[str, bool]:

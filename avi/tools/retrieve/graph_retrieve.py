@@ -19,9 +19,11 @@ from avi.tools.retrieve.common import (
     entity_min_cosine,
     fit_lines,
     max_chars,
+    pending_stage,
     query_vector,
     shorten,
     spans_text,
+    with_stage_note,
 )
 from avi.video.spans import merge_spans
 from avi.video.timecode import fmt_range
@@ -117,6 +119,21 @@ def graph_retrieve(ctx: ToolContext, query: Query, target: str = "", hops: Annot
     query = query.strip()
     if not query:
         raise ValueError("query is empty; name the person, object or text to look up")
+    stage = pending_stage(ctx, "graph")  # an index whose graph is pending: built now, on first use (issue 38)
+    if stage is not None and not stage.built:
+        return with_stage_note(Observation(f"graph_retrieve: {stage.note}. Use clip_retrieve or global_explore "
+                                           f"instead.", {"query": query}, error=True), stage)
+    try:
+        obs = _lookup(ctx, query, target, hops, top_k)
+    except ValueError as exc:
+        if stage is None:
+            raise
+        raise ValueError(f"{exc} (note: {stage.note})") from None  # the built-now note stays in the trace
+    return with_stage_note(obs, stage)
+
+
+def _lookup(ctx: ToolContext, query: str, target: str, hops: int, top_k: int) -> Observation:
+    """:func:`graph_retrieve` on an index whose entity graph is built."""
     g: nx.DiGraph = ctx.index.graph
     llm_graph = _llm_extracted(g)
     ents = sorted(n for n, d in g.nodes(data=True) if d.get("kind") in _ENTITY_KINDS)
