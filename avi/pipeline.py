@@ -30,8 +30,8 @@ class QuestionTrace(Trace):
         fallbacks: ``index_problems`` (part of the index that could not be used -> cause; the
             agent went on without it, e.g. graph_retrieve not offered when graph.json is unreadable),
             ``index_pending`` (LLM stages of the index still not built when the question ended: a tool that
-            needed one built it first, avi/index/lazy.py), ``undecodable_packets`` (packets skipped while decoding frames for the perceive
-            tools) and ``first_decode_error``.
+            needed one built it first, avi/index/lazy.py), ``undecodable_packets`` (packets skipped while
+            decoding frames for the perceive tools) and ``first_decode_error``.
     """
 
     fallbacks: dict = field(default_factory=dict)

@@ -90,3 +90,82 @@ def test_bench_index_profile_times_calls_and_tokens():
     assert thing.read(5) == 5 and thing.read(6) == 6 and thing.chat(1).prompt_tokens == 7
     assert prof.calls == {"ocr": 2, "llm": 1} and prof.tokens == {"prompt": 7, "completion": 3}
     assert any(line.startswith("  ocr: ") and "in 2 calls" in line for line in prof.lines())
+
+
+# ----------------------------------------------------------------- scripts/bench_latency.py (issue 38)
+
+
+@pytest.fixture(scope="module")
+def bench_latency():
+    return _script("bench_latency")
+
+
+def _latency_questions(tmp_path: Path) -> Path:
+    rows = [{"qid": f"q{i}", "video": "a.mp4" if i % 2 else "b.mp4", "question": f"Question {i}?", "type": "text",
+             "answer": ["x"], "split": "report" if i < 3 else "tune"} for i in range(5)]
+    path = tmp_path / "q.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_bench_latency_arguments_and_selection(bench_latency, tmp_path):
+    args = bench_latency.parse_args([])
+    assert args.split == "report" and args.limit is None and args.extra == [] and not args.json
+    assert args.videos == Path.home() / ".cache" / "avi" / "devbench" / "videos"
+    assert args.questions == REPO / "bench" / "questions"
+    qfile = _latency_questions(tmp_path)
+    args = bench_latency.parse_args(["--questions", str(qfile), "--videos", str(tmp_path), "--limit", "2", "--json",
+                                     "--", "--answer-rules", "none"])
+    assert args.extra == ["--answer-rules", "none"] and args.json
+    picked = bench_latency.select_questions(args)
+    assert [q.qid for q in picked] == ["q0", "q1"] and picked[0].video == tmp_path / "b.mp4"
+    args = bench_latency.parse_args(["--questions", str(qfile), "--videos", str(tmp_path), "--split", "all"])
+    assert len(bench_latency.select_questions(args)) == 5
+    with pytest.raises(SystemExit):
+        bench_latency.parse_args(["--limit", "0"])
+    argv = bench_latency.command_for(picked[1], tmp_path / "t.json", ["--answer-rules", "none"])
+    assert argv[:2] == [sys.executable, "-c"] and "run_main" in argv[2]
+    assert argv[3:] == ["--video", str(tmp_path / "a.mp4"), "--question", "Question 1?", "--json", "--quiet",
+                        "--trace", str(tmp_path / "t.json"), "--answer-rules", "none"]
+
+
+def test_bench_latency_rows_percentiles_and_table(bench_latency, tmp_path):
+    trace = tmp_path / "t.json"
+    trace.write_text(json.dumps({"steps": [
+        {"kind": "tool_call", "llm_seconds": 2.0, "prompt_tokens": 900, "completion_tokens": 30},
+        {"kind": "tool_call", "llm_seconds": 0.0, "prompt_tokens": 0, "completion_tokens": 0},  # host step
+        {"kind": "final_answer", "llm_seconds": 1.0, "prompt_tokens": 300, "completion_tokens": 4,
+         "observation_data": {"permutations": [{}, {}, {}, {}], "prior_permutations": []}}]}))
+    out = {"answer": "EXIT 42", "seconds": {"index": 1.5, "agent": 20.0, "total": 21.5},
+           "telemetry": {"prompt_tokens": 1200, "completion_tokens": 34, "llm_replies": 2}, "trace": str(trace)}
+    row = bench_latency.row_for("q0", 0, 23.04, "avi: progress\n" + json.dumps(out) + "\n")
+    assert row["status"] == "ok" and row["answer_s"] == 21.5 and row["exit_s"] == 23.04 and row["index_s"] == 1.5
+    assert row["llm_calls"] == 5 and row["prompt_tokens"] == 1200 and row["completion_tokens"] == 34
+    failed = bench_latency.row_for("q1", 3, 4.0, "", "avi: error: the LLM server is unreachable\n")
+    assert failed["status"] == "exit 3" and failed["answer_s"] is None and "unreachable" in failed["error"]
+    rows = [row, dict(row, qid="q2", answer_s=31.5, exit_s=33.0, llm_calls=7), failed]
+    summary = bench_latency.summarize(rows)
+    assert summary["questions"] == 3 and summary["failed"] == 1
+    assert summary["answer_s"] == {"p50": 26.5, "p90": 30.5, "n": 2}
+    assert summary["exit_s"]["n"] == 3 and summary["exit_s"]["p50"] == 23.04
+    assert bench_latency.percentile([], 50) is None and bench_latency.percentile([7], 90) == 7.0
+    table = bench_latency.format_table(rows, summary)
+    lines = table.splitlines()
+    assert lines[0].split() == ["question", "index", "s", "answer", "s", "exit", "s", "LLM", "calls", "prompt",
+                                "tok", "gen", "tok", "status"]
+    assert any(x.startswith("q1") and x.rstrip().endswith("exit 3") for x in lines)
+    p50 = next(x for x in lines if x.startswith("p50")).split()
+    assert p50 == ["p50", "26.5", "23.0", "6", "1200", "34"]
+    assert lines[-1] == "3 questions, 1 failed"
+
+
+def test_bench_latency_times_a_process(bench_latency, tmp_path, monkeypatch):
+    """run_one on a stand-in for avi-run that prints the JSON avi-run would (no model, no video)."""
+    out = {"answer": "B", "seconds": {"index": 0.1, "total": 0.2}, "telemetry": {"prompt_tokens": 10,
+                                                                              "completion_tokens": 2,
+                                                                              "llm_replies": 1}, "trace": None}
+    monkeypatch.setattr(bench_latency, "RUN_MAIN", f"import json, sys; print(json.dumps({out!r}))")
+    qfile = _latency_questions(tmp_path)
+    args = bench_latency.parse_args(["--questions", str(qfile), "--videos", str(tmp_path), "--limit", "1"])
+    row = bench_latency.run_one(bench_latency.select_questions(args)[0], tmp_path, [], 60)
+    assert row["status"] == "ok" and row["answer_s"] == 0.2 and row["llm_calls"] == 1 and row["exit_s"] > 0

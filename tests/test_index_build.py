@@ -560,7 +560,7 @@ def test_search_stages_first_then_the_llm_stages(stub_backends, sign_video, root
     assert stub_backends.llm.calls == 0 and not (index.path / "graph.json").exists()
     assert not (index.path / "summary.json").exists() and (index.path / "chroma").is_dir()
     with pytest.raises(AviError, match="not built yet"):
-        index.graph  # noqa: B018 - graph_retrieve is not offered meanwhile
+        index.graph  # noqa: B018 - the first graph_retrieve call builds it (tests/test_lazy_stages.py)
     assert ensure_index(sign_video, settings, stub_backends, progress=False, stages="search").pending  # reused
     assert stub_backends.captioner.calls == 4  # captioned once
     done = finish_index(index, settings, stub_backends, progress=False)
@@ -584,8 +584,8 @@ def test_every_stage_finishes_a_pending_index(stub_backends, sign_video, root):
 
 
 def test_several_videos_wait_only_for_the_search_stages(stub_backends, sign_video, short_video, root):
-    """``avi-run`` over several videos: each index is put in place with its LLM stages pending (they are built
-    after the answer, as for one video), and finishing one leaves the other as it was."""
+    """``avi-run`` over several videos: each index is put in place with its LLM stages pending (a tool that needs
+    one builds it, as for one video), and finishing one leaves the other as it was."""
     from avi.index.build import finish_index
     from avi.videos.pipeline import prepare_many
 
