@@ -100,6 +100,15 @@ def manifest_pending(index) -> list[str]:
 
 # ------------------------------------------------------------------ avi-run answers and exits
 
+class NoBackends:
+    """Backends that load nothing: the ask path's answer is faked in these tests."""
+
+    def __init__(self, settings):
+        pass
+
+    def close(self):
+        pass
+
 
 def test_ask_does_not_build_the_pending_stages_after_answering(monkeypatch, tmp_path, capsys):
     """cmd_ask (avi-run) asks with ``stages="search"``, prints the answer and returns: no finish_index, no
@@ -116,13 +125,6 @@ def test_ask_does_not_build_the_pending_stages_after_answering(monkeypatch, tmp_
     manifest = {"complete": True, "schema": 2, "pending": ["graph", "summary"]}
     (index_dir / "manifest.json").write_text(json.dumps(manifest))
     seen, finished = {}, []
-
-    class NoBackends:
-        def __init__(self, settings):
-            pass
-
-        def close(self):
-            pass
 
     def fake_ask(video, question, settings, backends, **kw):
         seen.update(kw)
@@ -152,13 +154,6 @@ def test_index_llm_stages_before_still_builds_first(monkeypatch, tmp_path, capsy
     from avi.trace import Trace
 
     seen = {}
-
-    class NoBackends:
-        def __init__(self, settings):
-            pass
-
-        def close(self):
-            pass
 
     def fake_ask(video, question, settings, backends, **kw):
         seen.update(kw)
