@@ -3,7 +3,7 @@ selection: which host rules may change the delivered answer (:mod:`avi.agent.rul
 
 ``answer_rules`` is ``default`` (the profile's: every rule on ``cpu``, only ``structured_answer`` on ``gpu``),
 ``all``, ``none``, or a comma-separated list read left to right: a name adds a rule, ``-name`` removes one, and a
-list that starts with a removal starts from the default (``-option_scores,-count_choice``); ``all``, ``none``
+list that starts with a removal starts from the default (``-option_scores,-cannot_tell``); ``all``, ``none``
 and ``default`` may start a list too (``all,-cannot_tell``).
 """
 
@@ -13,10 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-ANSWER_RULES = ("cuts", "colour_choice", "scale_choice", "shape", "count_choice", "direction", "text_choice",
-                "option_scores", "structured_answer", "extractive_answer", "agreed_reading", "count_at_moment",
-                "colour_answer", "count_yes_no", "quoted_yes_no", "count_interval", "event_interval", "shot_edges",
-                "cannot_tell")
+ANSWER_RULES = ("cuts", "scale_choice", "direction", "option_scores", "structured_answer", "count_at_moment",
+                "event_interval", "shot_edges", "cannot_tell")
 """Every answer rule, in the order the agent applies them (:data:`avi.agent.rules.RULES` describes each)."""
 
 UNGROUNDED = ("option_scores", "structured_answer")

@@ -177,10 +177,10 @@ def bench_vlm(args, sizes: dict, work: Path, device: str) -> dict:
     from tiny_models import build_tiny_qwen3vl
     from transformers import AutoConfig
 
-    from avi.prompts import PromptLibrary
     from avi.backends.devices import resolve_dtype
     from avi.backends.vlm import TransformersVlmBackend, VlmCaptioner
     from avi.config import PROMPTS_DIR_DEFAULT
+    from avi.prompts import PromptLibrary
     from avi.video.clips import Clip
 
     spec = sizes["vlm"] or {}

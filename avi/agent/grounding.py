@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from avi.agent.question import normalise
 from avi.video.spans import merge_spans, span_length, span_overlap
 from avi.video.timecode import fmt_range
 
@@ -109,65 +108,6 @@ class Places:
             if not any(s <= p.span[1] + self.tolerance_s and e >= p.span[0] - self.tolerance_s for p in pool):
                 out.append([s, e])
         return out
-
-
-def evidence_strings(steps: list[tuple[str, dict]], limit: int = 40) -> list[str]:
-    """On-screen texts and spoken lines the perceive calls (``(tool, observation data)``) returned, as the tools
-    spelled them, in the order found, without repeats, at most ``limit``."""
-    out: list[str] = []
-    seen: set[str] = set()
-    for name, data in steps:
-        if name == "text_extract":
-            texts = [t.get("text", "") for t in data.get("texts", [])]
-        elif name == "transcript_read":
-            texts = [s.get("text", "") for s in data.get("segments", [])]
-        else:
-            continue
-        for t in texts:
-            t = " ".join(str(t).split())
-            key = normalise(t)
-            if key and key not in seen:
-                seen.add(key)
-                out.append(t)
-    return out[:limit]
-
-
-def grounded_in(answer: str, strings: list[str]) -> bool:
-    """Whether ``answer`` rests on the evidence ``strings``: it holds one of them as whole words, it is a
-    whole-word part of one, or it holds a distinctive word (five letters or more, not a common word) of one.
-    Case and punctuation are ignored; "EXIT 4" does not rest on "EXIT 42"."""
-    a = f" {normalise(answer)} "
-    if not a.strip():
-        return False
-    for s in strings:
-        n = f" {normalise(s)} "
-        if not n.strip():
-            continue
-        if n in a or a in n:  # the whole string in the answer, or the answer a whole-word part of it
-            return True
-        # a distinctive word of a longer line (the word asked for in a spoken sentence) counts too
-        if any(len(w) >= 5 and not w.isdigit() and w not in _COMMON and f" {w} " in a for w in n.split()):
-            return True
-    return False
-
-
-_NON_ANSWER = re.compile(
-    r"\b(?:not|no|none|nothing|cannot|can't|can ?not|unable|unknown|unclear|neither|isn't|doesn't|don't|wasn't)\b",
-    re.I)
-
-
-def answers_nothing(answer: str, question_terms: frozenset[str]) -> bool:
-    """Whether a free-text answer gives nothing of its own: it denies or doubts ("not found", "unknown"), or it
-    only restates the question (four in five of its words of four letters or more are among ``question_terms``,
-    the question's :func:`~avi.agent.question.normalise` words)."""
-    if _NON_ANSWER.search(answer or ""):
-        return True
-    found = [w for w in normalise(answer).split() if len(w) >= 4]
-    return bool(found) and sum(w in question_terms for w in found) >= 0.8 * len(found)
-
-
-_COMMON = {"that", "this", "with", "there", "they", "their", "what", "which", "when", "where", "from", "have",
-           "were", "will", "would", "about", "into", "your", "video", "frame", "frames", "text", "said", "says"}
 
 
 def evidence_span(answer: list[float], runs: list[list[float]], *, gap_s: float = 1.0,

@@ -98,29 +98,6 @@ def most_count(steps: Steps, words: frozenset[str]) -> tuple[str, int] | None:
     return (usual[0], max(usual[2])) if usual is not None else None
 
 
-def count_span(steps: Steps, n: int, words: frozenset[str], gap_s: float = 1.5) -> list[float] | None:
-    """``[start_s, end_s]``: the longest run of measured frames (at most ``gap_s``, or 1.5 times their usual
-    spacing, apart) in which object_detect counted exactly ``n`` of the label the question is about, padded by
-    0.25 s a side; None when nothing was counted or no frame had ``n``."""
-    found = measured_counts(steps, words)
-    if found is None:
-        return None
-    every = sorted(found[1])
-    steps_s = sorted(b - a for a, b in zip(every, every[1:]))
-    gap_s = max(gap_s, 1.5 * steps_s[len(steps_s) // 2]) if steps_s else gap_s  # frames thinned on long ranges
-    times = sorted(t for t, c in found[1].items() if c == n)
-    if not times:
-        return None
-    runs: list[list[float]] = []
-    for t in times:
-        if runs and t - runs[-1][1] <= gap_s and all(c == n for u, c in found[1].items() if runs[-1][1] < u < t):
-            runs[-1][1] = t
-        else:
-            runs.append([t, t])
-    best = max(runs, key=lambda r: (r[1] - r[0], -r[0]))
-    return [max(0.0, best[0] - 0.25), best[1] + 0.25]
-
-
 def index_counts(captions) -> Steps:
     """The per-frame counts the index's captioner measured over the whole video (each clip's
     ``people_per_frame``, ``objects_per_frame``, its flat shapes by kind and, under ``shape``, all flat shapes of
@@ -140,19 +117,6 @@ def index_counts(captions) -> Steps:
         for label, rows in per_label.items():
             summary.setdefault(label, {"per_frame": []})["per_frame"].extend(rows)
     return [("object_detect", {"summary": summary})] if summary else []
-
-
-def compare_count(comparison: tuple[str, int] | None, words: frozenset[str], steps: Steps) -> tuple[str, str] | None:
-    """Yes or no for a count comparison (``(operator, n)``, :func:`avi.agent.question.count_comparison`) from the
-    largest believed count (:func:`usual_count`): ``("yes" | "no", what was measured)``, or None."""
-    usual = usual_count(steps, words) if comparison is not None else None
-    if usual is None:
-        return None
-    op, n = comparison
-    label, _, believed = usual
-    most = max(believed)
-    yes = {">": most > n, ">=": most >= n, "<": most < n, "==": most == n}[op]
-    return ("yes" if yes else "no"), f"at most {most} {label} in the frames measured"
 
 
 def cut_answer(kind: str, cuts_s: list[float], options: dict[str, str], option_numbers: dict[str, int | None],

@@ -3,56 +3,9 @@ a thing moves; from the question's word set and what was measured. Times are sec
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from avi.agent.measured import Steps, the_label
-from avi.agent.question import COLOUR_WORDS
-
-
-def names_colour(text: str) -> bool:
-    """Whether a text holds a colour name."""
-    return bool(COLOUR_WORDS & set(re.findall(r"[a-z]+", (text or "").lower())))
-
-
-def measured_colour(steps: Steps, words: frozenset[str]) -> tuple[str, str, float] | None:
-    """``(label, colour, t_s)``: the dominant colour object_detect measured on the best box of the label the
-    question is about (``summary[label]["colours_at"] = {"t_s", "boxes": [{"score", "colours"}]}``); None when
-    nothing was measured or the label is ambiguous."""
-    per_label: dict[str, list[tuple[float, float, str]]] = {}
-    for tool, data in steps:
-        if tool != "object_detect":
-            continue
-        for label, summary in (data.get("summary") or {}).items():
-            at = summary.get("colours_at") or {}
-            for b in at.get("boxes") or []:
-                if b.get("colours"):
-                    per_label.setdefault(label, []).append((float(b.get("score", 0.0)), float(at.get("t_s", 0.0)),
-                                                            str(b["colours"][0])))
-    label = the_label(per_label, words)
-    if label is None:
-        return None
-    score, t_s, colour = max(per_label[label])
-    return label, colour, t_s
-
-
-def colour_choice(named: dict[str, set[str]], shares: dict[str, float], box_colour: str | None = None,
-                  min_share: float = 0.03, margin: float = 1.5) -> tuple[str, str] | None:
-    """``(letter, why)`` of the option a colour measurement supports: the one option naming ``box_colour`` (the
-    thing's own box), else the option (``named``: its colour names) whose colour covers the largest share of the
-    frames (``shares``), at least ``min_share`` and ``margin`` times the runner-up's; None otherwise."""
-    if box_colour:
-        hits = [k for k, cs in named.items() if box_colour in cs]
-        if len(hits) == 1:
-            return hits[0], f"the measured colour of its box is {box_colour}"
-    support = {k: max(shares.get(c, 0.0) for c in cs) for k, cs in named.items()}
-    ranked = sorted(support.items(), key=lambda kv: -kv[1])
-    (best, s1), (_, s2) = ranked[0], ranked[1]
-    if s1 < min_share or s1 < margin * s2:
-        return None
-    top = ", ".join(f"{c} {round(100 * s)}%" for c, s in list(shares.items())[:4])
-    return best, f"colours measured in the frames asked about: {top}"
 
 
 def scale_choice(kinds: dict[str, str], measured: list[str]) -> tuple[str, str] | None:
@@ -66,32 +19,6 @@ def scale_choice(kinds: dict[str, str], measured: list[str]) -> tuple[str, str] 
         return None
     hits = [k for k, kind in kinds.items() if kind == top]
     return (hits[0], top) if len(hits) == 1 else None
-
-
-def shape_answer(words: frozenset[str], shapes: list[dict]) -> tuple[str, str] | None:
-    """``(kind, why)``: the kind most of the measured ``shapes`` (``{"kind", "colour", "box"}``) have among those
-    of the colours the question's ``words`` name (:data:`avi.video.analysis.COLOUR_NAMES`), or the largest or
-    smallest one when they say "big" or "small"; None when no shape matches."""
-    from avi.video.analysis import COLOUR_NAMES
-
-    colours = {COLOUR_NAMES[w] for w in words if w in COLOUR_NAMES}
-    pool = [s for s in shapes if not colours or s.get("colour") in colours]
-    if not pool:
-        return None
-
-    def area(s: dict) -> float:
-        x1, y1, x2, y2 = s["box"]
-        return (x2 - x1) * (y2 - y1)
-
-    if {"big", "large", "largest", "biggest", "huge"} & set(words):
-        pick = max(pool, key=area)
-        return pick["kind"], f"the largest {pick['colour']} shape measured is a {pick['kind']}"
-    if {"small", "little", "smallest", "tiny"} & set(words):
-        pick = min(pool, key=area)
-        return pick["kind"], f"the smallest {pick['colour']} shape measured is a {pick['kind']}"
-    kinds = [s["kind"] for s in pool]
-    top = max(set(kinds), key=kinds.count)
-    return top, f"{kinds.count(top)} of {len(kinds)} {'/'.join(sorted(colours)) or 'measured'} shapes are {top}s"
 
 
 def sideways_motion(steps: Steps, words: frozenset[str], min_move: float = 0.05) -> tuple[str, str] | None:

@@ -10,8 +10,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from avi.agent.option_evidence import STOP, words
-from avi.video.analysis import COLOUR_SYNONYMS
 from avi.video.timecode import clock_times_in, mentions_time, question_ranges
 
 _OPTION_LINE = re.compile(r"(?:^|\n|\s)\(?([A-H])[\.\):]\s+(\S[^\n]*?)(?=\s+\(?[A-H][\.\):]\s|\n|$)")
@@ -96,36 +94,6 @@ def asks_for_text(question: str) -> bool:
         and not is_yes_no(q)
 
 
-COLOUR_WORDS = frozenset(
-    "red orange yellow green cyan blue purple pink black white gray grey brown beige silver gold violet navy "
-    "maroon turquoise teal magenta crimson scarlet".split())
-
-
-def asks_colour(question: str) -> bool:
-    """Whether a question asks for a colour ("what colour is ...", "which color are ...")."""
-    return bool(re.search(r"\b(?:what|which)\s+colou?rs?\b|\bcolou?r\s+of\s+the\b", question or "", re.I))
-
-
-def colours_named(text: str) -> set[str]:
-    """The measured colour names a text names: "yellow-orange" -> {"yellow", "orange"}, "dark grey" -> {"gray"}."""
-    found = re.findall(r"[a-z]+", (text or "").lower())
-    return {COLOUR_SYNONYMS.get(w, w) for w in found if w in COLOUR_WORDS or w in COLOUR_SYNONYMS}
-
-
-def colour_options(question: str, options: dict[str, str]) -> dict[str, set[str]] | None:
-    """For a colour question whose every option names a colour, each option's measured colour names; else None."""
-    if not asks_colour(question) or len(options) < 2:
-        return None
-    named = {k: colours_named(v) for k, v in options.items()}
-    return named if all(named.values()) else None
-
-
-def about_background(question: str) -> bool:
-    """Whether a colour question asks about the background (the frame's dominant colour answers it)."""
-    return bool(re.search(r"\bbackground\b|\bcolou?rs?\s+(?:is|was|does)\s+the\s+(?:whole\s+)?screen\b",
-                          question or "", re.I))
-
-
 _SCALE_WORDS = (("close-up", re.compile(r"\bclose[-\s]?ups?\b|\bextreme\s+close\b", re.I)),
                 ("wide", re.compile(r"\bwide(?:[-\s]angle)?\s+(?:view|shot)\b|\bestablishing\s+shot\b|\blong\s+shot\b",
                                     re.I)),
@@ -142,11 +110,6 @@ def scale_options(options: dict[str, str]) -> dict[str, str] | None:
         if len(hit) == 1:
             kinds[k] = hit[0]
     return kinds or None
-
-
-def asks_shape(question: str) -> bool:
-    """Whether a question asks for the geometric shape of something ("What shape is the yellow sign?")."""
-    return bool(re.search(r"\bwhat\s+(?:kind\s+of\s+)?shape\b|\bwhich\s+shape\b", question or "", re.I))
 
 
 def asks_direction(question: str) -> bool:
@@ -169,14 +132,6 @@ _COUNT_WORDS.update({"none": 0, "no": 0, "no cuts": 0, "no cut": 0, "a single": 
 _MOST = re.compile(r"\b(?:largest|greatest|highest|biggest|maximum|max|most)\s+(?:number|count)\b|"
                    r"\bhow\s+many\b.*\b(?:at\s+(?:the\s+)?most|at\s+(?:the\s+)?same\s+time|at\s+once|"
                    r"simultaneously)\b", re.I)
-_COUNT_SPAN = re.compile(r"\b(?:when|during\s+which\s+time|what\s+time|which\s+part)\b.*?\b(?:are|were|is|was|can)\s+"
-                         r"(?:there\s+|you\s+see\s+)?(?:exactly\s+)?(\d+|one|two|three|four|five|six|seven|eight|nine|ten)\s+"
-                         r"([a-z]+(?:\s+[a-z]+)?)", re.I)
-_COMPARISON = re.compile(
-    r"\b(?:is|are)\s+there\s+(?:ever\s+)?(more\s+than|at\s+least|fewer\s+than|less\s+than|only|exactly|just)\s+"
-    r"(?:a\s+single|(\d+|one|two|three|four|five|six|seven|eight|nine|ten))\b", re.I)
-
-
 def asks_count(question: str) -> bool:
     """Whether the question asks for a number of things ("how many ...", "the largest number of ...")."""
     return bool(re.search(r"\bhow\s+many\b|\b(?:number|count)\s+of\b", question or "", re.I))
@@ -185,28 +140,6 @@ def asks_count(question: str) -> bool:
 def asks_most(question: str) -> bool:
     """Whether a count question asks for the largest number seen at one time ("how many at most")."""
     return bool(_MOST.search(question or ""))
-
-
-def count_span_question(question: str) -> tuple[int, str] | None:
-    """``(n, what)`` for "When are there five circles on screen?" -> (5, "circles on"), else None."""
-    m = _COUNT_SPAN.search(question or "")
-    if m is None:
-        return None
-    word = m.group(1).lower()
-    return (int(word) if word.isdigit() else _COUNT_WORDS[word]), m.group(2).lower()
-
-
-def count_comparison(question: str) -> tuple[str, int] | None:
-    """``(operator, n)`` for a yes/no question comparing a count with a number ("is there more than one person"
-    -> (">", 1)); operators ``>``, ``>=``, ``<``, ``==``; else None."""
-    m = _COMPARISON.search(question or "")
-    if m is None or not is_yes_no(question):
-        return None
-    word = (m.group(2) or "one").lower()
-    n = int(word) if word.isdigit() else _COUNT_WORDS[word]
-    op = {"more than": ">", "at least": ">=", "fewer than": "<", "less than": "<"}.get(" ".join(m.group(1).lower().split()),
-                                                                                    "==")
-    return op, n
 
 
 def option_count(text: str) -> int | None:
@@ -258,13 +191,8 @@ _WHOLE = re.compile(
     r"\b(?:whole|entire)\s+video\b|\bthroughout\b|\bwhat\s+is\s+(?:the|this)\s+video\s+about\b|\bsummar|"
     r"\bin\s+what\s+order\b|\border\s+(?:of|in\s+which)\b|\bsequence\b|\bhow\s+often\b|\bhow\s+many\s+times\b|"
     r"\bmost\s+of\s+the\s+video\b|\boverall\b", re.I)
-_QUOTE = re.compile(r"['\"\u2018\u201c](?P<q>[^'\"\u2019\u201d]{4,}?)['\"\u2019\u201d](?=\W|$)")
-_SHOWN = re.compile(r"\b(?:on[\s-]screen|shown|show|shows|written|displayed|visible|appear|appears|read|reads)\b", re.I)
-_SAID = re.compile(r"\b(?:say|says|said|mention|mentions|mentioned|speak|speaks|spoken|talk|talks)\b", re.I)
 _ORDINAL = re.compile(r"\b(?P<before>after|before|since|until|following|preceding)?\s*\bthe\s+"
                       r"(?P<which>first|last|final|opening|closing)\s+(?P<noun>[a-z]+)\b", re.I)
-_CAPS = re.compile(r"\b[A-Z0-9][A-Z0-9'&-]+(?:\s+[A-Z0-9][A-Z0-9'&-]*)*")
-
 NOT_EVENTS = frozenset(
     "second seconds minute minutes hour hours frame frames moment moments half part parts quarter third scene "
     "scenes shot shots cut cuts clip clips time times few couple video segment segments section sections word "
@@ -300,18 +228,16 @@ def normalise(text: str) -> str:
 @dataclass(frozen=True)
 class ParsedQuestion:
     """One question, read once (:func:`parse_question`); each field is the predicate or reader of the same name
-    in this module (``cut``: :func:`cut_question`, ``count_span``: :func:`count_span_question`, ``whole_video``:
+    in this module (``cut``: :func:`cut_question`, ``whole_video``:
     :func:`whole_video_question`, ``ordinals``: :func:`ordinal_phrases`) or:
 
     * ``text``, ``stem`` (without the options), ``options`` ``{letter: text}``, ``options_text`` (the
       ``Options: A. …`` line), ``kind`` (the ``answer_type`` setting, or :func:`answer_type`);
-    * ``yes_no`` / ``opens_with_verb``: :func:`is_yes_no` after a leading phrase / at the very start;
+    * ``opens_with_verb``: :func:`is_yes_no` at the very start;
     * word sets, lower case: ``words`` / ``stem_words`` (``[a-z]+``; ``stem_tokens`` in order), ``terms`` /
-      ``stem_terms`` (:func:`normalise`), ``key_words`` (the stem's words of four letters or more, no stop word);
-    * ``clock_times`` / ``stem_times`` ``(written, seconds)``, ``named_ranges`` ``(phrase, [start_s, end_s])`` of
+      ``stem_terms`` (:func:`normalise`);
+    * ``clock_times`` ``(written, seconds)``, ``named_ranges`` ``(phrase, [start_s, end_s])`` of
       its time words (given the video's length), ``mentions_time``;
-    * ``asks_times`` ("how many times": events), ``quote`` (quoted text of four characters or more) asked about
-      on screen (``quote_shown``) or in speech (``quote_said``), ``caps_phrases`` (phrases in capitals, normalised);
     * per option: ``option_numbers`` (:func:`option_count`), ``option_yes_no``, ``option_things`` (no article,
       lower case), ``written_options`` (those naming something written: a sign, a caption).
     """
@@ -321,40 +247,26 @@ class ParsedQuestion:
     options: dict = field(default_factory=dict)
     options_text: str = ""
     kind: str = "text"
-    yes_no: bool = False
     opens_with_verb: bool = False
     words: frozenset = frozenset()
     stem_words: frozenset = frozenset()
     stem_tokens: tuple = ()
     terms: frozenset = frozenset()
     stem_terms: frozenset = frozenset()
-    key_words: frozenset = frozenset()
     clock_times: tuple = ()
-    stem_times: tuple = ()
     named_ranges: tuple = ()
     mentions_time: bool = False
     about_words: bool = False
     about_speech: bool = False
     asks_for_text: bool = False
-    asks_colour: bool = False
-    about_background: bool = False
-    colour_options: dict | None = None
-    asks_shape: bool = False
     asks_direction: bool = False
     asks_count: bool = False
     asks_most: bool = False
-    asks_times: bool = False
-    count_span: tuple | None = None
-    count_comparison: tuple | None = None
     cut: str | None = None
     about_shot: bool = False
     whole_video: bool = False
     search_query: str = ""
-    quote: str | None = None
-    quote_shown: bool = False
-    quote_said: bool = False
     ordinals: tuple = ()
-    caps_phrases: tuple = ()
     option_numbers: dict = field(default_factory=dict)
     option_yes_no: dict = field(default_factory=dict)
     option_things: dict = field(default_factory=dict)
@@ -368,29 +280,23 @@ def parse_question(text: str, duration_s: float | None = None, answer_kind: str 
     text = text or ""
     options = parse_options(text)
     stem = question_stem(text)
-    quote = _QUOTE.search(text)
     yes_no = [re.match(r"\s*(yes|no)\b", v, re.I) for v in options.values()]
     return ParsedQuestion(
         text=text, stem=stem, options=options,
         options_text=("Options: " + "; ".join(f"{k}. {v}" for k, v in options.items())) if options else "",
         kind=answer_type(text, options) if answer_kind == "auto" else answer_kind,
-        yes_no=is_yes_no(text), opens_with_verb=is_yes_no(text, after_phrase=False),
+        opens_with_verb=is_yes_no(text, after_phrase=False),
         words=frozenset(re.findall(r"[a-z]+", text.lower())), stem_words=frozenset(re.findall(r"[a-z]+", stem.lower())),
         stem_tokens=tuple(re.findall(r"[a-z]+", stem.lower())), terms=frozenset(normalise(text).split()),
         stem_terms=frozenset(normalise(stem).split()),
-        key_words=frozenset(w for w in words(stem) if len(w) >= 4 and w not in STOP),
-        clock_times=tuple(clock_times_in(text)), stem_times=tuple(clock_times_in(stem)),
+        clock_times=tuple(clock_times_in(text)),
         named_ranges=tuple(question_ranges(text, duration_s)) if duration_s is not None else (),
         mentions_time=mentions_time(text), about_words=about_words(text), about_speech=about_speech(text),
-        asks_for_text=asks_for_text(text), asks_colour=asks_colour(text), about_background=about_background(text),
-        colour_options=colour_options(text, options), asks_shape=asks_shape(text),
-        asks_direction=asks_direction(text), asks_count=asks_count(text), asks_most=asks_most(text),
-        asks_times=bool(re.search(r"\bhow\s+many\s+times\b", text, re.I)), count_span=count_span_question(text),
-        count_comparison=count_comparison(text), cut=cut_question(text), about_shot=about_shot(text),
+        asks_for_text=asks_for_text(text), asks_direction=asks_direction(text), asks_count=asks_count(text),
+        asks_most=asks_most(text),
+        cut=cut_question(text), about_shot=about_shot(text),
         whole_video=whole_video_question(text), search_query=search_query(text),
-        quote=quote.group("q") if quote else None, quote_shown=bool(_SHOWN.search(text)),
-        quote_said=bool(_SAID.search(text)), ordinals=ordinal_phrases(text),
-        caps_phrases=tuple(normalise(p) for p in _CAPS.findall(text) if sum(ch.isalpha() for ch in p) >= 3),
+        ordinals=ordinal_phrases(text),
         option_numbers={k: option_count(v) for k, v in options.items()},
         option_yes_no={k: m.group(1).lower() if m else None for k, m in zip(options, yes_no)},
         option_things={k: re.sub(r"^(?:an?|the)\s+", "", v.strip().lower()).rstrip(".") for k, v in options.items()},

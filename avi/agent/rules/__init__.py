@@ -1,12 +1,14 @@
 """The host's answer rules (issue 35): each rule that may change the delivered answer is a :class:`Rule`;
 :data:`RULES` holds them in the one order :func:`deliver` applies them to the model's answer read for its type:
 
-1. ``decide``: measured answers, the first that answers wins and nothing refines it (cuts, colour_choice,
-   scale_choice, shape, count_choice, direction, text_choice; cuts also before the first model step);
+1. ``decide``: measured answers, the first that answers wins and nothing refines it (cuts, scale_choice,
+   direction; cuts also before the first model step);
 2. ``choose``: option_scores, and 3. ``type``: structured_answer, each when nothing above decided;
-4. ``refine``: each may rewrite the answer so far unless a measured answer decided (extractive_answer,
-   agreed_reading, count_at_moment, colour_answer, count_yes_no, quoted_yes_no, count_interval, event_interval
-   and shot_edges unless count_interval answered, cannot_tell).
+4. ``refine``: each may rewrite the answer so far unless a measured answer decided (count_at_moment,
+   event_interval, shot_edges, cannot_tell).
+
+Each kept rule won at least one ``report`` question net in the ablation of issue 35 (bench/README.md "Answer
+rules, ablated"); the ten that won none were deleted.
 
 The ``answer_rules`` setting selects them (:func:`avi.config_agent.answer_rule_names`; ``grounded_answers =
 false`` keeps option_scores and structured_answer only); the regex read for the type always happens. The trace's
@@ -85,59 +87,31 @@ def _structured(run: RuleRun, ans: Delivered) -> Delivered | None:
                                method="structured" if choice else ans.method)
 
 
-def _count_interval(run: RuleRun, ans: Delivered) -> Delivered | None:
-    new = intervals.count_interval(run)
-    return None if new is None else dataclasses.replace(ans, interval=new, text=f"[{new[0]:.1f}s, {new[1]:.1f}s]")
-
-
 def _cannot_tell(run: RuleRun, ans: Delivered) -> Delivered | None:
     new = texts.cannot_tell(run, ans.text, ans.choice)
     return None if new is None else dataclasses.replace(ans, text=new)
 
 
-_TEXT, _CHOICE = frozenset({"text"}), frozenset({"choice"})
+_CHOICE = frozenset({"choice"})
 RULES: tuple[Rule, ...] = (
     Rule("cuts", "decide", "a question about the cuts (how many, any, one continuous shot) answered from the cut "
          "list, before any model step when it can", _cuts, frozenset({"choice", "text", "number"}),
          lambda q: q.cut is not None, early=_early_cuts),
-    Rule("colour_choice", "decide", "colour options: the option with the colour measured on the thing's box or "
-         "the frames", _decided(decide.colour_choice_measured), _CHOICE,
-         lambda q: bool(q.options) and q.colour_options is not None),
     Rule("scale_choice", "decide", "options naming a shot scale or a black screen: the one the shots' frames show",
          _decided(decide.scale_choice_measured), _CHOICE, lambda q: bool(q.options) and q.scale_options is not None),
-    Rule("shape", "decide", "'what shape is X': the kind of the shapes measured there",
-         _decided(decide.shape_measured), frozenset({"text", "choice"}), lambda q: q.asks_shape),
-    Rule("count_choice", "decide", "number options for 'how many X': the option with the measured count",
-         _decided(decide.count_choice_measured), _CHOICE,
-         lambda q: bool(q.options) and q.asks_count and not q.asks_times),
     Rule("direction", "decide", "'left or right': the way the thing's boxes moved",
          _decided(decide.direction_measured), None, lambda q: q.asks_direction),
-    Rule("text_choice", "decide", "options quoting words: the one option the video's OCR or speech holds",
-         _decided(decide.text_choice_measured), _CHOICE, lambda q: bool(q.options)),
     Rule("option_scores", "choose", "the letter from option scores averaged over cyclic permutations "
          "(choice_scoring)", _option_scores, _CHOICE, lambda q: bool(q.options)),
     Rule("structured_answer", "type", "a typed answer (letter, letters, interval, order) from one "
          "schema-constrained final call", _structured),
-    Rule("extractive_answer", "refine", "a text answer about words that gives nothing of its own: the evidence "
-         "string that answers", _text(texts.extractive_answer), _TEXT,
-         lambda q: q.asks_for_text and not q.yes_no and not q.asks_colour and not q.asks_shape),
-    Rule("agreed_reading", "refine", "a text answer quoting one OCR read: the reading the frames agree on",
-         _text(texts.agreed_answer_reading), _TEXT),
     Rule("count_at_moment", "refine", "'how many at 0:44' (or at most): the count measured there",
          _text(texts.count_at_moment), frozenset({"number", "text"}), lambda q: q.asks_count),
-    Rule("colour_answer", "refine", "'what colour is X' answered without a colour: the measured colour",
-         _text(texts.colour_answer), _TEXT, lambda q: q.asks_colour),
-    Rule("count_yes_no", "refine", "'is there more than one X': yes or no from the measured counts",
-         _text(texts.count_yes_no), _TEXT, lambda q: q.count_comparison is not None),
-    Rule("quoted_yes_no", "refine", "'is the line \"...\" on screen': yes when a read of the range holds it",
-         _text(texts.quoted_yes_no), _TEXT, lambda q: q.yes_no and bool(q.quote)),
-    Rule("count_interval", "refine", "'when are there five X': the run of frames counted five",
-         _count_interval, frozenset({"interval"}), lambda q: q.count_span is not None),
     Rule("event_interval", "refine", "an interval widened to the whole evidence run, followed past the frames seen",
          _interval(lambda r, i: i if intervals.shot_question(r) else intervals.event_interval(r, i)),
-         frozenset({"interval"}), unless=("count_interval",)),
+         frozenset({"interval"})),
     Rule("shot_edges", "refine", "an interval moved onto the shot edges (whole shots for a shot question)",
-         _interval(intervals.shot_edges), frozenset({"interval"}), unless=("count_interval",)),
+         _interval(intervals.shot_edges), frozenset({"interval"})),
     Rule("cannot_tell", "refine", "a question about what the detector has no class for: 'Cannot tell on this "
          "profile', the model's answer kept as a marked guess", _cannot_tell, None, lambda q: not q.about_words),
 )
@@ -194,13 +168,11 @@ def deliver(run: RuleRun, rules: tuple[Rule, ...], ans: Delivered) -> Delivered:
         run.st.answer = None
     if decided is not None and decided.stage == "decide":
         return ans  # a measured answer stands as it is
-    answered: set[str] = set()
     for rule in rules:
-        if rule.stage != "refine" or answered & set(rule.unless):
+        if rule.stage != "refine":
             continue
         first = len(run.trace.steps)
         got = rule(run, ans)
         if got is not None:
             ans = _record(run, rule, ans, got, first)
-            answered.add(rule.name)
     return ans

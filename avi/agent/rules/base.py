@@ -9,9 +9,7 @@ from typing import Any
 
 from avi.agent.measured import count_at, index_counts
 from avi.agent.question import normalise
-from avi.tools.base import sample_times
 from avi.trace import host_tool_call
-from avi.video.analysis import frame_colour_shares
 from avi.video.spans import merge_spans
 from avi.video.timecode import fmt_range
 
@@ -73,8 +71,8 @@ class Rule:
     """A host rule that may change the delivered answer: its ``name`` in the ``answer_rules`` setting, its
     ``stage`` (``decide``, ``choose``, ``type`` or ``refine``: :func:`avi.agent.rules.deliver`), one line
     ``about`` it, ``apply(run, answer) -> new answer or None`` (:class:`RuleRun`, :class:`Delivered`), the answer
-    ``kinds`` it is for (None: every type), the condition ``when(parsed question)``, the rules ``unless`` it
-    stands aside after, and ``early(run) -> answer or None``, tried before the first model step."""
+    ``kinds`` it is for (None: every type), the condition ``when(parsed question)``, and ``early(run) -> answer or
+    None``, tried before the first model step."""
 
     name: str
     stage: str
@@ -82,7 +80,6 @@ class Rule:
     apply: Callable
     kinds: frozenset | None = None
     when: Callable = _always
-    unless: tuple = ()
     early: Callable | None = None
 
     def applies(self, q) -> bool:
@@ -128,48 +125,6 @@ def moment_count(run: RuleRun, t_s: float, words: frozenset[str]) -> tuple[tuple
     where it came from ("" or " in the index")."""
     found = count_at(run.st.perceive_data(), t_s, words)
     return (found, "") if found is not None else (count_at(whole_video_counts(run.ctx), t_s, words), " in the index")
-
-
-def ocr_rows(st, ctx) -> list[dict]:
-    """Every OCR read (``{text, t_s, score}``): the lines text_extract returned, then the index's OCR of its clips."""
-    rows = [line for name, _, data in st.perceive_calls if name == "text_extract" for line in data.get("lines", [])]
-    return rows + [o for cap in ctx.index.captions for o in (getattr(cap, "data", None) or {}).get("ocr") or []]
-
-
-def range_lines(st, ctx, ranges: list[list[float]], speech: bool = True) -> list[str]:
-    """The OCR lines (and with ``speech`` transcript lines) of ``ranges`` (one second of slack): those text_extract
-    and transcript_read returned, the index's OCR of its clips and its transcript; without repeats."""
-
-    def inside(a: float, b: float) -> bool:
-        return any(a <= e + 1.0 and b >= s - 1.0 for s, e in ranges)
-
-    strings: list[str] = []
-    for name, _, data in st.perceive_calls:
-        if name == "text_extract":
-            strings += [t.get("text", "") for t in data.get("texts", [])
-                        if inside(float(t.get("first_s", 0)), float(t.get("last_s", 0)))]
-        elif name == "transcript_read" and speech:
-            strings += [g.get("text", "") for g in data.get("segments", [])
-                        if inside(float(g.get("start_s", 0)), float(g.get("end_s", 0)))]
-    for cap in ctx.index.captions:
-        if inside(cap.start_s, cap.end_s):
-            strings += [str(o.get("text", "")) for o in (getattr(cap, "data", None) or {}).get("ocr") or []]
-    if speech:
-        strings += [seg.text for seg in ctx.index.transcript if inside(seg.start_s, seg.end_s)]
-    return list(dict.fromkeys(s for s in strings if s))
-
-
-def range_colours(run: RuleRun, ranges: list[list[float]] | None = None,
-                  max_frames: int = 8) -> tuple[dict[str, float], list[list[float]]]:
-    """Mean colour shares (:func:`avi.video.analysis.frame_colour_shares`) of up to ``max_frames`` frames over
-    ``ranges`` (default: :func:`asked_ranges` with what was looked at); host measurements, outside the frame
-    budget. Returns ``(shares, ranges)``."""
-    ranges = ranges or asked_ranges(run.ctx, run.st, looked=True)
-    try:
-        frames = run.ctx.video.frames_at(sample_times(ranges, run.settings.fps, max_frames))
-    except Exception:  # noqa: BLE001 - an undecodable range measures nothing; the model's answer stands
-        return {}, ranges
-    return frame_colour_shares([f.image for f in frames]), ranges
 
 
 def texts_about_question(st) -> list[dict]:

@@ -1,28 +1,21 @@
-"""The ``decide`` answer rules (issue 14): the cut list, the option with the measured colour, shot scale or count,
-the kind of a shape, which way a thing moves, the one option whose words the video shows or says. Each takes a
+"""The ``decide`` answer rules (issue 14): the cut list, the option with the measured shot scale, which way a thing
+moves. Each takes a
 :class:`~avi.agent.rules.base.RuleRun` and returns ``(answer text, letter or None)`` or None, noting why in the trace.
 """
 
 from __future__ import annotations
 
-from avi.agent.measured import count_spike, cut_answer, label_named, most_count
-from avi.agent.measured_looks import colour_choice, measured_colour, scale_choice, shape_answer, sideways_motion
-from avi.agent.option_evidence import text_choice
+from avi.agent.measured import count_spike, cut_answer
+from avi.agent.measured_looks import scale_choice, sideways_motion
 from avi.agent.question import options_naming
 from avi.agent.rules.base import (
     RuleRun,
     asked_ranges,
-    moment_count,
     named_ranges,
-    range_colours,
-    range_lines,
     shot_list,
     where,
 )
-from avi.tools.base import sample_times
 from avi.trace import HOST_STEP
-from avi.video.analysis import COLOUR_SYNONYMS
-from avi.video.timecode import fmt_range
 
 
 def measured_cuts(r: RuleRun) -> tuple[str, str | None] | None:
@@ -54,22 +47,6 @@ def cuts_before_the_model(r: RuleRun) -> tuple[str, str | None] | None:
     return got
 
 
-def colour_choice_measured(r: RuleRun) -> tuple[str, str] | None:
-    """A colour question whose options name colours: the option the measured colours support (the thing's
-    detector box when measured, else the frames of the range asked about; :func:`colour_choice`)."""
-    q = r.q
-    box = measured_colour(r.st.perceive_data(), q.words)
-    box_colour = COLOUR_SYNONYMS.get(box[1], box[1]) if box else None
-    shares, ranges = range_colours(r)
-    got = colour_choice(q.colour_options, shares, box_colour)
-    if got is None:
-        return None
-    letter, why = got
-    r.note(f"colour option {letter} measured: {why} (in {where(ranges)})",
-           observation_data={"colour_shares": shares, "ranges": ranges, "box_colour": box_colour})
-    return f"{letter}. {q.options[letter]}", letter
-
-
 def scale_choice_measured(r: RuleRun, max_frames: int = 6) -> tuple[str, str] | None:
     """Options naming a shot scale or a black screen: the option the middle frame of each shot in the range asked
     about supports (people's boxes, :func:`avi.backends.box_words.shot_scale`, and the share of black pixels)."""
@@ -97,72 +74,6 @@ def scale_choice_measured(r: RuleRun, max_frames: int = 6) -> tuple[str, str] | 
     r.note(f"shot option {letter} measured: {kind} in {measured.count(kind)} of {len(measured)} shot frames in "
            f"{where(ranges)}", observation_data={"frames_s": [round(f.t_s, 2) for f in frames], "kinds": measured})
     return f"{letter}. {r.q.options[letter]}", letter
-
-
-def shape_measured(r: RuleRun, max_frames: int = 8) -> tuple[str, str | None] | None:
-    """"What shape is the <thing>": the kind of the shapes measured where the question is about
-    (:func:`shape_answer`): object_detect's shape boxes, else shapes found on up to ``max_frames`` frames of the
-    range asked about, else the shapes the index's captions name."""
-    from avi.backends.shapes import find_shapes
-
-    q = r.q
-    found = [{"kind": d["cls"].split(" ")[-1], "colour": d["cls"].split(" ")[0], "box": d["box"]}
-             for n, d_ in r.st.perceive_data() if n == "object_detect" for d in d_.get("detections") or []
-             if len(str(d.get("cls") or "").split(" ")) == 2 and str(d["cls"]).split(" ")[-1]
-             in ("circle", "square", "rectangle", "triangle")]
-    got, source = shape_answer(q.words, found), "object_detect's boxes"
-    if got is None:
-        ranges = asked_ranges(r.ctx, r.st, looked=True)
-        try:
-            frames = r.ctx.video.frames_at(sample_times(ranges, r.settings.fps, max_frames))
-        except Exception:  # noqa: BLE001 - an undecodable range measures nothing
-            frames = []
-        got = shape_answer(q.words, [{"kind": b.kind, "colour": b.colour, "box": list(b.box)} for f in frames
-                                     for b in find_shapes(f.image)])
-        source = "frames of " + where(ranges)
-    if got is None:
-        focus = r.ctx.focus_ranges
-        captions = [c for c in r.ctx.index.captions if not focus or any(a <= c.end_s and c.start_s <= b
-                                                                         for a, b in focus)]
-        got = shape_answer(q.words, [s for c in captions for s in (getattr(c, "data", None) or {}).get("shapes") or []])
-        source = "the index's captions"
-    if got is None:
-        return None
-    kind, why = got
-    if q.kind == "choice":
-        hits = options_naming(q.options, kind, plural=True)
-        if len(hits) != 1:
-            return None
-        r.note(f"shape option {hits[0]} measured in {source}: {why}")
-        return f"{hits[0]}. {q.options[hits[0]]}", hits[0]
-    r.note(f"shape measured in {source}: {why} (the model wrote {(r.st.answer or '')[:60]!r})")
-    return kind, None
-
-
-def count_choice_measured(r: RuleRun) -> tuple[str, str] | None:
-    """"How many <things>" with numbers for options: the option with the count object_detect measured at the
-    moment the question names (:func:`count_at`; else the index's count there), or else the largest count seen in
-    more than one frame (:func:`most_count`), of a label the question names."""
-    q = r.q
-    numbers = q.option_numbers
-    if any(v is None for v in numbers.values()):
-        return None
-    words = q.stem_words
-    if len(q.stem_times) == 1:
-        found, source = moment_count(r, q.stem_times[0][1], words)
-        got = (found[0], found[1], f"at {fmt_range(*found[2])}{source}") if found else None
-    else:
-        confirm_count_spike(r, words, wanted=set(numbers.values()))
-        most = most_count(r.st.perceive_data(), words)
-        got = (most[0], most[1], "the largest count seen in more than one frame") if most else None
-    if got is None or not label_named(got[0], words):
-        return None
-    label, n, at = got
-    hits = [k for k, v in numbers.items() if v == n]
-    if len(hits) != 1:
-        return None
-    r.note(f"count option {hits[0]} measured: {label} {n} ({at})")
-    return f"{hits[0]}. {q.options[hits[0]]}", hits[0]
 
 
 def confirm_count_spike(r: RuleRun, words: frozenset[str], wanted: set[int] | None = None,
@@ -210,20 +121,3 @@ def direction_measured(r: RuleRun) -> tuple[str, str | None] | None:
         letter = hits[0]
     r.note(f"direction measured: {why} (the model wrote {(r.st.answer or '')[:60]!r})")
     return (f"{letter}. {q.options[letter]}" if letter else way), letter
-
-
-def text_choice_measured(r: RuleRun) -> tuple[str, str] | None:
-    """Options that quote words shown or said: the one option the OCR and transcript lines of the range asked
-    about (its time words, else the whole video) hold (:func:`text_choice`). Not for a count whose options are
-    numbers (things on screen are counted, not read)."""
-    q = r.q
-    if q.asks_count and all(v is not None for v in q.option_numbers.values()):
-        return None
-    ranges = named_ranges(r.ctx)
-    got = text_choice(q.options, range_lines(r.st, r.ctx, ranges), q.key_words)
-    if got is None:
-        return None
-    letter, line = got
-    r.note(f"option {letter} is the only option whose words the video shows or says in {where(ranges)}: "
-           f"{line[:120]!r}")
-    return f"{letter}. {q.options[letter]}", letter

@@ -1,11 +1,11 @@
-"""Answer rules for interval answers (issue 14): the span of a count, the whole evidence run an answer points at
+"""Answer rules for interval answers (issue 14): the whole evidence run an answer points at
 (followed past the frames looked at), and the shot edges. Times are seconds; intervals ``[start_s, end_s]``.
 """
 
 from __future__ import annotations
 
 from avi.agent.grounding import evidence_span
-from avi.agent.measured import count_span, snap_to_shots
+from avi.agent.measured import snap_to_shots
 from avi.agent.question import normalise
 from avi.agent.rules.base import RuleRun, shot_list, texts_about_question
 from avi.video.spans import merge_spans
@@ -15,37 +15,6 @@ from avi.video.timecode import fmt_range
 def _window(edge: float, direction: int, step: float, duration_s: float) -> list[float]:
     """The ``step``-second window just before (``direction`` -1) or after (+1) ``edge``, inside the video."""
     return [max(0.0, edge - step), edge] if direction < 0 else [edge, min(duration_s, edge + step)]
-
-
-def count_interval(r: RuleRun) -> list[float] | None:
-    """"When are there five circles on screen": the longest run of frames object_detect counted exactly that many
-    in (:func:`count_span`), followed past the frames looked at by counting again in the next ``clip_seconds``
-    windows (six at most a side) while the count holds at the edge. None when it was never measured."""
-    n, what = r.q.count_span
-    span = count_span(r.st.perceive_data(), n, r.q.words)
-    if span is None:
-        return None
-    last = next(((name, a) for name, a, _ in reversed(r.st.perceive_calls) if name == "object_detect"), None)
-    steps = list(r.st.perceive_data())
-    tool = r.tools.get("object_detect")
-    if last is not None and tool is not None:
-        step, dur = float(r.settings.clip_seconds), r.ctx.duration_s
-        for direction in (-1, 1):
-            for _ in range(6):
-                window = _window(span[0] if direction < 0 else span[1], direction, step, dur)
-                if window[1] - window[0] < 0.5:
-                    break
-                obs = r.measure(tool, {**last[1], "time_ranges": [window]},
-                                "following the count past the frames looked at (interval answer)", phase="review")
-                if obs.error:
-                    break
-                steps.append(("object_detect", obs.data))
-                new = count_span(steps, n, r.q.words)
-                if new is None or new == span:
-                    break
-                span = new
-    r.note(f"interval measured: {n} {what} counted in {fmt_range(*span)}")
-    return [round(span[0], 2), round(min(r.ctx.duration_s, span[1]), 2)]
 
 
 def shot_question(r: RuleRun) -> bool:
