@@ -184,7 +184,8 @@ class Settings(AgentSettings, DeviceSettings, BaseSettings):
                                        "--allowed-local-media-path at or above it (the [serve] layout's VLM does)")
     vlm_frames_per_clip: int = Field(default=10, ge=1, le=256, description="frames per 5 s clip sent to the VLM (2 fps)")
     vlm_max_tokens: int = Field(default=1024, ge=1, le=131072)
-    caption_concurrency: int = Field(default=8, ge=1, le=1024, description="clips captioned at once against a VLM server")
+    caption_concurrency: int = Field(default=8, ge=1, le=1024, description="clips captioned at once against a VLM server "
+                                     "(the in-process VLM captions vlm_batch_size at once)")
     graph_llm: bool = Field(default=True, description="extract subjects and interactions with the LLM (AVI Fig. 8)")
     graph_chunk_chars: int = Field(default=6000, ge=200, le=1000000,
                                    description="caption characters per graph-extraction LLM call")

@@ -40,9 +40,12 @@ class DeviceSettings(BaseModel):
 
     vlm_device: str = _device_field("the in-process Qwen3-VL (vlm_model_dir)")
     vlm_dtype: Dtype = _dtype_field("vlm")
-    vlm_batch_size: int = Field(default=8, ge=1, le=256, description="in-process VLM: requests (clips) decoded "
+    vlm_batch_size: int = Field(default=24, ge=1, le=256, description="in-process VLM: requests (clips) decoded "
                                 "together in one generate; the index build captions that many clips at once "
-                                "(capped by caption_concurrency); 1 = one request at a time")
+                                "(caption_concurrency is for a VLM server); 1 = one request at a time. 24 fits "
+                                "an H200 (140 GiB): 0.424 clips/s, peak 84.6 GiB with 10 frames of 1280x720 and "
+                                "128 new tokens a clip (16: 0.385, 61.8 GiB); a batch that does not fit a "
+                                "smaller GPU is split in halves and later batches stay at the size that fit")
     detector_device: str = _device_field("Grounding-DINO (detector_model_dir)")
     detector_dtype: Dtype = _dtype_field("detector")
     detector_batch_size: int = Field(default=8, ge=1, le=256, description="Grounding-DINO: frames per forward pass")

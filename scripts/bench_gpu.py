@@ -221,9 +221,10 @@ def bench_vlm(args, sizes: dict, work: Path, device: str) -> dict:
         try:
             _reset_peak(device)
             (inputs, _), prep_s = _timed("cpu", backend.prepare, requests[:b])
-            _, prefill_wall = _timed(device, backend.generate_batch, requests[:b], 1)
+            # split_on_oom=False: time exactly b clips per generate, or record that they do not fit
+            _, prefill_wall = _timed(device, backend.generate_batch, requests[:b], 1, split_on_oom=False)
             prefill = backend.last_stats
-            _, wall = _timed(device, backend.generate_batch, requests[:b], args.new_tokens)
+            _, wall = _timed(device, backend.generate_batch, requests[:b], args.new_tokens, split_on_oom=False)
             st = backend.last_stats
             decode_s = max(st["seconds"] - prefill["seconds"], 1e-9)
             run.update({

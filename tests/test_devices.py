@@ -18,7 +18,7 @@ def test_settings_default_to_auto_and_refuse_bad_values():
     s = Settings()
     for role in ROLES:
         assert getattr(s, f"{role}_device") == "auto" and getattr(s, f"{role}_dtype") == "auto"
-    assert s.vlm_batch_size == 8 and s.detector_batch_size == 8
+    assert s.vlm_batch_size == 24 and s.detector_batch_size == 8
     assert Settings.load(vlm_device="cuda:1", clip_dtype="float32").vlm_device == "cuda:1"
     with pytest.raises(InputError, match="'detector_device'"):
         Settings.load(detector_device="gpu")
@@ -91,6 +91,32 @@ def test_the_factory_passes_device_dtype_and_batch_to_every_backend(monkeypatch,
     assert seen["open_clip"] == {"device": "auto", "dtype": "float16"}
 
 
+def test_the_index_build_captions_a_full_batch_of_the_in_process_vlm(monkeypatch, tmp_path):
+    """Issue 37: in-process, the captioner's concurrency is vlm_batch_size (caption_concurrency would leave a
+    batch of 24 a third full); against a VLM server it is caption_concurrency."""
+    import avi.backends.llm as llm
+    import avi.backends.vlm as vlm
+
+    class InProcess:
+        name = "qwen3-vl"
+
+        def __init__(self, *args, max_batch, **kw):
+            self.max_concurrency = max_batch
+
+    monkeypatch.setattr(vlm, "TransformersVlmBackend", InProcess)
+    monkeypatch.setattr(vlm, "OpenAIVlmBackend", lambda client, media_dir=None: "server")
+    monkeypatch.setattr(llm.ChatClient, "connect", classmethod(lambda cls, *a, **kw: "client"))
+
+    def concurrency(**kw) -> int:
+        return Backends(Settings(**kw)).captioner.concurrency
+
+    assert concurrency(vlm_model_dir=tmp_path) == 24
+    assert concurrency(vlm_model_dir=tmp_path, vlm_batch_size=4, caption_concurrency=16) == 4
+    assert concurrency(vlm_model_dir=tmp_path, vlm_batch_size=32, caption_concurrency=2) == 32
+    server = Backends(Settings(vlm_base_url="http://127.0.0.1:9/v1", vlm_batch_size=4, caption_concurrency=16))
+    assert server.vlm == "server" and server.captioner.concurrency == 16
+
+
 def test_doctor_checks_the_in_process_models(monkeypatch, tmp_path):
     import torch
 
@@ -115,7 +141,7 @@ def test_config_show_lists_the_settings_and_where_auto_puts_each_model(monkeypat
         main(["config", "show"])
     assert done.value.code == 0
     out = capsys.readouterr().out
-    assert 'vlm_device = "auto"' in out and 'clip_dtype = "auto"' in out and "vlm_batch_size = 8" in out
+    assert 'vlm_device = "auto"' in out and 'clip_dtype = "auto"' in out and "vlm_batch_size = 24" in out
     assert "# where the in-process models run on this machine" in out
     assert '#   embedder: ' in out and 'embedder_device = "auto"' in out
     import json

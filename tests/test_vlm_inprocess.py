@@ -167,6 +167,50 @@ def test_requests_from_threads_are_decoded_together(tiny_dir, frames):
     assert direct == alone and threaded == alone
 
 
+def test_a_batch_out_of_gpu_memory_is_split_in_halves(tiny_dir, frames, monkeypatch, caplog):
+    """Issue 37: a generate that raises torch.OutOfMemoryError for more than 2 clips (a stand-in for a smaller
+    GPU): the batch of 4 runs as 2 + 2 with the replies in order, the batcher's max_batch falls to 2 with one
+    warning, later batches do not try 4 again, and one clip that does not fit is an AviError naming what to lower."""
+    import logging
+    from concurrent.futures import ThreadPoolExecutor
+
+    import torch
+
+    batched = TransformersVlmBackend(tiny_dir, device=DEVICE, dtype=dtype("vlm"), min_pixels=MIN_PIXELS,
+                                     max_pixels=MAX_PIXELS, max_batch=4)
+    convs = [_clip_messages(frames, k) for k in range(4)]
+    alone = [batched.generate_batch([m], 6)[0] for m in convs]
+    real, sizes = batched.model.generate, []
+
+    def small_gpu(**kw):
+        sizes.append(int(kw["input_ids"].shape[0]))
+        if sizes[-1] > 2:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 9.00 GiB")
+        return real(**kw)
+
+    monkeypatch.setattr(batched.model, "generate", small_gpu)
+    with caplog.at_level(logging.WARNING, logger="avi.backends.vlm.servers"):
+        split = batched.generate_batch(convs, 6)
+    assert sizes == [4, 2, 2] and batched._batcher.max_batch == 2 and batched.last_stats["batch"] == 2
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "fell back to 2 per generate" in warnings[0]
+    sizes.clear()
+    with ThreadPoolExecutor(4) as pool:
+        threaded = list(pool.map(lambda m: batched.generate(m, max_tokens=6), convs))
+    assert sizes and max(sizes) <= 2 and max(batched._batcher.batches) <= 2  # no second try at 4
+
+    def no_memory(**kw):
+        raise torch.OutOfMemoryError("CUDA out of memory")
+
+    monkeypatch.setattr(batched.model, "generate", no_memory)
+    with pytest.raises(AviError, match="out of GPU memory on a single clip: lower vlm_frames_per_clip"):
+        batched.generate_batch(convs[:1], 6)
+    with pytest.raises(torch.OutOfMemoryError):  # the benchmark's way: exactly this batch size or the error
+        batched.generate_batch(convs[:2], 6, split_on_oom=False)
+    skip_unless_exact("vlm")
+    assert split == alone and threaded == alone
+
+
 def test_device_logits_match_the_cpu(tiny_dir, frames):
     """On a GPU (AVI_TEST_DEVICE): one forward pass in the test dtype against the cpu's float32 (the last position's
     logits within the dtype's tolerance, relative to their largest magnitude)."""

@@ -140,13 +140,17 @@ class Backends:
 
     @cached_property
     def captioner(self):
+        """The clip captioner: :class:`VlmCaptioner` when there is a VLM, else the cpu profile's
+        :class:`PerceptionCaptioner`. The index build captions ``caption_concurrency`` clips at once against a VLM
+        server, ``vlm_batch_size`` against the in-process VLM (so each of its ``generate`` calls can be full)."""
         s = self.settings
         if self.vlm is not None:
             from avi.backends.vlm import VlmCaptioner
             from avi.prompts import PromptLibrary
 
+            concurrency = s.caption_concurrency if s.vlm_base_url else s.vlm_batch_size
             return VlmCaptioner(self.vlm, PromptLibrary(s.prompts_dir), frames_per_clip=s.vlm_frames_per_clip,
-                                concurrency=s.caption_concurrency, max_tokens=s.vlm_max_tokens)
+                                concurrency=concurrency, max_tokens=s.vlm_max_tokens)
         from avi.backends.captioner import PerceptionCaptioner
 
         return PerceptionCaptioner(self.ocr, self.detector, ocr_frames=s.caption_ocr_frames)

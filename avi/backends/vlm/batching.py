@@ -25,6 +25,8 @@ class MicroBatcher:
         wait_s: how long a leader waits for more requests before it runs a batch that is not full (seconds).
 
     Attributes:
+        max_batch: most requests in one call, read as each batch is gathered: ``run_batch`` may lower it (the
+            in-process VLM does when a batch runs out of GPU memory) and the next batches are no larger.
         batches: sizes of the batches run so far, in order (for stats and tests).
     """
 

@@ -40,7 +40,9 @@ class VlmCaptioner:
         prompts: the prompt library (``prompts/``).
         frames_per_clip: most frames sent per clip (10 = a 5 s clip at 2 fps).
         concurrency: clips the index build may caption at once; capped by the
-            backend's ``max_concurrency`` when it has one (1 for in-process).
+            backend's ``max_concurrency`` when it has one (the in-process VLM's
+            batch size; the factory passes ``vlm_batch_size`` for it and
+            ``caption_concurrency`` for a VLM server).
         max_tokens: completion budget per request.
         time_tolerance_s: allowed difference between reply and real clip times.
 

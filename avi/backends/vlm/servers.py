@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import logging
 import shutil
 import tempfile
 import threading
@@ -12,6 +14,8 @@ from typing import Any, Protocol, runtime_checkable
 from avi.backends.llm import ChatClient
 from avi.backends.vlm.frames import images_as_files
 from avi.errors import AviError
+
+log = logging.getLogger(__name__)
 
 
 @runtime_checkable
@@ -119,6 +123,8 @@ class TransformersVlmBackend:
     left-padded ``generate`` (:class:`~avi.backends.vlm.batching.MicroBatcher`), and
     :attr:`max_concurrency` is ``max_batch``, so :class:`VlmCaptioner` and the index
     build caption that many clips at once. ``max_batch=1`` is one request at a time.
+    A batch that runs out of GPU memory is split in halves (see :meth:`generate_batch`), and later batches are
+    no larger than the half that fit.
 
     Args:
         model_dir: local directory with the model's config, safetensors and processor
@@ -136,7 +142,7 @@ class TransformersVlmBackend:
             ``prompt_tokens`` (their tokens, padding left out), ``padded_tokens`` (batch x padded
             length), ``image_tokens`` (image placeholder tokens), ``image_sizes`` ((height, width)
             after resizing, every image in order), ``completion_tokens`` (new tokens, padding left
-            out), ``seconds``.
+            out), ``seconds``. After a batch was split for memory, the last half's.
 
     Raises:
         AviError: torch, transformers or qwen-vl-utils is missing (install ``avi[gpu]``),
@@ -165,6 +171,8 @@ class TransformersVlmBackend:
         if not (model_dir / "config.json").exists():
             raise AviError(f"no model in {model_dir} (config.json missing)")
         self._torch = torch
+        # torch.OutOfMemoryError since torch 2.5; torch.cuda.OutOfMemoryError (the same class there) before
+        self._oom_error = getattr(torch, "OutOfMemoryError", None) or torch.cuda.OutOfMemoryError
         self._process_vision_info = process_vision_info
         self.name = model_dir.name
         self.device = resolve_device(device)
@@ -242,14 +250,59 @@ class TransformersVlmBackend:
         return self.processor(**kwargs), images
 
     def generate_batch(self, conversations: list[list[dict]], max_tokens: int,
-                       budgets: list[int] | None = None) -> list[str]:
+                       budgets: list[int] | None = None, *, split_on_oom: bool = True) -> list[str]:
         """Greedy replies to several conversations in one ``generate`` (left padding), in order.
+
+        A batch of more than one conversation that runs out of GPU memory (``torch.OutOfMemoryError``) is split in
+        two halves, each run the same way (so again split if it does not fit), and the replies are joined in order;
+        the micro-batcher's ``max_batch`` is lowered to the half that was tried, so later batches do not pay for the
+        failed try again. One warning is logged with the batch size it fell back to.
 
         Args:
             conversations: OpenAI-style message lists (see :meth:`VlmBackend.generate`).
             max_tokens: most new tokens of the batch.
             budgets: per conversation, its own most new tokens (<= ``max_tokens``); the reply is cut there.
+            split_on_oom: False = no halving: the out-of-memory error is raised as it is (a benchmark timing
+                exactly this batch size, scripts/bench_gpu.py).
+
+        Raises:
+            AviError: one conversation alone runs out of GPU memory.
+            torch.OutOfMemoryError: with ``split_on_oom=False``, the batch does not fit.
         """
+        if not conversations:
+            return []
+        budgets = [min(int(b), int(max_tokens)) for b in (budgets or [max_tokens] * len(conversations))]
+        if not split_on_oom:
+            return self._generate(conversations, max(budgets), budgets)
+        halves: list[int] = []
+        replies = self._generate_fitting(conversations, budgets, halves)
+        if halves:
+            log.warning("in-process VLM: %d clips in one generate ran out of GPU memory; fell back to %d per "
+                        "generate (set vlm_batch_size = %d to start there)", len(conversations),
+                        self._batcher.max_batch, self._batcher.max_batch)
+        return replies
+
+    def _generate_fitting(self, conversations: list[list[dict]], budgets: list[int], halves: list[int]) -> list[str]:
+        """:meth:`_generate`, split in halves while it runs out of GPU memory (each half tried appended to
+        ``halves``)."""
+        try:
+            return self._generate(conversations, max(budgets), budgets)
+        except self._oom_error:
+            pass  # leave the except block first: the exception's traceback holds the failed batch's tensors
+        gc.collect()
+        if self._torch.cuda.is_available():
+            self._torch.cuda.empty_cache()
+        if len(conversations) == 1:
+            raise AviError("the in-process VLM ran out of GPU memory on a single clip: lower vlm_frames_per_clip "
+                           "or max_side (frame size), or run it on a GPU with more free memory (vlm_device)")
+        half = (len(conversations) + 1) // 2
+        halves.append(half)
+        self._batcher.max_batch = min(self._batcher.max_batch, half)
+        return (self._generate_fitting(conversations[:half], budgets[:half], halves)
+                + self._generate_fitting(conversations[half:], budgets[half:], halves))
+
+    def _generate(self, conversations: list[list[dict]], max_tokens: int, budgets: list[int]) -> list[str]:
+        """One ``generate`` over the conversations (one at a time on the model); sets :attr:`last_stats`."""
         torch = self._torch
         inputs, images = self.prepare(conversations)
         with self._lock:
@@ -260,7 +313,7 @@ class TransformersVlmBackend:
                 out = self.model.generate(**inputs, max_new_tokens=max_tokens, do_sample=False)
             new = out[:, width:].cpu()
             pad = self.processor.tokenizer.pad_token_id
-            rows = [row[:b] for row, b in zip(new, budgets or [max_tokens] * len(conversations))]
+            rows = [row[:b] for row, b in zip(new, budgets)]
             replies = self.processor.batch_decode(rows, skip_special_tokens=True)
             image_tokens = (int((inputs["input_ids"] == self.image_token_id).sum())
                             if self.image_token_id is not None else 0)
