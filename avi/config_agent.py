@@ -13,8 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-ANSWER_RULES = ("cuts", "scale_choice", "direction", "option_scores", "structured_answer", "count_at_moment",
-                "event_interval", "shot_edges", "cannot_tell")
+ANSWER_RULES = ("cuts", "colour_choice", "scale_choice", "direction", "option_scores", "structured_answer",
+                "count_at_moment", "event_interval", "shot_edges", "cannot_tell")
 """Every answer rule, in the order the agent applies them (:data:`avi.agent.rules.RULES` describes each)."""
 
 UNGROUNDED = ("option_scores", "structured_answer")

@@ -1,8 +1,10 @@
 """Ablation of the host's answer rules (issue 35): what each rule is worth on a benchmark split, strict scores.
 
 Input: an ``avi eval jsonl`` results file run with every rule on (each record's ``rules`` lists the rules that
-changed its answer). For each rule that changed at least one answer, the questions where it did are run again with
-that rule alone removed (``--answer-rules=-NAME``); elsewhere removing it changes nothing, as the rule did not act.
+changed its answer; its trace's ``rules`` also lists a decide, choose or type rule that answered with the answer
+unchanged, which still stops the rules after it). For each rule that acted on at least one question (:func:`acted`),
+those questions are run again with that rule alone removed (``--answer-rules=-NAME``); elsewhere removing it
+changes nothing, as the rule did not act.
 The table gives, per rule: the questions it changed, how many of them are right with it and without it, and the
 net (right with - right without). A rule never listed changed no answer on the split: its net is 0.
 
@@ -70,6 +72,24 @@ def before_record(rec: dict, rule: str) -> dict | None:
     return out
 
 
+def acted(rec: dict) -> list[str]:
+    """The rules that acted on a question: those that changed its answer (``rec["rules"]``) and those of the
+    decide, choose and type stages that answered it unchanged (the trace's ``rules``): such an answer still stops
+    the rules after it, so removing the rule can change the answer (issue 35: colour_choice answered the model's
+    own letter on one report question, and without it option_scores replaced that letter)."""
+    names = list(rec.get("rules") or [])
+    try:
+        trace = json.loads(Path(rec["trace"]).read_text())
+    except (OSError, KeyError, TypeError, ValueError):
+        return names
+    stages = {r.name: r.stage for r in RULES}
+    for entry in trace.get("rules") or []:
+        name = entry.get("rule")
+        if name not in names and stages.get(name) in ("decide", "choose", "type"):
+            names.append(name)
+    return names
+
+
 def run_without(rule: str | None, qids: list[str], lines: dict[str, dict], out: Path, videos: str | None) -> Path:
     """Run ``qids`` with ``rule`` removed (None: with every rule) into ``out``; returns the results file."""
     out.mkdir(parents=True, exist_ok=True)
@@ -102,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = annotation_lines(args.annotations)
     changed: dict[str, list[str]] = {name: [] for name in ANSWER_RULES}
     for qid, rec in full.items():
-        for name in rec.get("rules") or []:
+        for name in acted(rec):
             changed.setdefault(name, []).append(qid)
     rows = []
     for name, qids in changed.items():

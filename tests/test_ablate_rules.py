@@ -45,3 +45,17 @@ def test_a_refine_rule_is_scored_from_the_answer_before_it(tmp_path, capsys):
     assert (got["cannot_tell"]["right_with"], got["cannot_tell"]["right_without"], got["cannot_tell"]["net"]) == (0, 1, -1)
     assert got["cuts"]["changed"] == 0 and got["cuts"]["net"] == 0
     assert not (tmp_path / "out").exists()  # nothing was rerun
+
+
+def test_a_decide_rule_that_answered_unchanged_has_acted(tmp_path):
+    """A measured answer equal to the model's still stops option_scores and the rules after it: the ablation must
+    rerun that question without it (issue 35: colour_choice on one report question); a refine rule's unchanged
+    entry is no act (a refine rule only records when it changes the answer)."""
+    ab = _module()
+    trace = tmp_path / "t.json"
+    trace.write_text(json.dumps({"rules": [
+        {"rule": "colour_choice", "before": {"answer": "D. red", "choice": "D"},
+         "after": {"answer": "D. red", "choice": "D"}, "changed": False},
+        {"rule": "cannot_tell", "before": {"answer": "x"}, "after": {"answer": "x"}, "changed": False}]}))
+    assert ab.acted({"rules": [], "trace": str(trace)}) == ["colour_choice"]
+    assert ab.acted({"rules": ["shot_edges"], "trace": str(tmp_path / "gone.json")}) == ["shot_edges"]

@@ -1254,6 +1254,16 @@ def test_questions_about_other_things_keep_the_models_answer(make_agent):
     assert agent.run("How many times does the camera cut to the exit sign?").answer == "3"
 
 
+def test_a_colour_option_is_taken_from_the_measured_colours(make_agent):
+    """The sign video's background is navy (measured as blue) with a small red square 1-3 s: the model's letter
+    for a colour question is replaced by the option the frames' colours support, and the trace says so."""
+    agent, _ = make_agent([call("text_extract", time_ranges=[[0, 3]]), TO_REVIEW, "**Answer:** A. red"],
+                          grounded_answers=True, choice_scoring="off")
+    result = agent.run("What colour is the background at the start? A. red B. blue C. green")
+    assert result.choice == "B" and result.choice_method == "measured" and result.answer == "B. blue"
+    assert any("colour option B measured" in n for s in result.trace.steps for n in s.notes)
+
+
 def test_text_the_question_is_not_about_does_not_widen_an_interval(make_agent):
     # the sign video: EXIT 42 is on screen 4-9 s, the red square moves 1-3 s; a text run next to the answer
     # is no evidence of the square's movement

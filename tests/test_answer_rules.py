@@ -43,7 +43,7 @@ def test_answer_rules_setting(value, profile, expected):
 
 
 def test_unknown_rule_names_are_refused_with_the_valid_ones():
-    with pytest.raises(ValueError, match="unknown answer rule 'colour'.*scale_choice"):
+    with pytest.raises(ValueError, match="unknown answer rule 'colour'.*colour_choice"):
         answer_rule_names("colour")
     with pytest.raises(InputError, match="answer_rules"):
         Settings.load(answer_rules="option_scores,bogus")
@@ -80,7 +80,7 @@ def test_config_show_lists_the_rules_on_and_off(monkeypatch, capsys):
 
     monkeypatch.setattr(avi.backends.devices, "placement_lines", lambda settings: [])  # no torch import here
     args = type("Args", (), {"json": False, "answer_rules": "-option_scores", "profile": "cpu"})()
-    assert settings_from_args(args).answer_rule_names()[3] == "structured_answer"
+    assert settings_from_args(args).answer_rule_names()[4] == "structured_answer"
     assert cmd_config(args) == 0
     out = capsys.readouterr().out
     assert "[ ] option_scores (choose)" in out and "[x] direction (decide)" in out
@@ -98,5 +98,6 @@ def test_the_question_is_parsed_once_into_one_record():
     q = parse_question("Which shot comes next? A. a close-up of the man B. a wide view of the street")
     assert q.scale_options == {"A": "close-up", "B": "wide"}
     assert parse_question("Does the red square move to the left or to the right?").asks_direction
+    assert parse_question("What colour is the box? A. green B. dark red").colour_options == {"A": {"green"}, "B": {"red"}}
     assert parse_question("How many cuts are there?", answer_kind="text").cut == "count"
     assert parse_question("What is said?", answer_kind="interval").kind == "interval"

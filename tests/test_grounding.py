@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from rule_helpers import rule_run, state, words
 
@@ -26,6 +27,7 @@ from avi.agent.rules import texts
 from avi.backends import box_words
 from avi.backends.llm import ChatResult
 from avi.prompts import PromptLibrary
+from avi.video import analysis
 from avi.video.timecode import question_ranges
 
 REPO = Path(__file__).resolve().parent.parent
@@ -305,7 +307,56 @@ def test_about_shot():
     assert not questions.about_shot("When is the HALF TIME card on screen?")
 
 
-# ---------------------------------------------------------------- shot scale
+# ---------------------------------------------------------------- colours and shot scale
+
+
+def test_colour_questions():
+    assert questions.asks_colour("What colour is the van parked at the top right?")
+    assert questions.asks_colour("Which color are the cones?")
+    assert not questions.asks_colour("What is the man holding?")
+
+
+def test_measured_colour_is_the_best_box_of_the_named_label():
+    def od(label, boxes, t=44.0):
+        return ("object_detect", {"summary": {label: {"colours_at": {"t_s": t, "boxes": boxes}}}})
+
+    steps = [od("person", [{"score": 0.8, "colours": ["black"]}]),
+             od("tie", [{"score": 0.37, "colours": ["red", "black"]}, {"score": 0.2, "colours": ["blue"]}], 2.0)]
+    assert looks.measured_colour(steps, words("What colour is the man's bow tie?")) == ("tie", "red", 2.0)
+    assert looks.measured_colour(steps, words("What colour is it?")) is None  # two labels, none named
+    assert looks.measured_colour(steps[:1], words("What colour is the coat?")) == ("person", "black", 44.0)
+    assert looks.measured_colour([], words("What colour is the van?")) is None
+
+
+def test_colour_options_and_the_option_the_measured_colours_support():
+    q = "What colour is the box? A. yellow-orange B. blue C. dark red D. green"
+    opts = {"A": "yellow-orange", "B": "blue", "C": "dark red", "D": "green"}
+    named = questions.colour_options(q, opts)
+    assert named == {"A": {"yellow", "orange"}, "B": {"blue"}, "C": {"red"}, "D": {"green"}}
+    assert named == parse_question(q).colour_options
+    assert questions.colour_options("How is the cup held? A) upright B) red", {"A": "upright", "B": "red"}) is None
+    assert questions.colour_options(q, {"A": "upright", "B": "blue"}) is None  # an option names no colour
+    assert questions.colours_named("dark grey or navy") == {"gray", "blue"}
+    # the box.mp4 frames: gray, black and orange; only option A names a colour that is there
+    shares = {"gray": 0.53, "orange": 0.18, "black": 0.17}
+    letter, why = looks.colour_choice(named, shares)
+    assert letter == "A" and "orange 18%" in why
+    # two options about as well supported: no measured answer (the option scores decide)
+    assert looks.colour_choice(named, {"orange": 0.2, "blue": 0.18}) is None
+    assert looks.colour_choice(named, {"gray": 0.9, "blue": 0.01}) is None  # below the least share
+    # the thing's own box decides when exactly one option names its colour
+    assert looks.colour_choice(named, {"orange": 0.5}, box_colour="green")[0] == "D"
+    assert looks.colour_choice(named, {"orange": 0.5}, box_colour="pink")[0] == "A"
+
+
+def test_frame_colour_shares_are_mean_shares_over_frames():
+    blue = np.zeros((40, 40, 3), np.uint8)
+    blue[:, :, 2] = 200
+    half = blue.copy()
+    half[:, :20] = (220, 30, 30)
+    shares = analysis.frame_colour_shares([blue, half])
+    assert shares["blue"] == pytest.approx(0.75, abs=0.02) and shares["red"] == pytest.approx(0.25, abs=0.02)
+    assert list(shares)[0] == "blue" and analysis.frame_colour_shares([]) == {}
 
 
 def test_scale_options_and_the_option_the_measured_shot_kinds_support():

@@ -8,6 +8,44 @@ import numpy as np
 from avi.agent.measured import Steps, the_label
 
 
+def measured_colour(steps: Steps, words: frozenset[str]) -> tuple[str, str, float] | None:
+    """``(label, colour, t_s)``: the dominant colour object_detect measured on the best box of the label the
+    question is about (``summary[label]["colours_at"] = {"t_s", "boxes": [{"score", "colours"}]}``); None when
+    nothing was measured or the label is ambiguous."""
+    per_label: dict[str, list[tuple[float, float, str]]] = {}
+    for tool, data in steps:
+        if tool != "object_detect":
+            continue
+        for label, summary in (data.get("summary") or {}).items():
+            at = summary.get("colours_at") or {}
+            for b in at.get("boxes") or []:
+                if b.get("colours"):
+                    per_label.setdefault(label, []).append((float(b.get("score", 0.0)), float(at.get("t_s", 0.0)),
+                                                            str(b["colours"][0])))
+    label = the_label(per_label, words)
+    if label is None:
+        return None
+    score, t_s, colour = max(per_label[label])
+    return label, colour, t_s
+
+
+def colour_choice(named: dict[str, set[str]], shares: dict[str, float], box_colour: str | None = None,
+                  min_share: float = 0.03, margin: float = 1.5) -> tuple[str, str] | None:
+    """``(letter, why)`` of the option a colour measurement supports: the one option naming ``box_colour`` (the
+    thing's own box), else the option (``named``: its colour names) whose colour covers the largest share of the
+    frames (``shares``), at least ``min_share`` and ``margin`` times the runner-up's; None otherwise."""
+    if box_colour:
+        hits = [k for k, cs in named.items() if box_colour in cs]
+        if len(hits) == 1:
+            return hits[0], f"the measured colour of its box is {box_colour}"
+    support = {k: max(shares.get(c, 0.0) for c in cs) for k, cs in named.items()}
+    ranked = sorted(support.items(), key=lambda kv: -kv[1])
+    (best, s1), (_, s2) = ranked[0], ranked[1]
+    if s1 < min_share or s1 < margin * s2:
+        return None
+    top = ", ".join(f"{c} {round(100 * s)}%" for c, s in list(shares.items())[:4])
+    return best, f"colours measured in the frames asked about: {top}"
+
 def scale_choice(kinds: dict[str, str], measured: list[str]) -> tuple[str, str] | None:
     """``(letter, kind)``: the kind (:func:`avi.backends.box_words.scale_kind`) seen in at least half of the
     measured frames, when exactly one option names it; None otherwise."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from avi.video.analysis import COLOUR_SYNONYMS
 from avi.video.timecode import clock_times_in, mentions_time, question_ranges
 
 _OPTION_LINE = re.compile(r"(?:^|\n|\s)\(?([A-H])[\.\):]\s+(\S[^\n]*?)(?=\s+\(?[A-H][\.\):]\s|\n|$)")
@@ -93,6 +94,29 @@ def asks_for_text(question: str) -> bool:
     return (about_words(q) or bool(_TEXT_HOLDER.search(q))) and not re.search(r"\bhow (?:many|much|long)\b", q, re.I) \
         and not is_yes_no(q)
 
+
+COLOUR_WORDS = frozenset(
+    "red orange yellow green cyan blue purple pink black white gray grey brown beige silver gold violet navy "
+    "maroon turquoise teal magenta crimson scarlet".split())
+
+
+def asks_colour(question: str) -> bool:
+    """Whether a question asks for a colour ("what colour is ...", "which color are ...")."""
+    return bool(re.search(r"\b(?:what|which)\s+colou?rs?\b|\bcolou?r\s+of\s+the\b", question or "", re.I))
+
+
+def colours_named(text: str) -> set[str]:
+    """The measured colour names a text names: "yellow-orange" -> {"yellow", "orange"}, "dark grey" -> {"gray"}."""
+    found = re.findall(r"[a-z]+", (text or "").lower())
+    return {COLOUR_SYNONYMS.get(w, w) for w in found if w in COLOUR_WORDS or w in COLOUR_SYNONYMS}
+
+
+def colour_options(question: str, options: dict[str, str]) -> dict[str, set[str]] | None:
+    """For a colour question whose every option names a colour, each option's measured colour names; else None."""
+    if not asks_colour(question) or len(options) < 2:
+        return None
+    named = {k: colours_named(v) for k, v in options.items()}
+    return named if all(named.values()) else None
 
 _SCALE_WORDS = (("close-up", re.compile(r"\bclose[-\s]?ups?\b|\bextreme\s+close\b", re.I)),
                 ("wide", re.compile(r"\bwide(?:[-\s]angle)?\s+(?:view|shot)\b|\bestablishing\s+shot\b|\blong\s+shot\b",
@@ -239,7 +263,8 @@ class ParsedQuestion:
     * ``clock_times`` ``(written, seconds)``, ``named_ranges`` ``(phrase, [start_s, end_s])`` of
       its time words (given the video's length), ``mentions_time``;
     * per option: ``option_numbers`` (:func:`option_count`), ``option_yes_no``, ``option_things`` (no article,
-      lower case), ``written_options`` (those naming something written: a sign, a caption).
+      lower case), ``colour_options`` (each option's colour names, for a colour question whose every option names
+      one), ``written_options`` (those naming something written: a sign, a caption).
     """
 
     text: str
@@ -259,6 +284,7 @@ class ParsedQuestion:
     about_words: bool = False
     about_speech: bool = False
     asks_for_text: bool = False
+    colour_options: dict | None = None
     asks_direction: bool = False
     asks_count: bool = False
     asks_most: bool = False
@@ -292,7 +318,8 @@ def parse_question(text: str, duration_s: float | None = None, answer_kind: str 
         clock_times=tuple(clock_times_in(text)),
         named_ranges=tuple(question_ranges(text, duration_s)) if duration_s is not None else (),
         mentions_time=mentions_time(text), about_words=about_words(text), about_speech=about_speech(text),
-        asks_for_text=asks_for_text(text), asks_direction=asks_direction(text), asks_count=asks_count(text),
+        asks_for_text=asks_for_text(text), colour_options=colour_options(text, options),
+        asks_direction=asks_direction(text), asks_count=asks_count(text),
         asks_most=asks_most(text),
         cut=cut_question(text), about_shot=about_shot(text),
         whole_video=whole_video_question(text), search_query=search_query(text),

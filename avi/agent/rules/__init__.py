@@ -1,14 +1,14 @@
 """The host's answer rules (issue 35): each rule that may change the delivered answer is a :class:`Rule`;
 :data:`RULES` holds them in the one order :func:`deliver` applies them to the model's answer read for its type:
 
-1. ``decide``: measured answers, the first that answers wins and nothing refines it (cuts, scale_choice,
-   direction; cuts also before the first model step);
+1. ``decide``: measured answers, the first that answers wins and nothing refines it (cuts, colour_choice,
+   scale_choice, direction; cuts also before the first model step);
 2. ``choose``: option_scores, and 3. ``type``: structured_answer, each when nothing above decided;
 4. ``refine``: each may rewrite the answer so far unless a measured answer decided (count_at_moment,
    event_interval, shot_edges, cannot_tell).
 
 Each kept rule won at least one ``report`` question net in the ablation of issue 35 (bench/README.md "Answer
-rules, ablated"); the ten that won none were deleted.
+rules, ablated"); the nine that won none were deleted.
 
 The ``answer_rules`` setting selects them (:func:`avi.config_agent.answer_rule_names`; ``grounded_answers =
 false`` keeps option_scores and structured_answer only); the regex read for the type always happens. The trace's
@@ -97,6 +97,9 @@ RULES: tuple[Rule, ...] = (
     Rule("cuts", "decide", "a question about the cuts (how many, any, one continuous shot) answered from the cut "
          "list, before any model step when it can", _cuts, frozenset({"choice", "text", "number"}),
          lambda q: q.cut is not None, early=_early_cuts),
+    Rule("colour_choice", "decide", "colour options: the option with the colour measured on the thing's box or "
+         "the frames", _decided(decide.colour_choice_measured), _CHOICE,
+         lambda q: bool(q.options) and q.colour_options is not None),
     Rule("scale_choice", "decide", "options naming a shot scale or a black screen: the one the shots' frames show",
          _decided(decide.scale_choice_measured), _CHOICE, lambda q: bool(q.options) and q.scale_options is not None),
     Rule("direction", "decide", "'left or right': the way the thing's boxes moved",

@@ -1,21 +1,23 @@
-"""The ``decide`` answer rules (issue 14): the cut list, the option with the measured shot scale, which way a thing
-moves. Each takes a
+"""The ``decide`` answer rules (issue 14): the cut list, the option with the measured colour or shot scale, which
+way a thing moves. Each takes a
 :class:`~avi.agent.rules.base.RuleRun` and returns ``(answer text, letter or None)`` or None, noting why in the trace.
 """
 
 from __future__ import annotations
 
 from avi.agent.measured import count_spike, cut_answer
-from avi.agent.measured_looks import scale_choice, sideways_motion
+from avi.agent.measured_looks import colour_choice, measured_colour, scale_choice, sideways_motion
 from avi.agent.question import options_naming
 from avi.agent.rules.base import (
     RuleRun,
     asked_ranges,
     named_ranges,
+    range_colours,
     shot_list,
     where,
 )
 from avi.trace import HOST_STEP
+from avi.video.analysis import COLOUR_SYNONYMS
 
 
 def measured_cuts(r: RuleRun) -> tuple[str, str | None] | None:
@@ -46,6 +48,21 @@ def cuts_before_the_model(r: RuleRun) -> tuple[str, str | None] | None:
                     notes=[HOST_STEP, "answered from the video's cut list before any model step"])
     return got
 
+
+def colour_choice_measured(r: RuleRun) -> tuple[str, str] | None:
+    """A colour question whose options name colours: the option the measured colours support (the thing's
+    detector box when measured, else the frames of the range asked about; :func:`colour_choice`)."""
+    q = r.q
+    box = measured_colour(r.st.perceive_data(), q.words)
+    box_colour = COLOUR_SYNONYMS.get(box[1], box[1]) if box else None
+    shares, ranges = range_colours(r)
+    got = colour_choice(q.colour_options, shares, box_colour)
+    if got is None:
+        return None
+    letter, why = got
+    r.note(f"colour option {letter} measured: {why} (in {where(ranges)})",
+           observation_data={"colour_shares": shares, "ranges": ranges, "box_colour": box_colour})
+    return f"{letter}. {q.options[letter]}", letter
 
 def scale_choice_measured(r: RuleRun, max_frames: int = 6) -> tuple[str, str] | None:
     """Options naming a shot scale or a black screen: the option the middle frame of each shot in the range asked
