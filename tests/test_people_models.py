@@ -13,7 +13,7 @@ from conftest import sample_video
 from avi.backends.people._common import crop_and_resize, face_crop_box, ssd_anchor_centres
 from avi.video.decode import VideoReader, probe
 
-PEOPLE = ("blazeface",)
+PEOPLE = ("blazeface", "emotion")
 MEGAMIND = "/usr/share/doc/opencv-doc/examples/data/Megamind.avi"
 
 
@@ -127,6 +127,17 @@ def test_blazeface_finds_the_driver_in_carphone(people):
     right_eye, left_eye, nose = f.landmarks[:3]
     assert right_eye[0] < left_eye[0]  # the person's right eye is on the image's left
     assert x1 < nose[0] < x2 and y1 < nose[1] < y2
+
+
+def test_expression_reads_furrowed_brows_as_angry(people):
+    from avi.backends.people import EXPRESSIONS, ExpressionClassifier, FaceDetector
+
+    img = _frame(MEGAMIND, 10.0) if os.path.exists(MEGAMIND) else pytest.skip("Megamind.avi not installed")
+    faces = FaceDetector(people["blazeface"]).detect(img)
+    assert faces and faces[0].score > 0.8
+    (e,) = ExpressionClassifier(people["emotion"]).classify(img, [faces[0].box])
+    assert tuple(e.probabilities) == EXPRESSIONS and sum(e.probabilities.values()) == pytest.approx(1.0, abs=1e-4)
+    assert e.label == "angry" and e.score > 0.4, e.to_dict()
 
 
 def test_weights_lock_pins_the_people_models_like_nanodet():

