@@ -13,7 +13,7 @@ from conftest import sample_video
 from avi.backends.people._common import crop_and_resize, face_crop_box, ssd_anchor_centres
 from avi.video.decode import VideoReader, probe
 
-PEOPLE = ("blazeface", "emotion", "handdetect")
+PEOPLE = ("blazeface", "emotion", "handdetect", "movenet-multipose")
 MEGAMIND = "/usr/share/doc/opencv-doc/examples/data/Megamind.avi"
 
 
@@ -93,6 +93,26 @@ def test_blazeface_decoding_undoes_the_padding_and_clips(tmp_path):
         FaceDetector(path).detect(np.zeros((256, 512), np.uint8))
 
 
+def test_movenet_decoding_maps_the_padded_square_back_to_the_frame(tmp_path):
+    from avi.backends.people.pose import PoseEstimator
+
+    out = np.zeros((1, 6, 56), np.float32)
+    out[0, :, 55] = 0.1
+    out[0, 2, 55] = 0.8
+    out[0, 2, 0:3] = (0.5, 0.25, 0.9)  # nose: y, x, score in the padded square
+    out[0, 2, 51:55] = (0.25, 0.125, 0.75, 0.375)  # ymin, xmin, ymax, xmax
+    path = _constant_graph(tmp_path / "movenet.onnx", "input", "int32", [1, "h", "w", 3], {"output_0": out})
+    poses = PoseEstimator(path).estimate(np.zeros((100, 200, 3), np.uint8))  # padded 50 px above and below
+    assert len(poses) == 1
+    p = poses[0]
+    assert p.score == pytest.approx(0.8) and p.keypoints.shape == (17, 3)
+    assert p.keypoints[0].tolist() == pytest.approx([50.0, 50.0, 0.9])
+    assert p.box == pytest.approx((25.0, 0.0, 75.0, 100.0))
+    assert p.visible(0.5) == {"nose": (50.0, 50.0)}
+    with pytest.raises(ValueError, match="multiple of 32"):
+        PoseEstimator(path, input_size=250)
+
+
 def test_a_graph_of_the_wrong_shape_is_refused(tmp_path):
     from avi.backends.people.faces import FaceDetector
     from avi.errors import AviError
@@ -161,6 +181,23 @@ def test_palm_detector_finds_the_hand_holding_a_glass(people):
     best = max(palms, key=lambda p: box_iou(p.box, (118, 397, 187, 447)))  # the hand at the bottom left
     assert box_iou(best.box, (118, 397, 187, 447)) > 0.5 and best.score > 0.9
     assert best.landmarks.shape == (7, 2)
+
+
+def test_movenet_finds_the_cyclist_and_three_walkers(people):
+    from avi.backends.people import PoseEstimator
+
+    bikes = _frame(sample_video("bikes.mp4"), 5.0)
+    poses = PoseEstimator(people["movenet-multipose"]).estimate(bikes)
+    assert poses
+    p = poses[0]
+    x1, y1, x2, y2 = p.box
+    assert p.score > 0.5 and 330 < x1 < x2 < 510 and y2 - y1 > 200, p.to_dict()  # the cyclist, centre right
+    vis = p.visible()
+    assert len(vis) >= 12
+    assert vis["nose"][1] < vis["left hip"][1] < vis["left ankle"][1]
+    walkers = PoseEstimator(people["movenet-multipose"], input_size=512).estimate(
+        _frame(sample_video("vtest.avi"), 40.0))
+    assert len(walkers) == 3 and all(b.box[3] - b.box[1] > b.box[2] - b.box[0] for b in walkers)
 
 
 def test_weights_lock_pins_the_people_models_like_nanodet():
