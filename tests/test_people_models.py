@@ -11,9 +11,10 @@ import pytest
 from conftest import sample_video
 
 from avi.backends.people._common import crop_and_resize, face_crop_box, ssd_anchor_centres
+from avi.backends.people.face_descriptor import descriptor_similarity
 from avi.video.decode import VideoReader, probe
 
-PEOPLE = ("blazeface", "emotion", "handdetect", "movenet-multipose")
+PEOPLE = ("blazeface", "emotion", "handdetect", "movenet-multipose", "faceres-descriptor")
 MEGAMIND = "/usr/share/doc/opencv-doc/examples/data/Megamind.avi"
 
 
@@ -48,6 +49,21 @@ def test_face_crop_is_the_enlarged_square_and_zero_outside_the_frame():
     assert np.all(crop[:, :2] == 0) and np.all(crop[:, 3:] == 200)  # left half outside the image: zeros
     with pytest.raises(ValueError, match="cannot crop"):
         crop_and_resize(img, (5, 5, 5, 10), (4, 4))
+
+
+def test_descriptor_similarity_follows_human_match():
+    a = np.linspace(0, 1, 1024, dtype=np.float32)
+    assert descriptor_similarity(a, a) == 1.0
+    b = a + 0.001
+    # squared distance 25 * 1024e-6 = 0.0256, root 0.16, 1 - 0.0016 = 0.9984, (0.9984 - 0.2) / 0.6 > 1: clamped
+    assert descriptor_similarity(a, b) == 1.0
+    c = a + 0.1  # 25 * 10.24 = 256, root 16: 1 - 0.16 = 0.84 -> (0.84 - 0.2) / 0.6 = 1.0667 -> 1.0
+    d = a + 0.5  # 25 * 256 = 6400, root 80: 1 - 0.8 = 0.2 -> 0.0
+    assert descriptor_similarity(a, c) == 1.0 and descriptor_similarity(a, d) == pytest.approx(0.0, abs=1e-9)
+    e = a + 0.3  # 25 * 92.16 = 2304, root 48: 0.52 -> (0.52 - 0.2) / 0.6 = 0.5333
+    assert descriptor_similarity(a, e) == pytest.approx(0.5333, abs=1e-3) == descriptor_similarity(e, a)
+    with pytest.raises(ValueError, match="cannot be compared"):
+        descriptor_similarity(a, a[:10])
 
 
 def _constant_graph(path, input_name, input_type, input_shape, outputs: dict[str, np.ndarray]):
@@ -200,6 +216,20 @@ def test_movenet_finds_the_cyclist_and_three_walkers(people):
     assert len(walkers) == 3 and all(b.box[3] - b.box[1] > b.box[2] - b.box[0] for b in walkers)
 
 
+def test_face_descriptors_tell_the_driver_from_a_cartoon(people):
+    from avi.backends.people import FaceDescriber, FaceDetector
+
+    det = FaceDetector(people["blazeface"])
+    describer = FaceDescriber(people["faceres-descriptor"])
+    carphone = sample_video("carphone_pristine.mp4")
+    a, b = (_frame(carphone, t) for t in (1.0, 3.0))
+    c = _frame(MEGAMIND, 10.0) if os.path.exists(MEGAMIND) else pytest.skip("Megamind.avi not installed")
+    da, db, dc = (describer.describe(img, [det.detect(img)[0].box])[0] for img in (a, b, c))
+    assert da.vector.shape == (1024,) and da.vector.dtype == np.float32
+    # human's match: the driver at 1 s and 3 s 0.61 ("probably the same person" above 0.5), against the cartoon 0.03
+    assert descriptor_similarity(da.vector, db.vector) > 0.5 > 0.3 > descriptor_similarity(da.vector, dc.vector)
+
+
 def test_weights_lock_pins_the_people_models_like_nanodet():
     from avi.config import Settings
     from avi.weights import load_lock
@@ -212,7 +242,8 @@ def test_weights_lock_pins_the_people_models_like_nanodet():
         assert e.profile == "cpu" and e.path.startswith("people/") and e.path.endswith(".onnx"), name
         assert src["kind"] == "npm-tfjs" and src["package"] == nanodet["package"], name
         assert src["version"] == nanodet["version"] and src["tarball_sha256"] == nanodet["tarball_sha256"], name
-        assert src["convert"] == nanodet["convert"], name
+        assert src["convert"] == {**nanodet["convert"], **({"outputs": ["global_pooling/Mean"]}
+                                                           if name == "faceres-descriptor" else {})}, name
         assert set(src["members"]) == {src["model"], re.sub(r"\.json$", ".bin", src["model"])}, name
 
 
