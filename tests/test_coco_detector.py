@@ -145,7 +145,7 @@ def test_index_key_follows_the_detector_weights_and_threshold(tmp_path):
     a = Backends(real).captioner_id()
     b = Backends(Settings(weights_lock=other)).captioner_id()
     c = Backends(Settings(coco_score_threshold=0.6)).captioner_id()
-    assert sha[:16] in a and a != b and a != c and "perception-caption-v4" in a
+    assert sha[:16] in a and a != b and a != c and "perception-caption-v5" in a
 
 
 def test_text_regions_are_the_largest_text_bearing_boxes():

@@ -80,7 +80,7 @@ class PerceptionCaptioner:
         ocr_frames: frames per clip given to OCR (OCR costs ~0.3 s per frame here).
     """
 
-    name = "perception-caption-v4"  # v3: OCR passes, COCO objects; v4: flat geometric shapes
+    name = "perception-caption-v5"  # v3: OCR passes, COCO objects; v4: flat geometric shapes; v5: every box kept
     #: an object class seen in one sampled frame only is named when its best box scores at least this
     single_frame_score = 0.5
 
@@ -175,5 +175,9 @@ class PerceptionCaptioner:
             "motion_level": level,
             "colours": [[n, round(s, 3)] for n, s in stats.colours],
             "frames_s": [f.t_s for f in frames],
+            # every box of every sampled frame, for the index's tracks (avi/index/tracks.py)
+            "boxes": [[f.t_s, [[d.label, round(d.score, 3), *(round(v, 1) for v in d.box)] for d in dets]]
+                      for f, dets in zip(frames, per_frame)],
+            "frame_size": [int(frames[0].image.shape[1]), int(frames[0].image.shape[0])],
         }
         return Caption(clip.index, clip.start_s, clip.end_s, " ".join(parts), self.name, data)

@@ -159,22 +159,10 @@ class NanoDetDetector:
     def __init__(self, onnx_path: Path | str, score_threshold: float = 0.45, iou_threshold: float = 0.5,
                  threads: int = 1, max_detections: int = 100, letterbox: bool = True,
                  class_thresholds: dict[str, float] | None = None, query_threshold: float = 0.3):
-        from avi.errors import AviError
+        from avi.backends.onnx_session import open_session
 
-        try:
-            import onnxruntime as ort
-        except ImportError as exc:  # pragma: no cover - part of avi[cpu]
-            raise AviError("onnxruntime is not installed: pip install 'avi[cpu]'") from exc
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = max(1, int(threads))
-        opts.inter_op_num_threads = 1
-        opts.log_severity_level = 3
-        self._session = ort.InferenceSession(str(onnx_path), sess_options=opts, providers=["CPUExecutionProvider"])
-        inputs = self._session.get_inputs()
-        if len(inputs) != 1 or list(inputs[0].shape) != [1, 3, self.input_size, self.input_size]:
-            raise AviError(f"{onnx_path} is not a NanoDet-m 416 graph (input {[i.shape for i in inputs]})")
-        self._input = inputs[0].name
-        self._outputs = [o.name for o in self._session.get_outputs()]
+        self._session, self._input, self._outputs = open_session(
+            onnx_path, "NanoDet-m 416", [1, 3, self.input_size, self.input_size], threads)
         self.score_threshold = score_threshold
         self.iou_threshold = iou_threshold
         self.max_detections = max_detections

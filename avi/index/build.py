@@ -8,7 +8,8 @@ that is killed or fails resumes where it stopped and redoes nothing finished):
    and fsync'ed as each clip finishes (several clips in flight at once when the
    captioner declares ``concurrency`` > 1, e.g. a VLM server); a resumed build
    decodes from the first unfinished clip and captions only the missing ones;
-3. ``subjects``: the clips' subject registries merged into one (``subjects.json``);
+3. ``tracks`` and ``subjects``: the captioner's boxes linked in time (``tracks.json``, :mod:`avi.index.tracks`;
+   cpu captioner only) and the clips' subject registries merged into one (``subjects.json``);
 4. ``embeddings``: captions and transcript lines into Chroma (``chroma/``);
 5. ``graph``: the entity graph, LLM extraction, super-nodes and importance
    inputs (``graph.json``, AVI §3.2.3 and §6.2);
@@ -73,6 +74,7 @@ from avi.index.store import (
     release_chroma,
 )
 from avi.index.subjects import merge_subjects
+from avi.index.tracks import build_tracks
 from avi.index.transcript import attach_speech, transcript_fingerprint
 from avi.places import check_writable
 from avi.video.decode import DecodeStats, VideoInfo, file_sha256, probe
@@ -349,8 +351,12 @@ def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, back
         times["captions"] = time.perf_counter() - t
         attach_speech(captions, segments)
         t = time.perf_counter()
+        tracks = build_tracks(captions, fps=settings.fps)
+        times["tracks"] = time.perf_counter() - t
+        t = time.perf_counter()
         subjects = merge_subjects(captions, backends.embedder)
         times["subjects"] = time.perf_counter() - t
+        write_atomic(work / "tracks.json", json.dumps(tracks, ensure_ascii=False))
         write_jsonl(work / "captions.jsonl", [c.to_dict() for c in captions])
         write_atomic(work / "subjects.json", json.dumps(subjects, ensure_ascii=False, indent=1))
         t = time.perf_counter()
@@ -381,8 +387,9 @@ def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, back
             "embedder": {"name": backends.embedder.name, "dim": backends.embedder.dim},
             "transcript": transcript_info,
             "counts": {"clips": len(captions), "frames": sum(len(c.data.get("frames_s", [])) for c in captions),
-                       "failed_clips": len(failed), "subjects": len(subjects), "entities": graph_info["nodes"],
-                       "relations": graph_info["edges"], "summary_segments": len(summary.get("segments", []))},
+                       "failed_clips": len(failed), "subjects": len(subjects), "tracks": len(tracks),
+                       "entities": graph_info["nodes"], "relations": graph_info["edges"],
+                       "summary_segments": len(summary.get("segments", []))},
             "failed_clips": failed,
             "decode": decode.to_dict(),
             "rebuilt_from_broken": broken,

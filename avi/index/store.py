@@ -9,6 +9,7 @@ raw frames are read from the video itself by timestamp)::
         transcript.jsonl transcript segments (subtitles and/or ASR), in time order
         chroma/          Chroma PersistentClient; collections "clips" and "transcript" (cosine space)
         subjects.json    the subject registry merged across clips (global ids S1, S2, ...)
+        tracks.json      object tracks over the sampled frames (ids T1, T2, ...; cpu captioner)
         graph.json       entity graph, networkx node-link JSON (subjects keyed by the registry on load)
 
 A directory is trusted only when its manifest says ``"complete": true``; the
@@ -224,6 +225,7 @@ class VideoIndex:
         self.pending: list[str] = list(self.manifest.get("pending") or [])
         self._graph: nx.DiGraph | None = None
         self._subjects: list[dict] | None = None
+        self._tracks: list[dict] | None = None
         self._collections: dict[str, object] = {}
         self._chroma: Path | None = None
         # What of this index could not be used, and why (part -> cause): see note_problem.
@@ -320,18 +322,36 @@ class VideoIndex:
         recorded in :attr:`problems`).
         """
         if self._subjects is None:
-            path = self.path / "subjects.json"
-            self._subjects = []
-            if path.exists():
-                try:
-                    got = json.loads(path.read_text())
-                    if not isinstance(got, list):
-                        raise ValueError(f"expected a list, got {type(got).__name__}")
-                    self._subjects = [s for s in got if isinstance(s, dict) and s.get("id")]
-                except (OSError, ValueError) as exc:
-                    self.note_problem("subject registry (subjects.json)", f"{type(exc).__name__}: {exc}",
-                                      "the graph keeps its per-clip subject names")
+            self._subjects = self._read_records("subjects.json", "subject registry (subjects.json)",
+                                                "the graph keeps its per-clip subject names")
         return self._subjects
+
+    @property
+    def tracks(self) -> list[dict]:
+        """The object tracks (``tracks.json``, :func:`avi.index.tracks.build_tracks`), loaded on first use.
+
+        ``[{id, label, first_s, last_s, frames, boxes[[t_s, x1, y1, x2, y2]], entry, exit, score}]`` in order of
+        first appearance (seconds; pixels of the analysed frame). [] when the index has none (a gpu-profile index,
+        one built before tracks; an unreadable file is recorded in :attr:`problems`).
+        """
+        if self._tracks is None:
+            self._tracks = self._read_records("tracks.json", "object tracks (tracks.json)", "no tracks are used")
+        return self._tracks
+
+    def _read_records(self, name: str, part: str, consequence: str) -> list[dict]:
+        """The list of records with an ``id`` in the JSON file ``name`` of the index; [] when it is missing or
+        unreadable (then noted in :attr:`problems` as ``part`` with ``consequence``)."""
+        path = self.path / name
+        if not path.exists():
+            return []
+        try:
+            got = json.loads(path.read_text())
+            if not isinstance(got, list):
+                raise ValueError(f"expected a list, got {type(got).__name__}")
+            return [r for r in got if isinstance(r, dict) and r.get("id")]
+        except (OSError, ValueError) as exc:
+            self.note_problem(part, f"{type(exc).__name__}: {exc}", consequence)
+            return []
 
     def collection(self, embedder: Embedder, name: str = COLLECTION):
         """A Chroma collection of this index, after checking the embedder matches the one that built it.

@@ -1,52 +1,20 @@
-"""What the people models share: an onnxruntime session checked against the expected input, SSD anchor centres,
-box geometry on face crops, and TF.js's ``cropAndResize``."""
+"""What the people models share: SSD anchor centres and their decoding, box geometry on face crops, and TF.js's
+``cropAndResize`` (the onnxruntime session is :func:`avi.backends.onnx_session.open_session`, shared with the COCO
+detector)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Sequence
 
 import cv2
 import numpy as np
 
+from avi.backends.boxes import nms
+from avi.backends.onnx_session import open_session
 from avi.backends.types import Box
-from avi.errors import AviError
 
-
-def open_session(onnx_path: Path | str, what: str, shape: Sequence[int | None], threads: int = 1):
-    """An onnxruntime CPU session of ``onnx_path`` whose single input has ``shape`` (None: any size).
-
-    Args:
-        onnx_path: the verified ONNX file.
-        what: the model's name for error messages (e.g. ``"BlazeFace 256"``).
-        shape: expected input shape; ``None`` where the graph's dimension is symbolic or anything goes.
-        threads: intra-op threads (one measured faster than two on the 2 shared cores, research/npm_detector.md).
-
-    Returns:
-        ``(session, input name, output names)``.
-
-    Raises:
-        AviError: onnxruntime is missing, the file does not load, or its input is not ``shape``.
-    """
-    try:
-        import onnxruntime as ort
-    except ImportError as exc:  # pragma: no cover - part of avi[cpu]
-        raise AviError("onnxruntime is not installed: pip install 'avi[cpu]'") from exc
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = max(1, int(threads))
-    opts.inter_op_num_threads = 1
-    opts.log_severity_level = 3
-    try:
-        session = ort.InferenceSession(str(onnx_path), sess_options=opts, providers=["CPUExecutionProvider"])
-    except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own exception types
-        raise AviError(f"{onnx_path} does not load as an ONNX model: {str(exc).splitlines()[0]}") from None
-    inputs = session.get_inputs()
-    got = list(inputs[0].shape) if len(inputs) == 1 else None
-    if got is None or len(got) != len(shape) or any(
-            want is not None and g != want for g, want in zip(got, shape)):
-        raise AviError(f"{onnx_path} is not a {what} graph (inputs {[list(i.shape) for i in inputs]}, expected "
-                       f"one of shape {list(shape)})")
-    return session, inputs[0].name, [o.name for o in session.get_outputs()]
+__all__ = ["open_session", "ssd_anchor_centres", "decode_ssd", "keep_boxes", "sigmoid", "face_crop_box",
+           "face_crops", "crop_and_resize", "resize_bilinear", "check_image"]
 
 
 def ssd_anchor_centres(input_size: int, strides: Sequence[int], per_cell: Sequence[int]) -> np.ndarray:
@@ -74,6 +42,46 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
     return (1.0 / (1.0 + np.exp(-np.clip(x.astype(np.float64), -100.0, 100.0)))).astype(np.float32)
 
 
+def decode_ssd(rows: np.ndarray, anchors: np.ndarray, n_landmarks: int, scale: tuple[float, float],
+               shift: tuple[float, float] = (0.0, 0.0)) -> tuple[np.ndarray, np.ndarray]:
+    """Boxes and landmarks of MediaPipe SSD rows (BlazeFace, the palm detector), in pixels of the source image.
+
+    Each row is ``[logit, dx, dy, w, h, x1, y1, ..., xL, yL]`` in pixels of the model's square input, offsets from
+    its anchor centre (human's ``decodeBoxes`` in src/face/blazeface.ts and src/hand/handdetector.ts).
+
+    Args:
+        rows: (N, 5 + 2 * n_landmarks) float rows already filtered to the kept scores.
+        anchors: (N, 2) anchor centres of those rows (:func:`ssd_anchor_centres`).
+        n_landmarks: points per row after the box.
+        scale: (fx, fy) source pixels per input pixel.
+        shift: (x, y) subtracted after scaling (the padding of a squared source).
+
+    Returns:
+        ``(boxes (N, 4) xyxy, landmarks (N, n_landmarks, 2) xy)``, float32, unclipped.
+    """
+    f = np.array(scale, np.float32)
+    off = np.array(shift, np.float32)
+    centres = rows[:, 1:3] + anchors
+    half = rows[:, 3:5] / 2.0
+    boxes = np.concatenate([(centres - half) * f - off, (centres + half) * f - off], axis=1)
+    landmarks = (rows[:, 5:5 + 2 * n_landmarks].reshape(-1, n_landmarks, 2) + anchors[:, None, :]) * f - off
+    return boxes.astype(np.float32), landmarks.astype(np.float32)
+
+
+def keep_boxes(boxes: np.ndarray, scores: np.ndarray, iou_threshold: float, most: int,
+               size: tuple[int, int]) -> list[tuple[int, Box]]:
+    """NMS over ``boxes`` (N, 4 xyxy pixels), the ``most`` best kept, each clipped to the image ``size`` (width,
+    height); boxes left empty by the clipping are dropped. Returns ``[(row index, clipped box)]`` by score."""
+    w, h = size
+    out = []
+    for i in nms([tuple(b) for b in boxes.tolist()], scores.tolist(), iou_threshold)[:most]:
+        x1, y1, x2, y2 = boxes[i].tolist()
+        box = (max(0.0, x1), max(0.0, y1), min(float(w), x2), min(float(h), y2))
+        if box[2] > box[0] and box[3] > box[1]:
+            out.append((i, box))
+    return out
+
+
 def face_crop_box(box: Box, scale: float = 1.4) -> Box:
     """The square region human crops around a face box for the face models: the box enlarged ``scale`` times about
     its centre, then squared on its longer side (src/face/facemeshutil.ts ``enlargeBox`` and ``squarifyBox``;
@@ -89,6 +97,17 @@ def face_crop_box(box: Box, scale: float = 1.4) -> Box:
     cx, cy = (box[0] + box[2]) / 2.0, (box[1] + box[3]) / 2.0
     half = max(box[2] - box[0], box[3] - box[1]) * scale / 2.0
     return (cx - half, cy - half, cx + half, cy + half)
+
+
+def face_crops(image: np.ndarray, boxes: Sequence[Box], size: int, scale: float) -> np.ndarray:
+    """The square crops of the face models, one per face box: :func:`face_crop_box` cut and resized to ``size``
+    pixels a side by :func:`crop_and_resize`; float32 (N, size, size, 3) in 0..255.
+
+    Raises:
+        ValueError: ``image`` is not HxWx3 uint8 or a box is empty.
+    """
+    check_image(image)
+    return np.stack([crop_and_resize(image, face_crop_box(b, scale), (size, size)) for b in boxes])
 
 
 def crop_and_resize(image: np.ndarray, box: Box, size: tuple[int, int]) -> np.ndarray:

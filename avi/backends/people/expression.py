@@ -24,7 +24,7 @@ from typing import Sequence
 
 import numpy as np
 
-from avi.backends.people._common import check_image, crop_and_resize, face_crop_box, open_session
+from avi.backends.people._common import face_crops, open_session
 from avi.backends.types import Box
 
 #: The model's seven classes in output order (human's ``annotations`` in src/gear/emotion.ts, FER2013's labels).
@@ -81,11 +81,11 @@ class ExpressionClassifier:
         Raises:
             ValueError: ``image`` is not HxWx3 uint8 or ``box`` is empty.
         """
-        check_image(image)
-        s = self.input_size
-        crop = crop_and_resize(image, face_crop_box(box, self.crop_scale), (s, s)) / 255.0
-        grey = crop @ GREY_WEIGHTS
-        return ((grey - 0.5) * 2.0)[:, :, None].astype(np.float32)
+        return self._inputs(image, [box])[0]
+
+    def _inputs(self, image: np.ndarray, boxes: Sequence[Box]) -> np.ndarray:
+        grey = (face_crops(image, boxes, self.input_size, self.crop_scale) / 255.0) @ GREY_WEIGHTS
+        return ((grey - 0.5) * 2.0)[..., None].astype(np.float32)
 
     def classify(self, image: np.ndarray, boxes: Sequence[Box]) -> list[Expression]:
         """The expression of each face box in one frame, in the order of ``boxes``.
@@ -99,8 +99,7 @@ class ExpressionClassifier:
         """
         if not boxes:
             return []
-        batch = np.stack([self.preprocess(image, b) for b in boxes])
-        probs = self._session.run(self._outputs, {self._input: batch})[0]
+        probs = self._session.run(self._outputs, {self._input: self._inputs(image, boxes)})[0]
         out = []
         for box, p in zip(boxes, probs):
             k = int(np.argmax(p))

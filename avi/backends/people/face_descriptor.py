@@ -26,7 +26,7 @@ from typing import Sequence
 
 import numpy as np
 
-from avi.backends.people._common import check_image, crop_and_resize, face_crop_box, open_session
+from avi.backends.people._common import face_crops, open_session
 from avi.backends.types import Box
 
 
@@ -102,8 +102,6 @@ class FaceDescriber:
         """
         if not boxes:
             return []
-        check_image(image)
-        s = self.input_size
-        batch = np.stack([crop_and_resize(image, face_crop_box(b, self.crop_scale), (s, s)) for b in boxes])
-        vecs = self._session.run(self._outputs, {self._input: batch.astype(np.float32)})[0]
+        batch = face_crops(image, boxes, self.input_size, self.crop_scale)
+        vecs = self._session.run(self._outputs, {self._input: batch})[0]
         return [FaceDescriptor(v.astype(np.float32), tuple(float(x) for x in b)) for v, b in zip(vecs, boxes)]

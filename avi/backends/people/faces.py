@@ -33,10 +33,11 @@ from pathlib import Path
 
 import numpy as np
 
-from avi.backends.boxes import nms
 from avi.backends.people._common import (
     check_image,
+    decode_ssd,
     face_crop_box,
+    keep_boxes,
     open_session,
     resize_bilinear,
     sigmoid,
@@ -149,21 +150,8 @@ class FaceDetector:
         keep = np.nonzero(scores > self.min_score)[0]
         if keep.size == 0:
             return []
-        rows, scores, anchors = rows[keep], scores[keep], self._anchors[keep]
-        centres = rows[:, 1:3] + anchors
-        half = rows[:, 3:5] / 2.0
+        rows, scores = rows[keep], scores[keep]
         fx, fy = src.shape[1] / s, src.shape[0] / s
-        scale = np.array([fx, fy, fx, fy], np.float32)
-        shift = np.array([off[0], off[1], off[0], off[1]], np.float32)
-        boxes = np.concatenate([centres - half, centres + half], axis=1) * scale - shift
-        landmarks = (rows[:, 5:17].reshape(-1, 6, 2) + anchors[:, None, :]) * np.array([fx, fy], np.float32) \
-            - np.array(off, np.float32)
-        order = nms([tuple(b) for b in boxes.tolist()], scores.tolist(), self.iou_threshold)[: self.max_faces]
-        out = []
-        for i in order:
-            x1, y1, x2, y2 = boxes[i].tolist()
-            box = (max(0.0, x1), max(0.0, y1), min(float(w), x2), min(float(h), y2))
-            if box[2] <= box[0] or box[3] <= box[1]:
-                continue
-            out.append(Face(box, float(scores[i]), landmarks[i].astype(np.float32)))
-        return out
+        boxes, landmarks = decode_ssd(rows, self._anchors[keep], 6, (fx, fy), off)
+        return [Face(box, float(scores[i]), landmarks[i])
+                for i, box in keep_boxes(boxes, scores, self.iou_threshold, self.max_faces, (w, h))]

@@ -30,8 +30,15 @@ from pathlib import Path
 
 import numpy as np
 
-from avi.backends.boxes import nms
-from avi.backends.people._common import check_image, open_session, resize_bilinear, sigmoid, ssd_anchor_centres
+from avi.backends.people._common import (
+    check_image,
+    decode_ssd,
+    keep_boxes,
+    open_session,
+    resize_bilinear,
+    sigmoid,
+    ssd_anchor_centres,
+)
 from avi.backends.types import Box
 
 #: The palm detector's seven keypoints in output order: human's ``PALM_LANDMARK_IDS`` [0, 5, 9, 13, 17, 1, 2]
@@ -112,17 +119,7 @@ class PalmDetector:
         keep = np.nonzero(scores > self.min_score)[0]
         if keep.size == 0:
             return []
-        rows, scores, anchors = rows[keep], scores[keep], self._anchors[keep]
-        centres = rows[:, 1:3] + anchors
-        half = rows[:, 3:5] / 2.0
-        f = np.array([w / s, h / s], np.float32)
-        boxes = np.concatenate([(centres - half) * f, (centres + half) * f], axis=1)
-        landmarks = (rows[:, 5:19].reshape(-1, 7, 2) + anchors[:, None, :]) * f
-        order = nms([tuple(b) for b in boxes.tolist()], scores.tolist(), self.iou_threshold)[: self.max_palms]
-        out = []
-        for i in order:
-            x1, y1, x2, y2 = boxes[i].tolist()
-            box = (max(0.0, x1), max(0.0, y1), min(float(w), x2), min(float(h), y2))
-            if box[2] > box[0] and box[3] > box[1]:
-                out.append(Palm(box, float(scores[i]), landmarks[i].astype(np.float32)))
-        return out
+        rows, scores = rows[keep], scores[keep]
+        boxes, landmarks = decode_ssd(rows, self._anchors[keep], 7, (w / s, h / s))
+        return [Palm(box, float(scores[i]), landmarks[i])
+                for i, box in keep_boxes(boxes, scores, self.iou_threshold, self.max_palms, (w, h))]

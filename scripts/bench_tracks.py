@@ -1,0 +1,105 @@
+#!/usr/bin/env python
+"""Object tracks of the index on real footage vs person spans labelled by eye (issue 36, item 4).
+
+``bench/tracks/vtest_people.jsonl`` holds the spans of people in vtest.avi (first and last second in view, one
+record per continuous appearance, a ``probe``: a time and a pixel point on that person in the 768x576 frame,
+and a ``how`` line). This script opens (building when needed) the cpu index of each labelled video, and for every
+label takes the person tracks (``tracks.json``, :mod:`avi.index.tracks`) that have a box within half a second of
+the probe time containing the probe point (a 12-pixel margin); the best of them by temporal IoU with the label's
+span is the label's track. Prints per label the track, its span, entry and exit and the span IoU, then the mean
+span IoU and how many labels reach IoU 0.6 (issue 36's bar).
+
+    .venv/bin/python scripts/bench_tracks.py [--labels bench/tracks/vtest_people.jsonl] [--json out.json]
+
+Builds the index with the machine's cpu settings (about 1-2 minutes for vtest.avi on 2 cores when it is new).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+VIDEO_DIRS = (Path("/usr/share/doc/opencv-doc/examples/data"), Path.home() / ".cache/avi/devbench/videos")
+
+
+def span_iou(a: tuple[float, float], b: tuple[float, float]) -> float:
+    """Temporal IoU of two closed spans in seconds (0 when they do not meet)."""
+    inter = max(0.0, min(a[1], b[1]) - max(a[0], b[0]))
+    union = max(a[1], b[1]) - min(a[0], b[0])
+    return inter / union if union > 0 else float(a == b)
+
+
+def at_probe(track: dict, t_s: float, xy: list[float], scale: tuple[float, float], margin: float = 12.0) -> bool:
+    """Whether ``track`` has a box within 0.5 s of ``t_s`` containing the point ``xy`` (label pixels, scaled to
+    the analysed frame by ``scale``) with ``margin`` pixels to spare."""
+    x, y = xy[0] * scale[0], xy[1] * scale[1]
+    for t, x1, y1, x2, y2 in track["boxes"]:
+        if abs(t - t_s) <= 0.5 and x1 - margin <= x <= x2 + margin and y1 - margin <= y <= y2 + margin:
+            return True
+    return False
+
+
+def find_video(name: str) -> Path:
+    for d in VIDEO_DIRS:
+        if (d / name).exists():
+            return d / name
+    raise SystemExit(f"bench_tracks: {name} not found in {', '.join(map(str, VIDEO_DIRS))} (scripts/setup.sh "
+                     "installs vtest.avi with opencv-doc)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--labels", type=Path, default=ROOT / "bench/tracks/vtest_people.jsonl")
+    ap.add_argument("--json", type=Path, help="write the per-label results here")
+    args = ap.parse_args(argv)
+
+    from avi.backends import Backends
+    from avi.config import Settings
+    from avi.index.build import ensure_index
+    from avi.offline import enforce_offline_env
+
+    enforce_offline_env()
+    labels = [json.loads(line) for line in args.labels.read_text().splitlines() if line.strip()]
+    settings = Settings()
+    backends = Backends(settings)
+    rows = []
+    try:
+        for video in sorted({lab["video"] for lab in labels}):
+            index = ensure_index(find_video(video), settings, backends, progress=True, stages="search")
+            tracks = [t for t in index.tracks if t["label"] == "person"]
+            m = index.manifest["video"]
+            size = next((c.data.get("frame_size") for c in index.captions if c.data.get("frame_size")), None)
+            scale = (size[0] / m["width"], size[1] / m["height"]) if size else (1.0, 1.0)
+            print(f"{video}: {len(index.tracks)} tracks, {len(tracks)} of people "
+                  f"(median {sorted(t['last_s'] - t['first_s'] for t in tracks)[len(tracks) // 2]:.1f} s)"
+                  if tracks else f"{video}: no person tracks", file=sys.stderr)
+            for lab in (x for x in labels if x["video"] == video):
+                span = (lab["first_s"], lab["last_s"])
+                hits = [t for t in tracks if at_probe(t, lab["probe"]["t_s"], lab["probe"]["xy"], scale)]
+                best = max(hits, key=lambda t: span_iou(span, (t["first_s"], t["last_s"])), default=None)
+                iou = span_iou(span, (best["first_s"], best["last_s"])) if best else 0.0
+                rows.append({"id": lab["id"], "video": video, "label_span": list(span),
+                             "track": best["id"] if best else None,
+                             "track_span": [best["first_s"], best["last_s"]] if best else None,
+                             "entry": best["entry"] if best else None, "exit": best["exit"] if best else None,
+                             "span_iou": round(iou, 3), "tracks_at_probe": len(hits)})
+    finally:
+        backends.close()
+    print(f"{'label':22} {'label span':>13} {'track':>6} {'track span':>13} {'IoU':>5}  entry / exit")
+    for r in rows:
+        ts = f"{r['track_span'][0]:.1f}-{r['track_span'][1]:.1f}" if r["track_span"] else "-"
+        print(f"{r['id']:22} {r['label_span'][0]:5.1f}-{r['label_span'][1]:<6.1f} {r['track'] or '-':>6} {ts:>13} "
+              f"{r['span_iou']:5.2f}  {r['entry']} / {r['exit']}")
+    ious = [r["span_iou"] for r in rows]
+    print(f"mean span IoU {sum(ious) / len(ious):.3f}; labels at IoU >= 0.6: {sum(i >= 0.6 for i in ious)} of "
+          f"{len(ious)}")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
