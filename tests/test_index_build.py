@@ -29,6 +29,7 @@ from avi.config import Settings
 from avi.errors import AviError
 from avi.index.build import ensure_index, find_index, index_components, index_key
 from avi.index.store import SCHEMA_VERSION, VideoIndex
+from avi.index.tracks import tracker_id
 from avi.video.decode import file_sha256
 
 AVI = str(Path(__file__).resolve().parent.parent / ".venv" / "bin" / "avi")
@@ -130,6 +131,10 @@ def test_layout_of_a_built_index(sign_index, sign_video, session_backends):
     assert manifest["embedder"] == {"name": "all-minilm-l6-v2", "dim": 384}
     assert manifest["counts"]["clips"] == 4
     assert manifest["counts"]["frames"] == 40  # 2 fps over 20 s
+    assert manifest["components"]["tracker"] == tracker_id()  # the tracker's setup is part of the key
+    tracks = json.loads((path / "tracks.json").read_text())
+    assert isinstance(tracks, list) and tracks == sign_index.tracks
+    assert manifest["counts"]["tracks"] == len(tracks) and "tracks" in manifest["build_seconds"]
     assert manifest["settings"]["clip_seconds"] == 5.0
 
     lines = (path / "captions.jsonl").read_text().splitlines()

@@ -94,8 +94,8 @@ def test_a_short_miss_is_bridged_and_a_long_gap_is_not():
     del walk[2.5]  # one sampled frame without the box: the same track
     tracks = build_tracks(_captions(walk), fps=FPS)
     assert len(tracks) == 1 and tracks[0]["frames"] == len(walk)
-    apart = _merge(_walker(0.0, 2.0, 50.0, 0.0), _walker(6.0, 8.0, 50.0, 0.0))
-    assert len(build_tracks(_captions(apart), fps=FPS)) == 2  # 4 s unseen: longer than lost_seconds
+    apart = _merge(_walker(0.0, 2.0, 50.0, 0.0), _walker(9.0, 11.0, 50.0, 0.0))
+    assert len(build_tracks(_captions(apart), fps=FPS)) == 2  # 7 s unseen: longer than lost_seconds (5 s)
 
 
 def test_no_boxes_no_tracks():
@@ -124,3 +124,12 @@ def test_tracks_on_real_footage_follow_a_labelled_person(session_backends):
     assert len(hers) == 1, [(t["id"], t["first_s"], t["last_s"]) for t in tracks]
     assert abs(hers[0]["first_s"] - label["first_s"]) <= 0.5 and hers[0]["last_s"] >= 49.5
     assert hers[0]["entry"] == "right"
+
+
+def test_the_tracker_setup_is_in_the_index_key(monkeypatch):
+    import avi.index.tracks as tracks_mod
+
+    before = tracks_mod.tracker_id()
+    assert before.startswith("bytetrack@trackers-2.6.1|")
+    monkeypatch.setattr(tracks_mod, "LOST_SECONDS", 1.0)
+    assert tracks_mod.tracker_id() != before

@@ -74,7 +74,7 @@ from avi.index.store import (
     release_chroma,
 )
 from avi.index.subjects import merge_subjects
-from avi.index.tracks import build_tracks
+from avi.index.tracks import build_tracks, tracker_id
 from avi.index.transcript import attach_speech, transcript_fingerprint
 from avi.places import check_writable
 from avi.video.decode import DecodeStats, VideoInfo, file_sha256, probe
@@ -109,6 +109,7 @@ def index_components(video: Path, settings: Settings, backends: Backends) -> dic
         "embedder": backends.embedder_id(settings),
         "transcript": transcript_fingerprint(video, settings),
         "llm": backends.llm_id(settings) if uses_llm else None,
+        "tracker": tracker_id(),
         "prompts": prompts,
     }
 
