@@ -18,6 +18,8 @@ NOT_DECLARED = {
     "paddleocr": "PaddleOCR 3.x is installed by hand on gpu nodes; setup does not install paddle (README)",
     "yaml": "PyYAML, only in avi/backends/paddle_ocr.py, installed with paddleocr",
     "groundingdino": "the optional groundingdino-py adapter (needs transformers 4.x, README)",
+    "trackers": "Roboflow's trackers (ByteTrack, avi/index/tracks.py): scripts/setup.sh installs it with --no-deps, as it "
+                "declares opencv-python beside our opencv-python-headless; what its tracker needs is in the cpu extra",
 }
 # Import names whose distribution is not installed in every test venv.
 DISTRIBUTION = {"open_clip": "open-clip-torch", "qwen_vl_utils": "qwen-vl-utils", "ray": "ray",
