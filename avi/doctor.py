@@ -38,7 +38,7 @@ PROBE_TOOL = {"type": "function", "function": {
                    "required": ["status"], "additionalProperties": False}}}
 
 CPU_PACKAGES = ("av", "opencv-python-headless", "chromadb", "networkx", "openai", "sentence-transformers",
-                "rapidocr", "onnxruntime", "llama_cpp_python", "torch", "faster-whisper", "ctranslate2")
+                "rapidocr", "onnxruntime", "llama_cpp_python", "torch", "faster-whisper", "ctranslate2", "trackers")
 GPU_PACKAGES = ("av", "opencv-python-headless", "chromadb", "networkx", "openai", "torch", "transformers",
                 "faster-whisper", "ctranslate2")
 
