@@ -82,14 +82,13 @@ def main(argv: list[str] | None = None) -> int:
                 span = (lab["first_s"], lab["last_s"])
                 near = [(d, t) for t in tracks
                         if (d := probe_distance(t, lab["probe"]["t_s"], lab["probe"]["xy"], scale)) is not None]
-                hits = [t for _, t in near]
                 best = min(near, key=lambda dt: dt[0])[1] if near else None
                 iou = span_iou(span, (best["first_s"], best["last_s"])) if best else 0.0
                 rows.append({"id": lab["id"], "video": video, "label_span": list(span),
                              "track": best["id"] if best else None,
                              "track_span": [best["first_s"], best["last_s"]] if best else None,
                              "entry": best["entry"] if best else None, "exit": best["exit"] if best else None,
-                             "span_iou": round(iou, 3), "tracks_at_probe": len(hits)})
+                             "span_iou": round(iou, 3), "tracks_at_probe": len(near)})
     finally:
         backends.close()
     print(f"{'label':22} {'label span':>13} {'track':>6} {'track span':>13} {'IoU':>5}  entry / exit")

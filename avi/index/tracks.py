@@ -23,6 +23,7 @@ vanished inside the picture: behind something, or the detector's recall).
 from __future__ import annotations
 
 import warnings
+from bisect import bisect_right
 
 import numpy as np
 
@@ -137,7 +138,7 @@ def build_tracks(captions: list[Caption], *, fps: float, min_frames: int = MIN_F
                                 minimum_iou_threshold=min_iou, high_conf_det_threshold=high_score)
 
     for t_s, boxes in frames:
-        crossed_cut = prev_t is not None and any(prev_t < c <= t_s for c in cuts)
+        crossed_cut = prev_t is not None and bisect_right(cuts, t_s) > bisect_right(cuts, prev_t)
         gap = prev_t is not None and t_s - prev_t > 1.5 / fps
         if prev_t is None or crossed_cut or gap:
             if prev_t is not None:
@@ -166,7 +167,7 @@ def build_tracks(captions: list[Caption], *, fps: float, min_frames: int = MIN_F
                 state = [float(v) for v in np.asarray(tracklet.get_state_bbox()).reshape(4)]
                 best = max(range(len(got)), key=lambda j: box_iou(state, got[j][1]))  # the box it was updated with
                 rec = runs.setdefault(id(tracklet), {"tracklet": tracklet, "label": label, "boxes": [],
-                                                     "scores": [], "shot_first": shot_first_t})
+                                                     "scores": []})
                 if rec["boxes"] and rec["boxes"][-1][0] == t_s:
                     continue
                 rec["boxes"].append([t_s, *(round(float(v), 1) for v in xyxy[best])])
@@ -177,19 +178,17 @@ def build_tracks(captions: list[Caption], *, fps: float, min_frames: int = MIN_F
     def shot_of(t: float) -> tuple[float, float]:
         return next((s for s in shot_ends if s[0] <= t <= s[1]), (t, t))
 
+    kept = [r for r in sorted(runs.values(), key=lambda r: (r["boxes"][0][0], r["boxes"][0][1]))
+            if len(r["boxes"]) >= min_frames]
     tracks = []
-    for rec in sorted(runs.values(), key=lambda r: (r["boxes"][0][0], r["boxes"][0][1])):
-        if len(rec["boxes"]) < min_frames:
-            continue
+    for i, rec in enumerate(kept):
         first, last = rec["boxes"][0], rec["boxes"][-1]
         shot = shot_of(first[0])
         tracks.append({
-            "label": rec["label"], "first_s": first[0], "last_s": last[0], "frames": len(rec["boxes"]),
-            "boxes": rec["boxes"],
+            "id": f"T{i + 1}", "label": rec["label"], "first_s": first[0], "last_s": last[0],
+            "frames": len(rec["boxes"]), "boxes": rec["boxes"],
             "entry": SHOT_START if first[0] <= shot[0] else _side(first[1:], size),
             "exit": SHOT_END if last[0] >= shot[1] else _side(last[1:], size),
             "score": round(float(np.mean(rec["scores"])), 3),
         })
-    for i, tr in enumerate(tracks):
-        tr["id"] = f"T{i + 1}"
-    return [{"id": tr.pop("id"), **tr} for tr in tracks]
+    return tracks
