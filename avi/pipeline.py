@@ -88,7 +88,7 @@ def answer(prepared: PreparedVideo, question: str, settings: Settings, backends:
     question = clean_question(question or "", settings.question_max_chars)
     t0 = time.perf_counter()
     info, index = prepared.info, prepared.index
-    llm = backends.llm
+    llm = orchestrator(backends)
     prompts = PromptLibrary(settings.prompts_dir)
     ctx = ToolContext(settings=settings, index=index, video=VideoReader(info, settings.max_side), backends=backends)
     trace = QuestionTrace(
@@ -100,6 +100,24 @@ def answer(prepared: PreparedVideo, question: str, settings: Settings, backends:
     trace.seconds["index"] = round(prepared.seconds, 3)
     trace.seconds["total"] = round(prepared.seconds + time.perf_counter() - t0, 3)
     return result
+
+
+def orchestrator(backends: Backends):
+    """``backends.llm``, with the embedded server's start overlapped with loading the query embedder.
+
+    On the cpu profile each ``avi-run`` starts its own llama.cpp server (about 2 s of model loading in that
+    process) and loads the sentence-transformers embedder for the host's opening search (about 4 s of imports
+    in this one); launched first, the server loads on the second core meanwhile (issue 38).
+
+    Raises:
+        LLMUnavailableError: the orchestrator cannot be reached or started.
+    """
+    if backends.launch_llm():
+        try:
+            backends.embedder  # noqa: B018 - load it while the server loads its model
+        except Exception:  # noqa: BLE001 - only a head start: the tool that needs it meets the error and reports it
+            pass
+    return backends.llm
 
 
 def trace_llm(settings: Settings, llm) -> dict:

@@ -10,7 +10,9 @@ reports per question and as p50/p90:
 * **exit s**: the wall clock of the whole process, start to exit (what the user waits for the prompt);
 * **LLM calls**: model calls of the question from its trace (one per step with model time; an option-scores
   step counts each of its permutations);
-* **prompt tok** and **gen tok**: the trace's totals (``telemetry.prompt_tokens``, ``completion_tokens``).
+* **prompt tok** and **gen tok**: the trace's totals (``telemetry.prompt_tokens``, ``completion_tokens``);
+* **right**: the answer by the benchmark's strict rules (``avi.eval.jsonl.grade_jsonl``, as ``avi eval``
+  scores it; ``-`` for a question outside the score), and the strict accuracy over the scored questions.
 
 Index the videos first (``avi index DIR``): a question whose video has no index builds it, and its answer
 seconds then hold the build (the ``index s`` column shows it). The LLM stages that only some questions use are
@@ -43,7 +45,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_VIDEOS = Path.home() / ".cache" / "avi" / "devbench" / "videos"
 METRICS = ("answer_s", "exit_s", "llm_calls", "prompt_tokens", "completion_tokens")
-HEADERS = {"qid": "question", "index_s": "index s", "answer_s": "answer s", "exit_s": "exit s",
+RECORD_FIELDS = ("answer", "choice", "interval", "choices", "order", "answer_type", "cannot_tell")
+HEADERS = {"qid": "question", "correct": "right", "index_s": "index s", "answer_s": "answer s", "exit_s": "exit s",
            "llm_calls": "LLM calls", "prompt_tokens": "prompt tok", "completion_tokens": "gen tok",
            "status": "status"}
 RUN_MAIN = "import sys; sys.argv[0] = 'avi-run'; from avi.cli import run_main; sys.exit(run_main())"
@@ -135,6 +138,7 @@ def row_for(qid: str, returncode: int, wall_s: float, stdout: str, stderr: str =
         return row
     seconds = out.get("seconds") or {}
     telemetry = out.get("telemetry") or {}
+    row["record"] = {"status": "ok", **{k: out.get(k) for k in RECORD_FIELDS}}
     row.update(answer=out.get("answer"), index_s=seconds.get("index"), answer_s=seconds.get("total"),
                prompt_tokens=telemetry.get("prompt_tokens"), completion_tokens=telemetry.get("completion_tokens"),
                llm_calls=telemetry.get("llm_replies"))
@@ -162,6 +166,18 @@ def run_one(q, work: Path, extra: list[str], timeout: float) -> dict:
     return row_for(q.qid, proc.returncode, time.perf_counter() - t0, proc.stdout, proc.stderr)
 
 
+def grade(row: dict, q) -> dict:
+    """Add the strict grade of the row's answer (``correct``: True/False, None when the question is not scored;
+    ``iou`` for an interval) by the benchmark's own rules; a failed process counts as wrong."""
+    from avi.eval.jsonl import grade_jsonl
+
+    g = grade_jsonl(q, row.get("record"))
+    row["correct"] = g["correct"] if g["scored"] else None
+    if g["iou"] is not None:
+        row["iou"] = round(g["iou"], 3)
+    return row
+
+
 def percentile(values: list[float], p: float) -> float | None:
     """The ``p``-th percentile (0-100) by linear interpolation between closest ranks; None for no values."""
     vals = sorted(float(v) for v in values if v is not None)
@@ -178,6 +194,11 @@ def summarize(rows: list[dict]) -> dict:
     for m in METRICS:
         vals = [r[m] for r in rows if r.get(m) is not None]
         out[m] = {"p50": _round(percentile(vals, 50)), "p90": _round(percentile(vals, 90)), "n": len(vals)}
+    graded = [r["correct"] for r in rows if r.get("correct") is not None]
+    out["strict"] = {"right": sum(graded), "scored": len(graded),
+                     "accuracy": round(100.0 * sum(graded) / len(graded), 1) if graded else None}
+    ious = [r["iou"] for r in rows if r.get("iou") is not None]
+    out["interval_miou"] = round(sum(ious) / len(ious), 3) if ious else None
     return out
 
 
@@ -191,6 +212,8 @@ COUNTS = ("llm_calls", "prompt_tokens", "completion_tokens")
 def _cell(v, column: str = "") -> str:
     if v is None:
         return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
     if isinstance(v, float):
         return f"{v:.0f}" if column in COUNTS and v.is_integer() else f"{v:.1f}"
     return str(v)
@@ -198,10 +221,12 @@ def _cell(v, column: str = "") -> str:
 
 def format_table(rows: list[dict], summary: dict) -> str:
     """The rows and the p50/p90 lines as a plain-text table."""
-    cols = ["qid", "index_s", "answer_s", "exit_s", "llm_calls", "prompt_tokens", "completion_tokens", "status"]
+    cols = ["qid", "index_s", "answer_s", "exit_s", "llm_calls", "prompt_tokens", "completion_tokens", "correct",
+            "status"]
     body = [[_cell(r.get(c), c) for c in cols] for r in rows]
     for p in ("p50", "p90"):
         body.append([p, "", *[_cell(summary[c][p], c) if c in METRICS else "" for c in cols[2:-1]], ""])
+    strict = summary.get("strict") or {}
     head = [HEADERS[c] for c in cols]
     widths = [max(len(x) for x in col) for col in zip(head, *body)]
 
@@ -211,7 +236,12 @@ def format_table(rows: list[dict], summary: dict) -> str:
 
     sep = "  ".join("-" * w for w in widths)
     lines = [line(head), sep, *[line(b) for b in body[:len(rows)]], sep, *[line(b) for b in body[len(rows):]]]
-    return "\n".join(lines) + f"\n{summary['questions']} questions, {summary['failed']} failed"
+    tail = f"\n{summary['questions']} questions, {summary['failed']} failed"
+    if strict.get("scored"):
+        tail += f"; strict accuracy {strict['accuracy']:.1f} % ({strict['right']}/{strict['scored']})"
+    if summary.get("interval_miou") is not None:
+        tail += f"; interval mIoU {summary['interval_miou']:.3f}"
+    return "\n".join(lines) + tail
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -229,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         for i, q in enumerate(questions, 1):
             if not args.json:
                 print(f"[{i}/{len(questions)}] {q.qid}", file=sys.stderr, flush=True)
-            rows.append(run_one(q, Path(tmp), args.extra, args.timeout))
+            rows.append(grade(run_one(q, Path(tmp), args.extra, args.timeout), q))
     summary = summarize(rows)
     result = {"questions": rows, "summary": summary,
               "source": {"questions": str(args.questions), "split": args.split, "limit": args.limit,

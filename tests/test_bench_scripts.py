@@ -152,11 +152,26 @@ def test_bench_latency_rows_percentiles_and_table(bench_latency, tmp_path):
     table = bench_latency.format_table(rows, summary)
     lines = table.splitlines()
     assert lines[0].split() == ["question", "index", "s", "answer", "s", "exit", "s", "LLM", "calls", "prompt",
-                                "tok", "gen", "tok", "status"]
+                                "tok", "gen", "tok", "right", "status"]
     assert any(x.startswith("q1") and x.rstrip().endswith("exit 3") for x in lines)
     p50 = next(x for x in lines if x.startswith("p50")).split()
     assert p50 == ["p50", "26.5", "23.0", "6", "1200", "34"]
     assert lines[-1] == "3 questions, 1 failed"
+
+
+def test_bench_latency_grades_answers_strictly(bench_latency, tmp_path):
+    """Each row is graded by the benchmark's strict rules; a failed process is wrong; accuracy in the summary."""
+    qfile = _latency_questions(tmp_path)
+    args = bench_latency.parse_args(["--questions", str(qfile), "--videos", str(tmp_path), "--split", "all"])
+    qs = bench_latency.select_questions(args)[:3]
+    said = [bench_latency.row_for(q.qid, 0, 1.0, json.dumps({"answer": a, "seconds": {"total": 1.0}}))
+            for q, a in zip(qs[:2], ["x", "something else"])]
+    rows = [bench_latency.grade(r, q) for r, q in zip(said, qs)]
+    rows.append(bench_latency.grade(bench_latency.row_for(qs[2].qid, 3, 1.0, "", "boom"), qs[2]))
+    assert [r["correct"] for r in rows] == [True, False, False]
+    summary = bench_latency.summarize(rows)
+    assert summary["strict"] == {"right": 1, "scored": 3, "accuracy": 33.3} and summary["interval_miou"] is None
+    assert "strict accuracy 33.3 % (1/3)" in bench_latency.format_table(rows, summary).splitlines()[-1]
 
 
 def test_bench_latency_times_a_process(bench_latency, tmp_path, monkeypatch):

@@ -83,8 +83,28 @@ def test_stop_frees_port_and_process():
 def test_bad_gguf_fails_with_log_tail(tmp_path):
     bad = tmp_path / "bad.gguf"
     bad.write_bytes(b"GGUF" + b"\0" * 100)
-    with pytest.raises(LLMUnavailableError, match="exited"):
+    with pytest.raises(LLMUnavailableError, match=r"exited with code [1-9]"):
         LlamaCppServer(bad, start_timeout_s=60).start()
+
+
+def test_launch_returns_at_once_and_start_waits_for_it(tmp_path):
+    """Backends.launch_llm starts the embedded server without waiting; ``llm`` then waits and serves."""
+    from avi.backends import Backends
+
+    backends = Backends(Settings(llm_gguf="smollm2-135m-instruct", llm_ctx=2048, home=tmp_path))
+    try:
+        assert backends.launch_llm() is True
+        server = backends._server
+        proc = server.proc
+        assert proc is not None and proc.poll() is None and not server._ready
+        assert backends.launch_llm() is False and server.proc is proc  # launched once
+        client = backends.llm
+        assert server._ready and server.proc is proc
+        assert client.chat([{"role": "user", "content": "Say hi."}], max_tokens=4).content is not None
+    finally:
+        backends.close()
+    assert proc.poll() is not None
+    assert Backends(Settings(llm_base_url="http://127.0.0.1:9/v1")).launch_llm() is False
 
 
 def test_unreachable_endpoint():
@@ -205,3 +225,34 @@ def test_prompt_logits_only_when_asked():
     assert llama.create_completion(prompt="p", logprobs=5) == "ok"
     assert llama.create_completion(prompt="p", logprobs=None) == "ok"
     assert llama.seen == [(False, False), (True, True), (False, False)]
+
+
+def _restored_completion(gguf, lean: bool) -> tuple[str, object]:
+    """Complete a prompt, save the state, do other work, restore it, complete the prompt again."""
+    from llama_cpp import Llama
+
+    from avi.backends.llama_prefix_cache import lean_state_io
+
+    llama = Llama(str(gguf), n_ctx=512, n_threads=2, logits_all=True, verbose=False)
+    prompt = "The capital of France is Paris. The capital of Italy is"
+    llama.create_completion(prompt, max_tokens=8, temperature=0.0)
+    if lean:
+        lean_state_io(llama)
+        lean_state_io(llama)  # idempotent
+    state = llama.save_state()
+    llama.reset()
+    llama.create_completion("Something else entirely, about rivers", max_tokens=4, temperature=0.0)
+    llama.load_state(state)
+    assert llama.n_tokens == state.n_tokens and llama._requires_eval
+    return llama.create_completion(prompt, max_tokens=8, temperature=0.0)["choices"][0]["text"], state
+
+
+def test_lean_state_io_restores_a_prefix_as_the_library_does():
+    """lean_state_io saves no logits, and a restored prefix gives the library's own restore's greedy text."""
+    s = Settings()
+    gguf = resolve("smollm2-135m-instruct", s.models_dir, s.weights_lock)
+    want, full = _restored_completion(gguf, lean=False)
+    got, lean = _restored_completion(gguf, lean=True)
+    assert got == want and got.strip()
+    assert lean.scores.shape[0] == 0 and full.scores.shape[0] > 0
+    assert lean.n_tokens == full.n_tokens and lean.llama_state_size == full.llama_state_size

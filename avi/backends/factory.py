@@ -197,18 +197,41 @@ class Backends:
             return ChatClient.connect(s.llm_embedded_url, model=None, api_key="EMPTY", timeout_s=s.llm_timeout_s,
                                       constrain=s.llm_constrain if s.llm_constrain != "auto" else "json_schema",
                                       **waits)
-        from avi.backends.llm_server import LlamaCppServer
-        from avi.weights import load_lock, resolve
-
-        gguf = resolve(s.llm_gguf, s.models_dir, s.weights_lock)
-        self._server = LlamaCppServer(gguf, n_ctx=s.llm_ctx, n_threads=s.llm_threads,
-                                      start_timeout_s=s.llm_start_timeout_s,
-                                      state_dir=s.home / "llm-state" if s.llm_prefix_cache else None,
-                                      model_key=load_lock(s.weights_lock)[s.llm_gguf].sha256)
+        self._server = self._embedded_server()
         self._server.start()
         return ChatClient.connect(self._server.base_url, model=self._server.model_alias, api_key="EMPTY",
                                   timeout_s=s.llm_timeout_s, **waits,
                                   constrain=s.llm_constrain if s.llm_constrain != "auto" else "json_schema")
+
+    def _embedded_server(self):
+        """The embedded llama.cpp server of this run (created, not started), made once."""
+        if self._server is None:
+            from avi.backends.llm_server import LlamaCppServer
+            from avi.weights import load_lock, resolve
+
+            s = self.settings
+            gguf = resolve(s.llm_gguf, s.models_dir, s.weights_lock)
+            self._server = LlamaCppServer(gguf, n_ctx=s.llm_ctx, n_threads=s.llm_threads,
+                                          start_timeout_s=s.llm_start_timeout_s,
+                                          state_dir=s.home / "llm-state" if s.llm_prefix_cache else None,
+                                          model_key=load_lock(s.weights_lock)[s.llm_gguf].sha256)
+        return self._server
+
+    def launch_llm(self) -> bool:
+        """Start the embedded orchestrator server without waiting for it (cpu profile; issue 38).
+
+        The server loads its model in its own process while this one goes on (loading the query embedder,
+        opening the index); :attr:`llm` then waits for it. Returns True when a server was launched now,
+        False when there is nothing to launch (an endpoint is configured, or the client exists already).
+
+        Raises:
+            WeightsError: the GGUF is missing or does not match ``weights.lock``.
+        """
+        s = self.settings
+        if s.llm_base_url or s.llm_embedded_url or "llm" in self.__dict__ or self._server is not None:
+            return False
+        self._embedded_server().launch()
+        return True
 
     @cached_property
     def clip_scorer(self):

@@ -15,6 +15,14 @@ sha256, the context size and the llama-cpp-python version; a state is never
 loaded into another model. The logits array llama-cpp-python keeps beside the
 KV state (hundreds of MB) is not stored: a restored prefix is always followed
 by at least one decoded token, which refreshes the logits.
+
+Nor is it touched: llama-cpp-python's own ``save_state`` copies the whole
+logits array and its ``load_state`` scans it (``rest[rest > 0] = 0``), and the
+server's model keeps a row per context slot (16,384 x 151,936 floats, 10 GB of
+address space for Qwen2.5). Measured on this project's 2-core machines: a
+restore took 5.7 s and a save 2.6 s, for a 1,200-token prefix whose prefill
+alone costs 16 s. :func:`lean_state_io` replaces both with versions that move
+only the token ids and llama.cpp's own state.
 """
 
 from __future__ import annotations
@@ -28,6 +36,49 @@ import numpy as np
 
 MIN_PREFIX_TOKENS = 64
 KEEP_FILES = 3
+
+
+def lean_state_io(llama) -> None:
+    """Make ``llama.save_state`` / ``llama.load_state`` skip the logits array (see the module docstring).
+
+    The saved :class:`llama_cpp.llama.LlamaState` carries an empty ``scores`` array; a loaded one leaves the
+    model's logits as they are and marks the model for evaluation, so the next ``generate`` decodes at least
+    one token (llama-cpp-python replays the last prompt token when the whole prompt was restored) and the
+    logits it samples from are fresh. Idempotent.
+
+    Raises:
+        RuntimeError: llama.cpp rejected a state (as the library's own ``load_state``).
+    """
+    import ctypes
+
+    import llama_cpp
+
+    if getattr(llama.load_state, "_avi_lean", False):
+        return
+
+    def save_state():
+        size = llama_cpp.llama_state_get_size(llama._ctx.ctx)  # noqa: SLF001 - the library's own context
+        buf = (ctypes.c_uint8 * int(size))()
+        n_bytes = int(llama_cpp.llama_state_get_data(llama._ctx.ctx, buf, size))  # noqa: SLF001
+        if n_bytes > int(size):
+            raise RuntimeError("Failed to copy llama state data")
+        return llama_cpp.llama.LlamaState(
+            input_ids=llama.input_ids[: llama.n_tokens].copy(), scores=np.zeros((0, llama.n_vocab()), np.single),
+            n_tokens=llama.n_tokens, llama_state=bytes(memoryview(buf)[:n_bytes]), llama_state_size=n_bytes,
+            seed=llama._seed)  # noqa: SLF001
+
+    def load_state(state) -> None:
+        data = (ctypes.c_uint8 * state.llama_state_size).from_buffer_copy(state.llama_state)
+        if llama_cpp.llama_state_set_data(llama._ctx.ctx, data, state.llama_state_size) != state.llama_state_size:  # noqa: SLF001
+            raise RuntimeError("Failed to set llama state data")
+        llama.input_ids[:] = 0
+        llama.input_ids[: state.n_tokens] = state.input_ids[: state.n_tokens]
+        llama.n_tokens = state.n_tokens
+        llama._requires_eval = True  # noqa: SLF001 - the restored logits are not live: decode before sampling
+        llama._seed = state.seed  # noqa: SLF001
+
+    save_state._avi_lean = load_state._avi_lean = True
+    llama.save_state, llama.load_state = save_state, load_state
 
 
 class PrefixStateCache:
@@ -95,7 +146,7 @@ class PrefixStateCache:
         full = np.zeros(self._llama.n_ctx(), dtype=np.intc)  # llama-cpp-python keeps n_ctx token slots
         full[: len(ids)] = ids
         return self._state_cls(
-            input_ids=full, scores=np.zeros((1, self._llama.n_vocab()), dtype=np.single),
+            input_ids=full, scores=np.zeros((0, self._llama.n_vocab()), dtype=np.single),
             n_tokens=len(ids), llama_state=state, llama_state_size=len(state), seed=seed)
 
     def __setitem__(self, key: Sequence[int], value) -> None:

@@ -67,17 +67,16 @@ class LlamaCppServer:
         self.proc: subprocess.Popen | None = None
         self.log_path: Path | None = None
         self._log = None
+        self._ready = False
 
     @property
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}/v1"
 
-    def start(self) -> "LlamaCppServer":
-        """Start the subprocess and block until it serves.
+    def launch(self) -> "LlamaCppServer":
+        """Start the subprocess and return at once (it loads the model meanwhile); :meth:`start` then waits.
 
-        Raises:
-            LLMUnavailableError: it exited or did not answer within the timeout
-                (the message quotes the end of its log).
+        Lets a caller overlap the server's start (about 2 s on 2 cores) with its own work. Idempotent.
         """
         if self.proc is not None:
             return self
@@ -95,20 +94,34 @@ class LlamaCppServer:
         self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      env=env)
         atexit.register(self.stop)
+        self._ready = False
+        return self
+
+    def start(self) -> "LlamaCppServer":
+        """Start the subprocess (unless :meth:`launch` did) and block until it serves.
+
+        Raises:
+            LLMUnavailableError: it exited or did not answer within the timeout
+                (the message quotes the end of its log).
+        """
+        self.launch()
+        if self._ready:
+            return self
         deadline = time.monotonic() + self.start_timeout_s
         with httpx.Client(trust_env=False, timeout=2.0) as client:
             while time.monotonic() < deadline:
-                if self.proc.poll() is not None:
+                code = self.proc.poll()
+                if code is not None:
                     tail = self._log_tail()
                     self.stop()
-                    raise LLMUnavailableError(f"the embedded llama.cpp server exited with code "
-                                              f"{self.proc.returncode if self.proc else '?'}: {tail}")
+                    raise LLMUnavailableError(f"the embedded llama.cpp server exited with code {code}: {tail}")
                 try:
                     if client.get(f"{self.base_url}/models").status_code == 200:
+                        self._ready = True
                         return self
                 except httpx.HTTPError:
                     pass
-                time.sleep(0.25)
+                time.sleep(0.1)
         tail = self._log_tail()
         self.stop()
         raise LLMUnavailableError(f"the embedded llama.cpp server did not answer within "

@@ -11,7 +11,7 @@ from avi.agent.loop import AgentResult
 from avi.backends import Backends
 from avi.config import Settings
 from avi.errors import InputError
-from avi.pipeline import PreparedVideo, QuestionTrace, prepare, question_fallbacks, trace_llm, trace_settings
+from avi.pipeline import PreparedVideo, QuestionTrace, orchestrator, prepare, question_fallbacks, trace_llm, trace_settings
 from avi.prompts import PromptLibrary
 from avi.questions import clean_question
 from avi.video.decode import VideoReader, probe
@@ -75,7 +75,7 @@ def answer_many(prepared: dict[str, PreparedVideo], question: str, settings: Set
 
     question = clean_question(question or "", settings.question_max_chars)
     t0 = time.perf_counter()
-    llm = backends.llm
+    llm = orchestrator(backends)
     prompts = PromptLibrary(settings.prompts_dir)
     ctx = multi_context(settings, backends, {n: (p.index, VideoReader(p.info, settings.max_side))
                                              for n, p in prepared.items()})

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from avi.agent.choice import option_scores
+from avi.agent import choice as choice_mod  # the module, not its names: choice imports rules.base (a cycle)
 from avi.agent.parse import extract_choice
 from avi.agent.rules import decide, intervals, texts
 from avi.agent.rules.base import Delivered, Rule, RuleRun
@@ -68,7 +68,7 @@ def _cuts(run: RuleRun, ans: Delivered) -> Delivered | None:
 
 
 def _option_scores(run: RuleRun, ans: Delivered) -> Delivered | None:
-    picked = option_scores(run)
+    picked = choice_mod.option_scores(run)
     if picked is None:
         return None
     choice, method = picked
