@@ -226,7 +226,6 @@ def format_table(rows: list[dict], summary: dict) -> str:
     body = [[_cell(r.get(c), c) for c in cols] for r in rows]
     for p in ("p50", "p90"):
         body.append([p, "", *[_cell(summary[c][p], c) if c in METRICS else "" for c in cols[2:-1]], ""])
-    strict = summary.get("strict") or {}
     head = [HEADERS[c] for c in cols]
     widths = [max(len(x) for x in col) for col in zip(head, *body)]
 
@@ -237,6 +236,7 @@ def format_table(rows: list[dict], summary: dict) -> str:
     sep = "  ".join("-" * w for w in widths)
     lines = [line(head), sep, *[line(b) for b in body[:len(rows)]], sep, *[line(b) for b in body[len(rows):]]]
     tail = f"\n{summary['questions']} questions, {summary['failed']} failed"
+    strict = summary.get("strict") or {}
     if strict.get("scored"):
         tail += f"; strict accuracy {strict['accuracy']:.1f} % ({strict['right']}/{strict['scored']})"
     if summary.get("interval_miou") is not None:

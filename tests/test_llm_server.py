@@ -159,6 +159,8 @@ def test_prefix_state_persists_between_server_lives(tmp_path):
     from avi.backends.llama_prefix_cache import PrefixStateCache
 
     class _FakeLlama:  # test double: only what the cache asks of a model
+        save_state = load_state = None  # replaced by lean_state_io
+
         def n_ctx(self):
             return 2048
 

@@ -197,9 +197,8 @@ class Backends:
             return ChatClient.connect(s.llm_embedded_url, model=None, api_key="EMPTY", timeout_s=s.llm_timeout_s,
                                       constrain=s.llm_constrain if s.llm_constrain != "auto" else "json_schema",
                                       **waits)
-        self._server = self._embedded_server()
-        self._server.start()
-        return ChatClient.connect(self._server.base_url, model=self._server.model_alias, api_key="EMPTY",
+        server = self._embedded_server().start()
+        return ChatClient.connect(server.base_url, model=server.model_alias, api_key="EMPTY",
                                   timeout_s=s.llm_timeout_s, **waits,
                                   constrain=s.llm_constrain if s.llm_constrain != "auto" else "json_schema")
 

@@ -84,6 +84,9 @@ def lean_state_io(llama) -> None:
 class PrefixStateCache:
     """llama-cpp-python cache (``Llama.set_cache``) backed by ``.npz`` files in a directory.
 
+    The states it gives back carry no logits, which llama-cpp-python's own ``load_state`` cannot take, so the cache
+    installs :func:`lean_state_io` on the model it is made for.
+
     Args:
         llama: the model the states belong to (the cache detaches from it after one save).
         directory: where states live; created if missing.
@@ -93,6 +96,7 @@ class PrefixStateCache:
     def __init__(self, llama, directory: Path, model_key: str):
         import llama_cpp
 
+        lean_state_io(llama)
         self._llama = llama
         self._state_cls = llama_cpp.llama.LlamaState
         self.directory = Path(directory) / hashlib.sha256(
@@ -143,10 +147,8 @@ class PrefixStateCache:
             raise KeyError("cached prefix unreadable") from None
         self.hits += 1
         os.utime(found[1])  # most recently used
-        full = np.zeros(self._llama.n_ctx(), dtype=np.intc)  # llama-cpp-python keeps n_ctx token slots
-        full[: len(ids)] = ids
         return self._state_cls(
-            input_ids=full, scores=np.zeros((0, self._llama.n_vocab()), dtype=np.single),
+            input_ids=ids.astype(np.intc), scores=np.zeros((0, self._llama.n_vocab()), dtype=np.single),
             n_tokens=len(ids), llama_state=state, llama_state_size=len(state), seed=seed)
 
     def __setitem__(self, key: Sequence[int], value) -> None:

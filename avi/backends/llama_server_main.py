@@ -171,9 +171,8 @@ def main(argv: list[str] | None = None) -> None:
             stop_token_ids=stop_ids,
         ).to_chat_handler()
     if a.state_dir:
-        from avi.backends.llama_prefix_cache import PrefixStateCache, lean_state_io
+        from avi.backends.llama_prefix_cache import PrefixStateCache
 
-        lean_state_io(llama)
         llama.set_cache(PrefixStateCache(llama, a.state_dir, a.model_key or a.model))
     print(f"avi llama server ready to bind {a.host}:{a.port}", file=sys.stderr, flush=True)
     uvicorn.run(app, host=a.host, port=a.port, log_level="warning", access_log=False)

@@ -94,7 +94,6 @@ class LlamaCppServer:
         self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      env=env)
         atexit.register(self.stop)
-        self._ready = False
         return self
 
     def start(self) -> "LlamaCppServer":
