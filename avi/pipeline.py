@@ -106,13 +106,14 @@ def orchestrator(backends: Backends):
     """``backends.llm``, with the embedded server's start overlapped with loading the query embedder.
 
     On the cpu profile each ``avi-run`` starts its own llama.cpp server (about 2 s of model loading in that
-    process) and loads the sentence-transformers embedder for the host's opening search (about 4 s of imports
-    in this one); launched first, the server loads on the second core meanwhile (issue 38).
+    process) and loads the query embedder for the host's opening search (0.4 s as ONNX, about 5 s through
+    sentence-transformers); launched first (here, or already by :func:`ask`), the server loads on the second
+    core meanwhile (issue 38).
 
     Raises:
         LLMUnavailableError: the orchestrator cannot be reached or started.
     """
-    if backends.launch_llm():
+    if backends.launch_llm() or backends.llm_pending:
         try:
             backends.embedder  # noqa: B018 - load it while the server loads its model
         except Exception:  # noqa: BLE001 - only a head start: the tool that needs it meets the error and reports it
@@ -150,6 +151,7 @@ def ask(video: Path, question: str, settings: Settings, backends: Backends, *, r
         LLMUnavailableError: the orchestrator cannot be reached or started.
     """
     question = clean_question(question or "", settings.question_max_chars)
+    backends.launch_llm()  # the embedded server loads its model while the video is probed and its index opened
     prepared = prepare(video, settings, backends, rebuild_index=rebuild_index, progress=progress, stages=stages)
     return answer(prepared, question, settings, backends)
 

@@ -98,13 +98,34 @@ def test_launch_returns_at_once_and_start_waits_for_it(tmp_path):
         proc = server.proc
         assert proc is not None and proc.poll() is None and not server._ready
         assert backends.launch_llm() is False and server.proc is proc  # launched once
+        assert backends.llm_pending
         client = backends.llm
-        assert server._ready and server.proc is proc
+        assert server._ready and server.proc is proc and not backends.llm_pending
         assert client.chat([{"role": "user", "content": "Say hi."}], max_tokens=4).content is not None
     finally:
         backends.close()
     assert proc.poll() is not None
     assert Backends(Settings(llm_base_url="http://127.0.0.1:9/v1")).launch_llm() is False
+
+
+def test_a_question_launches_the_server_before_opening_the_video(tmp_path, monkeypatch):
+    """pipeline.ask starts the embedded server before probing the video (the model loads meanwhile); a bad video
+    then fails with its own error, and closing the backends stops the server."""
+    from avi import pipeline
+    from avi.backends import Backends
+    from avi.errors import InputError
+
+    backends = Backends(Settings(llm_gguf="smollm2-135m-instruct", llm_ctx=2048, home=tmp_path))
+    bad = tmp_path / "not-a-video.mp4"
+    bad.write_bytes(b"no video here")
+    try:
+        with pytest.raises(InputError):
+            pipeline.ask(bad, "What happens?", backends.settings, backends, progress=False)
+        proc = backends._server.proc
+        assert proc is not None and backends.llm_pending
+    finally:
+        backends.close()
+    assert proc.poll() is not None
 
 
 def test_unreachable_endpoint():

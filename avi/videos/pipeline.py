@@ -105,5 +105,6 @@ def ask_many(paths: list[Path], question: str, settings: Settings, backends: Bac
         LLMUnavailableError: the orchestrator cannot be reached or started.
     """
     question = clean_question(question or "", settings.question_max_chars)
+    backends.launch_llm()  # the embedded server loads its model while the videos are probed and opened
     prepared = prepare_many(paths, settings, backends, rebuild_index=rebuild_index, progress=progress, stages=stages)
     return answer_many(prepared, question, settings, backends)

