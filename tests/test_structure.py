@@ -23,7 +23,9 @@ def _modules() -> dict[str, Path]:
 
 def _import_graph(mods: dict[str, Path]) -> nx.DiGraph:
     """Module -> module edges for every ``import avi...`` / ``from avi... import`` (function-level ones too).
-    ``from pkg import sub`` counts as importing ``pkg.sub`` when ``sub`` is a module, else ``pkg``."""
+    ``from pkg import sub`` counts as importing ``pkg.sub`` when ``sub`` is a module, else ``pkg``. Importing
+    ``pkg.sub`` also imports ``pkg`` (its ``__init__`` runs first), so it counts as importing every package above
+    it, except the importer's own packages (already being imported)."""
     g = nx.DiGraph()
     for name, path in mods.items():
         for node in ast.walk(ast.parse(path.read_text())):
@@ -33,6 +35,8 @@ def _import_graph(mods: dict[str, Path]) -> nx.DiGraph:
                 targets = subs or [node.module]
             elif isinstance(node, ast.Import):
                 targets = [a.name for a in node.names if a.name.startswith("avi")]
+            parts = [t.split(".") for t in targets]
+            targets += [".".join(p[:i]) for p in parts for i in range(2, len(p))]  # the packages above
             for t in targets:
                 if t in mods and t != name and not name.startswith(t + "."):  # a submodule reading its package
                     g.add_edge(name, t)

@@ -17,7 +17,7 @@ import json
 import math
 
 from avi.agent.parse import find_answer
-from avi.agent.rules.base import RuleRun, named_ranges
+from avi.agent.rule_base import RuleRun, named_ranges
 from avi.backends.coco_detector import coco_classes_for
 from avi.backends.llm import ContextOverflowError
 from avi.replies import split_thought

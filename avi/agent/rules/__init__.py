@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from avi.agent import choice as choice_mod  # the module, not its names: choice imports rules.base (a cycle)
+from avi.agent import choice as choice_mod
 from avi.agent.parse import extract_choice
+from avi.agent.rule_base import Delivered, Rule, RuleRun
 from avi.agent.rules import decide, intervals, texts
-from avi.agent.rules.base import Delivered, Rule, RuleRun
 from avi.config_agent import ANSWER_RULES
 
 __all__ = ["RULES", "Delivered", "Rule", "RuleRun", "answer_early", "deliver", "select_rules"]

@@ -1,6 +1,6 @@
 """The ``decide`` answer rules (issue 14): the cut list, the option with the measured colour or shot scale, which
 way a thing moves. Each takes a
-:class:`~avi.agent.rules.base.RuleRun` and returns ``(answer text, letter or None)`` or None, noting why in the trace.
+:class:`~avi.agent.rule_base.RuleRun` and returns ``(answer text, letter or None)`` or None, noting why in the trace.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from avi.agent.measured import count_spike, cut_answer
 from avi.agent.measured_looks import colour_choice, measured_colour, scale_choice, sideways_motion
 from avi.agent.question import options_naming
-from avi.agent.rules.base import (
+from avi.agent.rule_base import (
     RuleRun,
     asked_ranges,
     named_ranges,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from avi.agent.grounding import evidence_span
 from avi.agent.measured import snap_to_shots
 from avi.agent.question import normalise
-from avi.agent.rules.base import RuleRun, shot_list, texts_about_question
+from avi.agent.rule_base import RuleRun, shot_list, texts_about_question
 from avi.video.spans import merge_spans
 from avi.video.timecode import fmt_range
 

@@ -1,5 +1,5 @@
 """Answer rules that refine a text or number answer (issue 14): the count at the moment asked about, and "cannot
-tell". Each takes a :class:`~avi.agent.rules.base.RuleRun` and the answer text, and returns the
+tell". Each takes a :class:`~avi.agent.rule_base.RuleRun` and the answer text, and returns the
 text to deliver, noting in the trace why it replaced the model's."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import re
 
 from avi.agent.grounding import unseen_labels
 from avi.agent.measured import most_count, usual_count
-from avi.agent.rules.base import (
+from avi.agent.rule_base import (
     RuleRun,
     moment_count,
     whole_video_counts,
