@@ -1,4 +1,5 @@
-"""The benchmark scripts' checks (scripts/bench_cpu.py, scripts/bench_batch.py): truths not from avi, strict rules."""
+"""The benchmark scripts' checks (scripts/bench_cpu.py, scripts/bench_batch.py, bench_latency.py, bench_prefill.py):
+truths not from avi, strict rules, what they print."""
 
 from __future__ import annotations
 
@@ -184,3 +185,20 @@ def test_bench_latency_times_a_process(bench_latency, tmp_path, monkeypatch):
     args = bench_latency.parse_args(["--questions", str(qfile), "--videos", str(tmp_path), "--limit", "1"])
     row = bench_latency.run_one(bench_latency.select_questions(args)[0], tmp_path, [], 60)
     assert row["status"] == "ok" and row["answer_s"] == 0.2 and row["llm_calls"] == 1 and row["exit_s"] > 0
+
+
+def test_bench_prefill_reports_both_speeds_of_a_real_gguf(capsys):
+    """scripts/bench_prefill.py on the test setup's SmolLM2 GGUF: the prompt it was asked for, positive speeds and
+    the build's system info; a missing GGUF is a one-line error, exit 2."""
+    from avi.config import Settings
+    from avi.weights import resolve
+
+    s = Settings()
+    gguf = resolve("smollm2-135m-instruct", s.models_dir, s.weights_lock)
+    bench = _script("bench_prefill")
+    assert bench.main(["--gguf", str(gguf), "--tokens", "64", "--decode", "4", "--repeats", "1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["prompt_tokens"] == 64 and out["decode_tokens"] == 4
+    assert out["prefill_tok_s"] > 0 and out["decode_tok_s"] > 0 and "AVX" in out["system_info"]
+    assert bench.main(["--gguf", "/nonexistent.gguf"]) == 2
+    assert "no GGUF" in capsys.readouterr().err
