@@ -51,8 +51,10 @@ def export_onnx(entry, models_dir: Path, lock_path: Path) -> Path:
     try:
         import torch
         from transformers import AutoModel
+        from transformers.utils import logging as hf_logging
     except ImportError as exc:
         raise WeightsError(f"weights '{entry.name}': exporting needs torch and transformers ({exc})") from None
+    hf_logging.disable_progress_bar()  # no "Loading weights" bar in setup's output
     target = entry.local_path(models_dir)
     partial = target.with_name(target.name + ".partial")
     partial.parent.mkdir(parents=True, exist_ok=True)
