@@ -113,7 +113,8 @@ def orchestrator(backends: Backends):
     Raises:
         LLMUnavailableError: the orchestrator cannot be reached or started.
     """
-    if backends.launch_llm() or backends.llm_pending:
+    backends.launch_llm()
+    if backends.llm_pending:
         try:
             backends.embedder  # noqa: B018 - load it while the server loads its model
         except Exception:  # noqa: BLE001 - only a head start: the tool that needs it meets the error and reports it

@@ -92,7 +92,7 @@ class OnnxEmbedder:
     the fast tokenizer from ``tokenizer.json`` (truncated at ``sentence_bert_config.json``'s ``max_seq_length``,
     padded per batch), the ONNX graph's ``last_hidden_state`` (batch x tokens x dim) averaged over the attention
     mask, rows L2-normalised. Vectors match :class:`SentenceTransformerEmbedder` on the same weights within 1e-5
-    (checked when the ONNX is exported).
+    (tests/test_embedder_onnx.py, on a fresh export).
 
     Args:
         onnx_path: the exported graph (inputs ``input_ids``, ``attention_mask``, ``token_type_ids``).

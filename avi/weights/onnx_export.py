@@ -71,9 +71,8 @@ def export_onnx(entry, models_dir: Path, lock_path: Path) -> Path:
     model = AutoModel.from_pretrained(str(model_dir), local_files_only=True, attn_implementation="eager").eval()
     dummy = (torch.ones(1, 8, dtype=torch.long), torch.ones(1, 8, dtype=torch.long),
              torch.zeros(1, 8, dtype=torch.long))
-    axes = {"batch": 0, "tokens": 1}
     names = ["input_ids", "attention_mask", "token_type_ids"]
-    dynamic = {n: {v: k for k, v in axes.items()} for n in names + ["last_hidden_state"]}
+    dynamic = {n: {0: "batch", 1: "tokens"} for n in names + ["last_hidden_state"]}
     try:
         with warnings.catch_warnings(), torch.no_grad():
             warnings.simplefilter("ignore")
@@ -81,7 +80,7 @@ def export_onnx(entry, models_dir: Path, lock_path: Path) -> Path:
                               output_names=["last_hidden_state"], dynamic_axes=dynamic,
                               opset_version=int(entry.source.get("opset", 17)), dynamo=False)
         digest = sha256_file(partial)
-        if entry.sha256 and digest != entry.sha256:  # an unpinned entry (sha256 = "") is checked by its vectors
+        if entry.sha256 and digest != entry.sha256:  # an unpinned entry (sha256 = "") is placed as it came out
             raise WeightsError(f"weights '{entry.name}': the export has sha256 {digest[:12]}…, weights.lock says "
                                f"{entry.sha256[:12]}… (torch {torch.__version__}; another torch or transformers "
                                f"version traces other bytes)")
