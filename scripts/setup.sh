@@ -74,25 +74,47 @@ fi
 
 # 4. avi and the cpu profile. llama-cpp-python has no wheel on PyPI: it is compiled once
 #    (about 5-7 minutes on 2 cores) and the wheel kept for later runs.
-#    llama.cpp is built for AVX2, not for this CPU (-march=native): native builds of llama-cpp-python
-#    0.3.35 and 0.3.36 (gcc 12) crashed in llama_decode on a Xeon with AVX512-FP16/BF16, the portable
-#    AVX2 build runs there and on every x86-64 CPU of the last decade. Set CMAKE_ARGS to build otherwise.
+#    llama.cpp is not built for this CPU (-march=native): native builds of llama-cpp-python 0.3.35 and 0.3.36
+#    (gcc 12) crashed in llama_decode on a Xeon with AVX512-FP16/BF16. It is built for AVX2, which runs on every
+#    x86-64 CPU of the last decade, or, where /proc/cpuinfo lists AVX512 with VNNI and VBMI, for those too (no
+#    FP16/BF16/AMX): 1.46x the prompt tokens per second on a 2-core AMD EPYC, the orchestrator's main cost
+#    (bench/README.md). The AVX512 build must pass a smoke test (step 7) or the AVX2 build replaces it.
+#    AVI_LLAMA_AVX512=0 keeps AVX2; setting CMAKE_ARGS builds exactly that (no smoke-test fallback).
 #    pip's wheel cache is keyed by the source archive, not by CMAKE_ARGS: a machine whose ~/.cache/pip holds
 #    a native build would install it again (that crashed CI). So the wheel is built here with pip's cache off,
 #    kept under ~/.cache/avi/wheels/<version>-<hash of CMAKE_ARGS>/, and .venv records which build it holds.
-export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON}"
+LLAMA_AVX2_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
+LLAMA_AVX512_ARGS="$LLAMA_AVX2_ARGS -DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_VNNI=ON"
 LLAMA_VERSION="${AVI_LLAMA_CPP_VERSION:-0.3.36}"
-LLAMA_BUILD="$LLAMA_VERSION $CMAKE_ARGS"
-if [ "$(cat .venv/.avi-llama-build 2>/dev/null)" != "$LLAMA_BUILD" ]; then
-  WHEELS="${XDG_CACHE_HOME:-$HOME/.cache}/avi/wheels/llama-cpp-python-$LLAMA_VERSION-$(printf '%s' "$CMAKE_ARGS" | sha256sum | cut -c1-12)"
-  if ! ls "$WHEELS"/llama_cpp_python-*.whl >/dev/null 2>&1; then
+cpu_has_avx512() {  # the flags GGML_AVX512 (f cd vl dq bw), _VBMI and _VNNI compile for
+  local f
+  for f in avx512f avx512cd avx512vl avx512dq avx512bw avx512vbmi avx512_vnni; do
+    grep -qw "$f" /proc/cpuinfo 2>/dev/null || return 1
+  done
+}
+install_llama() {  # install_llama CMAKE_ARGS: build (once, cached) and install that llama-cpp-python wheel
+  export CMAKE_ARGS="$1"
+  local build="$LLAMA_VERSION $CMAKE_ARGS" wheels
+  [ "$(cat .venv/.avi-llama-build 2>/dev/null)" = "$build" ] && return 0
+  wheels="${XDG_CACHE_HOME:-$HOME/.cache}/avi/wheels/llama-cpp-python-$LLAMA_VERSION-$(printf '%s' "$CMAKE_ARGS" | sha256sum | cut -c1-12)"
+  if ! ls "$wheels"/llama_cpp_python-*.whl >/dev/null 2>&1; then
     say "compiling llama-cpp-python $LLAMA_VERSION ($CMAKE_ARGS): ~5-7 min on 2 cores"
-    rm -rf "$WHEELS.tmp"
-    quiet_pip .venv wheel --no-cache-dir --no-deps -w "$WHEELS.tmp" "llama-cpp-python==$LLAMA_VERSION"
-    mv "$WHEELS.tmp" "$WHEELS"
+    rm -rf "$wheels.tmp"
+    quiet_pip .venv wheel --no-cache-dir --no-deps -w "$wheels.tmp" "llama-cpp-python==$LLAMA_VERSION"
+    mv "$wheels.tmp" "$wheels"
   fi
-  pip_install --force-reinstall --no-deps "$WHEELS"/llama_cpp_python-*.whl
-  echo "$LLAMA_BUILD" > .venv/.avi-llama-build
+  pip_install --force-reinstall --no-deps "$wheels"/llama_cpp_python-*.whl
+  echo "$build" > .venv/.avi-llama-build
+}
+LLAMA_SMOKE=0  # 1: the AVX512 build was chosen here and step 7 must check it
+if [ -n "${CMAKE_ARGS:-}" ]; then
+  install_llama "$CMAKE_ARGS"
+elif [ "${AVI_LLAMA_AVX512:-1}" != 0 ] && cpu_has_avx512 \
+     && [ "$(cat .venv/.avi-llama-avx512-failed 2>/dev/null)" != "$LLAMA_VERSION $LLAMA_AVX512_ARGS" ]; then
+  install_llama "$LLAMA_AVX512_ARGS"
+  LLAMA_SMOKE=1
+else
+  install_llama "$LLAMA_AVX2_ARGS"
 fi
 EXTRAS="cpu,cpu-weights"
 [ "$WITH_TESTS" = 1 ] && EXTRAS="$EXTRAS,test,ray"  # ray: the batch tests run a local Ray cluster
@@ -154,4 +176,16 @@ fi
 #    converted to ONNX once, in a throwaway environment with a pinned tensorflow-cpu + tf2onnx (~1-2 min).
 say "assembling weights into models/ (sha256 checked against weights.lock; the COCO detector is converted once)"
 .venv/bin/avi weights fetch --profile cpu  # the gpu profile's weights come from `avi weights fetch --profile gpu` on a connected machine
+# 7. The AVX512 llama.cpp build, once per build: load the orchestrator's GGUF, prefill, decode
+#    (avi/backends/llama_smoke.py). If that process fails or dies, the AVX2 build replaces it for good on this .venv.
+if [ "$LLAMA_SMOKE" = 1 ] && [ "$(cat .venv/.avi-llama-smoke 2>/dev/null)" != "$(cat .venv/.avi-llama-build)" ]; then
+  say "checking the AVX512 build of llama.cpp on this CPU"
+  if timeout 600 .venv/bin/python -m avi.backends.llama_smoke; then
+    cp .venv/.avi-llama-build .venv/.avi-llama-smoke
+  else
+    say "the AVX512 build of llama.cpp failed on this CPU (exit $?): installing the AVX2 build"
+    echo "$LLAMA_VERSION $LLAMA_AVX512_ARGS" > .venv/.avi-llama-avx512-failed
+    install_llama "$LLAMA_AVX2_ARGS"
+  fi
+fi
 say "done. Try: .venv/bin/avi-run --video /usr/share/doc/opencv-doc/examples/data/vtest.avi --question 'Around 0:44, how many people can be seen in the picture?'"

@@ -13,6 +13,7 @@ for), each module citing the file it follows:
   256x256 RGB.
 * :mod:`.pose` (``movenet-multipose``): MoveNet MultiPose Lightning (TF Hub): up to 6 people, 17 COCO keypoints
   and a box each; 256x256 int32 RGB.
+* :mod:`.posture`: standing, sitting, lying and raised arms read from MoveNet's keypoints (geometry, no model).
 * :mod:`.face_descriptor` (``faceres-descriptor``): HSE FaceRes, its 1024-d descriptor only (the age and gender
   heads are cut off at conversion); 224x224 RGB.
 
@@ -39,8 +40,10 @@ from avi.backends.people.face_descriptor import FaceDescriber, FaceDescriptor, d
 from avi.backends.people.faces import Face, FaceDetector, face_crop_box
 from avi.backends.people.palms import Palm, PalmDetector
 from avi.backends.people.pose import KEYPOINTS, Pose, PoseEstimator
+from avi.backends.people.posture import POSTURES, Posture, posture
 
 __all__ = [
     "EXPRESSIONS", "Expression", "ExpressionClassifier", "Face", "FaceDescriber", "FaceDescriptor", "FaceDetector",
-    "KEYPOINTS", "Palm", "PalmDetector", "Pose", "PoseEstimator", "descriptor_similarity", "face_crop_box",
+    "KEYPOINTS", "POSTURES", "Palm", "PalmDetector", "Pose", "PoseEstimator", "Posture", "descriptor_similarity",
+    "face_crop_box", "posture",
 ]
