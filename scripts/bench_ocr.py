@@ -15,7 +15,9 @@ colour pair over a plain or noisy background. Conditions:
 
 Real part: ``bench/ocr/real.jsonl`` (text transcribed by eye, see bench/ocr/README.md), frames decoded with
 avi's reader from ``--videos``; a row with ``text`` counts as found when its normalised text is inside the
-normalised OCR output; a row with empty ``text`` (no legible text) counts its false lines (>= 2 letters/digits).
+normalised OCR output (letters and digits only), and as exact when the output is that text and nothing else (rows
+with a ``region``: one text item each); a row with empty ``text`` (no legible text) counts its false lines
+(>= 2 letters/digits).
 
 Engines, run on the same frames one after the other (so machine load hits them alike):
 
@@ -185,6 +187,12 @@ def squash(text: str) -> str:
     return normalise_text(text).replace(" ", "")
 
 
+def letters(text: str) -> str:
+    """Lower-case letters and digits only: the real rows' comparison key (a separator dot between words, read as
+    '-' or '.', or dropped, is not the text)."""
+    return "".join(ch for ch in text.lower() if ch.isalnum())
+
+
 def run_rendered(eng: dict, args) -> tuple[dict, dict]:
     """Per bucket and engine: list of (exact, cer); per engine: seconds per frame."""
     rng = random.Random(args.seed)
@@ -206,7 +214,7 @@ def run_rendered(eng: dict, args) -> tuple[dict, dict]:
 
 
 def run_real(eng: dict, truth_path: Path, videos: Path) -> tuple[dict, dict]:
-    """Per real row and engine: (ok, output text); per engine: seconds per frame. Rows with missing videos
+    """Per real row and engine: (found, output text, exact); per engine: seconds per frame. Rows with missing videos
     are skipped."""
     rows = [json.loads(line) for line in truth_path.read_text(encoding="utf-8").splitlines() if line.strip()]
     out: dict = {}
@@ -220,17 +228,18 @@ def run_real(eng: dict, truth_path: Path, videos: Path) -> tuple[dict, dict]:
             readers[row["video"]] = VideoReader(probe(path))
         frame = readers[row["video"]].frames_at([row["t_s"]])[0]
         regions = [row["region"]] if row.get("region") else None
-        key = f"{row['video']}@{row['t_s']}" + (" +region" if regions else "")
+        key = f"{row['video']}@{row['t_s']}" + (f" region {row['region']}" if regions else "")
         for name, e in eng.items():
             t0 = time.perf_counter()
             lines = e.read(frame, regions=regions)
             secs[name].append(time.perf_counter() - t0)
             text = " ".join(ln.text for ln in lines)
             if row["text"]:
-                ok = squash(row["text"]) in squash(text)
+                ok = letters(row["text"]) in letters(text)
             else:
                 ok = not any(sum(ch.isalnum() for ch in ln.text) >= 2 for ln in lines)
-            out.setdefault(key, {"truth": row["text"]})[name] = (ok, text)
+            exact = bool(row["text"]) and regions is not None and letters(row["text"]) == letters(text)
+            out.setdefault(key, {"truth": row["text"], "region": regions is not None})[name] = (ok, text, exact)
     return out, secs
 
 
@@ -267,6 +276,12 @@ def main() -> int:
             print(f"| {key} | {row['truth'] or '(none)'} | " + " | ".join(cells) + " |")
         print("| found rate | | " + " | ".join(
             f"{sum(r[k][0] for r in real.values()) / max(1, len(real)):.2f}" for k in names) + " |")
+        texts = [r for r in real.values() if r["truth"]]
+        print("| found rate, rows with text | | " + " | ".join(
+            f"{sum(r[k][0] for r in texts) / max(1, len(texts)):.2f} of {len(texts)}" for k in names) + " |")
+        boxed = [r for r in texts if r["region"]]
+        print("| exact match, rows with a region | | " + " | ".join(
+            f"{sum(r[k][2] for r in boxed) / max(1, len(boxed)):.2f} of {len(boxed)}" for k in names) + " |")
         print("| s/frame p50 / mean | | " + " | ".join(
             f"{np.percentile(rsecs[k], 50):.3f} / {statistics.mean(rsecs[k]):.3f}" for k in names if rsecs[k]) + " |")
     return 0

@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     arms_pairs: list[tuple[bool, bool]] = []
     readers: dict[str, VideoReader] = {}
     for rec in truth:
-        reader = readers.setdefault(rec["video"], VideoReader(probe(a.videos / rec["video"])))
+        reader = readers.setdefault(rec["video"], VideoReader(probe(a.videos / rec["video"]), max_side=8192))
         image = reader.frames_at([rec["t_s"]])[0].image
         for kind, (_, _, detect, _) in kinds.items():
             t0 = time.perf_counter()

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import sample_video
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -202,3 +203,28 @@ def test_bench_prefill_reports_both_speeds_of_a_real_gguf(capsys):
     assert out["prefill_tok_s"] > 0 and out["decode_tok_s"] > 0 and "AVX" in out["system_info"]
     assert bench.main(["--gguf", "/nonexistent.gguf"]) == 2
     assert "no GGUF" in capsys.readouterr().err
+
+
+def test_bench_people_scores_the_real_models_on_labelled_frames(tmp_path, capsys):
+    """scripts/bench_people.py on the labelled frames of two sample videos (carphone: faces and a seated man;
+    vtest: walkers): every labelled box is counted as truth, BlazeFace finds most carphone faces at avi's
+    threshold, and the figures land in the JSON file."""
+    videos = tmp_path / "videos"
+    videos.mkdir()
+    for name in ("carphone_pristine.mp4", "vtest.avi"):
+        (videos / name).symlink_to(sample_video(name))
+    rows = [line for line in (REPO / "bench" / "people" / "frames.jsonl").read_text().splitlines()
+            if json.loads(line)["video"] in ("carphone_pristine.mp4", "vtest.avi")]
+    frames = tmp_path / "frames.jsonl"
+    frames.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "people.json"
+    assert _script("bench_people").main(["--frames", str(frames), "--videos", str(videos), "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    truth = [json.loads(r) for r in rows]
+    assert report["frames"] == len(truth) == 15
+    faces = report["models"]["faces"]["at_default"]
+    assert faces["truth"] == sum(len(r["faces"]) for r in truth)
+    assert faces["recall"] >= 0.8
+    assert report["models"]["people"]["at_default"]["truth"] == sum(len(r["postures"]) for r in truth)
+    assert "expressions on labelled face boxes" in capsys.readouterr().out
+    assert _script("bench_people").main(["--frames", str(tmp_path / "none.jsonl")]) == 2
