@@ -25,9 +25,10 @@ It runs the code of the checkout it is run from (``avi.cli.run_main`` with this 
     .venv/bin/python scripts/bench_latency.py --split tune --limit 5 --json
     .venv/bin/python scripts/bench_latency.py --questions my.jsonl --videos DIR -- --answer-rules none
 
-Arguments after ``--`` go to every ``avi-run``. Prints a table (``--json``: one JSON object; ``--out`` also
-writes the JSON). A question whose process fails is listed with its exit status and left out of the
-percentiles of what it did not report.
+``--score FILE`` runs nothing and prints avi eval's strict report (by answer type, source, tag; interval mIoU) of a
+saved ``--out`` file. Arguments after ``--`` go to every ``avi-run``. Prints a table (``--json``: one JSON object;
+``--out`` also writes the JSON). A question whose process fails is listed with its exit status and left out of
+the percentiles of what it did not report.
 """
 
 from __future__ import annotations
@@ -69,6 +70,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds one avi-run may take (default 1800)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     p.add_argument("--out", type=Path, help="also write the JSON object here")
+    p.add_argument("--score", type=Path, metavar="FILE",
+                   help="run nothing: print the strict scores by answer type, source and tag of a saved --out FILE "
+                        "(avi eval's report, from each question's record)")
     args = p.parse_args(argv)
     if args.limit is not None and args.limit < 1:
         p.error("--limit must be at least 1")
@@ -244,11 +248,36 @@ def format_table(rows: list[dict], summary: dict) -> str:
     return "\n".join(lines) + tail
 
 
+def score_saved(path: Path, args: argparse.Namespace) -> str:
+    """avi eval's strict report (:func:`avi.eval.jsonl_report.score_jsonl`) of a saved ``--out`` file: its split
+    and limit select the questions again (``--questions``, ``--videos``), each row's ``record`` is its answer; a
+    failed row counts as missing (wrong).
+
+    Raises:
+        OSError, ValueError: the file cannot be read or is not JSON; KeyError: it has no ``questions``.
+    """
+    from avi.eval.jsonl_report import format_jsonl_report, score_jsonl
+
+    saved = json.loads(path.read_text())
+    source = saved.get("source", {})
+    args.split, args.limit = source.get("split", args.split), source.get("limit")
+    records = {row["qid"]: {"qid": row["qid"], **row["record"]} for row in saved["questions"] if row.get("record")}
+    return format_jsonl_report(score_jsonl(select_questions(args), records,
+                                           split=None if args.split == "all" else args.split))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     sys.path.insert(0, str(REPO))
     from avi.errors import AviError
 
+    if args.score:
+        try:
+            print(score_saved(args.score, args))
+        except (OSError, ValueError, KeyError, AviError) as exc:
+            print(f"bench_latency: {args.score}: {exc}", file=sys.stderr)
+            return 2
+        return 0
     try:
         questions = select_questions(args)
     except AviError as exc:

@@ -176,6 +176,27 @@ def test_bench_latency_grades_answers_strictly(bench_latency, tmp_path):
     assert "strict accuracy 33.3 % (1/3)" in bench_latency.format_table(rows, summary).splitlines()[-1]
 
 
+def test_bench_latency_scores_a_saved_run_by_type(bench_latency, tmp_path, capsys):
+    """--score FILE re-selects the saved run's split and prints avi eval's strict report from each row's record; a
+    failed row counts as missing; an unreadable file is a one-line error, exit 2."""
+    qfile = _latency_questions(tmp_path)
+    args = bench_latency.parse_args(["--questions", str(qfile), "--videos", str(tmp_path)])
+    qs = bench_latency.select_questions(args)
+    rows = [bench_latency.row_for(q.qid, 0, 1.0, json.dumps({"answer": a, "seconds": {"total": 1.0}}))
+            for q, a in zip(qs[:2], ["x", "y"])] + [bench_latency.row_for(qs[2].qid, 3, 1.0, "", "boom")]
+    saved = tmp_path / "run.json"
+    saved.write_text(json.dumps({"questions": rows, "source": {"split": "report", "limit": None}}))
+    argv = ["--questions", str(qfile), "--videos", str(tmp_path), "--score", str(saved)]
+    assert bench_latency.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "split report: 3 questions" in out and "answered 2, failed 0, missing 1" in out
+    overall = next(line for line in out.splitlines() if line.startswith("overall"))
+    assert overall.split()[1] == "33.3"
+    (tmp_path / "bad.json").write_text("{")
+    assert bench_latency.main(["--score", str(tmp_path / "bad.json")]) == 2
+    assert "bad.json" in capsys.readouterr().err
+
+
 def test_bench_latency_times_a_process(bench_latency, tmp_path, monkeypatch):
     """run_one on a stand-in for avi-run that prints the JSON avi-run would (no model, no video)."""
     out = {"answer": "B", "seconds": {"index": 0.1, "total": 0.2}, "telemetry": {"prompt_tokens": 10,
