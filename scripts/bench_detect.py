@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from avi.backends.boxes import box_iou, nms
+from avi.backends.boxes import box_iou, centre_inside, nms
 from avi.backends.coco_detector import BENCH_THRESHOLDS, COCO_CLASSES, NanoDetDetector
 from avi.backends.detector import OpenCvDetector
 from avi.config import Settings
@@ -87,12 +87,6 @@ def th(thr, c: str) -> float:
     return thr.get(c, thr["*"]) if isinstance(thr, dict) else thr
 
 
-def in_region(box, region) -> bool:
-    cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
-    x1, y1, x2, y2 = region
-    return x1 <= cx <= x2 and y1 <= cy <= y2
-
-
 def score_boxes(truth: list[dict], dets_by_frame: list[list], thr, classes) -> dict:
     """Box TP/FP/FN per class at IoU 0.5 over frames with boxes."""
     tally = {c: [0, 0, 0] for c in classes}
@@ -114,7 +108,7 @@ def score_boxes(truth: list[dict], dets_by_frame: list[list], thr, classes) -> d
                 if best >= 0.5:
                     used.add(bi)
                     tally[c][0] += 1
-                elif not any(c in r["labels"] and in_region(box, r["xyxy"]) for r in rec.get("ignore_regions", [])):
+                elif not any(c in r["labels"] and centre_inside(box, r["xyxy"]) for r in rec.get("ignore_regions", [])):
                     tally[c][1] += 1
             tally[c][2] += len(gts) - len(used)
     return tally

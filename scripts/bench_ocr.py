@@ -49,6 +49,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from avi.backends import Backends
+from avi.backends.boxes import centre_inside
 from avi.backends.captioner import normalise_text
 from avi.backends.ocr import RapidOcrEngine
 from avi.backends.types import OcrLine
@@ -214,11 +215,6 @@ def run_rendered(eng: dict, args) -> tuple[dict, dict]:
     return res, secs
 
 
-def _centre_in(box, region) -> bool:
-    cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
-    return region[0] <= cx <= region[2] and region[1] <= cy <= region[3]
-
-
 def run_real(eng: dict, truth_path: Path, videos: Path) -> tuple[dict, dict]:
     """Per real row and engine: (found, output text, exact); per engine: seconds per frame. Rows with missing videos
     are skipped."""
@@ -244,7 +240,7 @@ def run_real(eng: dict, truth_path: Path, videos: Path) -> tuple[dict, dict]:
                 ok = letters(row["text"]) in letters(text)
             else:
                 ok = not any(sum(ch.isalnum() for ch in ln.text) >= 2 for ln in lines)
-            inside = " ".join(ln.text for ln in lines if regions and _centre_in(ln.box, regions[0]))
+            inside = " ".join(ln.text for ln in lines if regions and centre_inside(ln.box, regions[0]))
             exact = bool(row["text"]) and regions is not None and letters(row["text"]) == letters(inside)
             out.setdefault(key, {"truth": row["text"], "region": regions is not None})[name] = (ok, text, exact)
     return out, secs

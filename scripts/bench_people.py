@@ -22,6 +22,7 @@ to each labelled person (IoU, at avi's threshold) and compared where the label i
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import sys
 import time
@@ -31,21 +32,15 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from avi.backends.boxes import box_iou, centre_inside
+
 ROOT = Path(__file__).resolve().parents[1]
 SWEEP = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 
 
 def iou_match(det: Sequence[float], truth: Sequence[float], iou: float) -> bool:
     """True when the pixel xyxy boxes overlap with IoU >= ``iou``."""
-    from avi.backends.boxes import box_iou
-
     return box_iou(det, truth) >= iou
-
-
-def centre_inside(det: Sequence[float], truth: Sequence[float]) -> bool:
-    """True when the centre of ``det`` lies inside ``truth`` (pixel xyxy)."""
-    cx, cy = (det[0] + det[2]) / 2, (det[1] + det[3]) / 2
-    return truth[0] <= cx <= truth[2] and truth[1] <= cy <= truth[3]
 
 
 def score_frame(dets: Sequence[tuple[Sequence[float], float]], truths: Sequence[Sequence[float]],
@@ -122,17 +117,16 @@ def main(argv: list[str] | None = None) -> int:
     palms = PalmDetector(path["handdetect"], min_score=min(SWEEP) - 0.01)
     poses = PoseEstimator(path["movenet-multipose"], min_score=min(SWEEP) - 0.01)
     expressions = ExpressionClassifier(path["emotion"])
-    defaults = {"faces": FaceDetector(path["blazeface"]).min_score, "hands": PalmDetector(path["handdetect"]).min_score,
-                "people": PoseEstimator(path["movenet-multipose"]).min_score}
+    defaults = {kind: inspect.signature(cls).parameters["min_score"].default  # the threshold avi constructs with
+                for kind, cls in (("faces", FaceDetector), ("hands", PalmDetector), ("people", PoseEstimator))}
 
     iou = a.iou
-    kinds = {  # kind -> (truth boxes of a record, ignore label, detector, match)
-        "faces": (lambda r: [f["xyxy"] for f in r.get("faces", [])], "face",
-                  lambda img: [(f.box, f.score) for f in faces.detect(img)], lambda d, t: iou_match(d, t, iou)),
-        "hands": (lambda r: [h["xyxy"] for h in r.get("hands", [])], "hand",
-                  lambda img: [(p.box, p.score) for p in palms.detect(img)], centre_inside),
-        "people": (lambda r: [p["xyxy"] for p in r.get("postures", [])], "person",
-                   lambda img: [(p.box, p.score) for p in poses.estimate(img)], lambda d, t: iou_match(d, t, iou)),
+    kinds = {  # kind -> (truth boxes of a record, ignore label, detector (objects with .box, .score), match)
+        "faces": (lambda r: [f["xyxy"] for f in r.get("faces", [])], "face", faces.detect,
+                  lambda d, t: iou_match(d, t, iou)),
+        "hands": (lambda r: [h["xyxy"] for h in r.get("hands", [])], "hand", palms.detect, centre_inside),
+        "people": (lambda r: [p["xyxy"] for p in r.get("postures", [])], "person", poses.estimate,
+                   lambda d, t: iou_match(d, t, iou)),
     }
     dets = {k: [] for k in kinds}
     ms = {k: [] for k in kinds}
@@ -148,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
             dets[kind].append(detect(image))
             ms[kind].append((time.perf_counter() - t0) * 1000)
         # Posture on each labelled person matched (IoU, best pose first) by a pose at avi's threshold.
-        free = sorted([p for p in poses.estimate(image) if p.score > defaults["people"]], key=lambda p: -p.score)
+        free = sorted([p for p in dets["people"][-1] if p.score > defaults["people"]], key=lambda p: -p.score)
         for person in rec.get("postures", []):
             hit = next((p for p in free if iou_match(p.box, person["xyxy"], iou)), None)
             if hit is None:
@@ -171,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     for kind, (truth_of, label, _, match) in kinds.items():
         sweep = {}
         for thr in sorted({*SWEEP, defaults[kind]}):
-            rows = [score_frame(d, truth_of(r), _ignore(r, label), match, thr) for r, d in zip(truth, dets[kind])]
+            rows = [score_frame([(o.box, o.score) for o in d], truth_of(r), _ignore(r, label), match, thr)
+                    for r, d in zip(truth, dets[kind])]
             sweep[thr] = precision_recall(rows)
         for thr, pr in sweep.items():
             mark = " *" if thr == defaults[kind] else ""

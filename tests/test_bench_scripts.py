@@ -226,6 +226,21 @@ def test_bench_prefill_reports_both_speeds_of_a_real_gguf(capsys):
     assert "no GGUF" in capsys.readouterr().err
 
 
+def test_bench_people_matching_scores_ignore_regions_and_thresholds():
+    b = _script("bench_people")
+    truths = [(0, 0, 10, 10), (20, 0, 30, 10)]
+    dets = [((0, 0, 10, 10), 0.9), ((0, 0, 10, 10), 0.8), ((50, 50, 60, 60), 0.7), ((100, 0, 110, 10), 0.6),
+            ((21, 1, 29, 9), 0.1)]
+    iou = lambda d, t: b.iou_match(d, t, 0.5)  # noqa: E731
+    # the duplicate is a false positive, the box at (100, 0) lies in an ignore region, the low one is dropped
+    assert b.score_frame(dets, truths, [(95, 0, 120, 20)], iou, 0.5) == (1, 2, 2)
+    assert b.score_frame(dets, truths, [(95, 0, 120, 20)], iou, 0.05) == (2, 2, 2)
+    assert b.centre_inside((4, 4, 6, 6), (0, 0, 10, 10)) and not b.centre_inside((9, 9, 30, 30), (0, 0, 10, 10))
+    assert b.precision_recall([(1, 2, 2), (3, 0, 4)]) == {"precision": 0.667, "recall": 0.667, "tp": 4, "fp": 2,
+                                                           "truth": 6}
+    assert b.precision_recall([(0, 0, 0)])["precision"] is None
+
+
 def test_bench_people_scores_the_real_models_on_labelled_frames(tmp_path, capsys):
     """scripts/bench_people.py on the labelled frames of two sample videos (carphone: faces and a seated man;
     vtest: walkers): every labelled box is counted as truth, BlazeFace finds most carphone faces at avi's

@@ -1,18 +1,11 @@
-"""Posture from MoveNet keypoints (avi/backends/people/posture.py) on hand-placed skeletons, and the matching that
-scripts/bench_people.py scores the people models with."""
+"""Posture from MoveNet keypoints (avi/backends/people/posture.py) on hand-placed skeletons."""
 
 from __future__ import annotations
-
-import importlib.util
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from avi.backends.people import KEYPOINTS, posture
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def skeleton(**points):
@@ -56,26 +49,3 @@ def test_hidden_knees_and_missing_torso():
     assert posture(half).posture == "unclear"
     with pytest.raises(ValueError, match="shape"):
         posture(np.zeros((5, 3)))
-
-
-def _bench():
-    spec = importlib.util.spec_from_file_location("bench_people_script", REPO / "scripts" / "bench_people.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_bench_matching_scores_ignore_regions_and_thresholds():
-    b = _bench()
-    truths = [(0, 0, 10, 10), (20, 0, 30, 10)]
-    dets = [((0, 0, 10, 10), 0.9), ((0, 0, 10, 10), 0.8), ((50, 50, 60, 60), 0.7), ((100, 0, 110, 10), 0.6),
-            ((21, 1, 29, 9), 0.1)]
-    iou = lambda d, t: b.iou_match(d, t, 0.5)  # noqa: E731
-    # the duplicate is a false positive, the box at (100, 0) lies in an ignore region, the low one is dropped
-    assert b.score_frame(dets, truths, [(95, 0, 120, 20)], iou, 0.5) == (1, 2, 2)
-    assert b.score_frame(dets, truths, [(95, 0, 120, 20)], iou, 0.05) == (2, 2, 2)
-    assert b.centre_inside((4, 4, 6, 6), (0, 0, 10, 10)) and not b.centre_inside((9, 9, 30, 30), (0, 0, 10, 10))
-    assert b.precision_recall([(1, 2, 2), (3, 0, 4)]) == {"precision": 0.667, "recall": 0.667, "tp": 4, "fp": 2,
-                                                           "truth": 6}
-    assert b.precision_recall([(0, 0, 0)])["precision"] is None

@@ -1,4 +1,4 @@
-"""Box geometry on pixel xyxy boxes: intersection over union and greedy non-maximum suppression."""
+"""Box geometry on pixel xyxy boxes: intersection over union, greedy non-maximum suppression, centre inside."""
 
 from __future__ import annotations
 
@@ -21,6 +21,12 @@ def nms(boxes: list[tuple[float, float, float, float]], scores: list[float], iou
     xywh = [[b[0], b[1], b[2] - b[0], b[3] - b[1]] for b in boxes]
     keep = cv2.dnn.NMSBoxes(xywh, [float(s) for s in scores], 0.0, iou_threshold)
     return sorted((int(i) for i in np.asarray(keep).reshape(-1)), key=lambda i: -scores[i])
+
+
+def centre_inside(box: Sequence[float], region: Sequence[float]) -> bool:
+    """True when the centre of pixel xyxy ``box`` lies inside pixel xyxy ``region`` (edges included)."""
+    cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+    return region[0] <= cx <= region[2] and region[1] <= cy <= region[3]
 
 
 def box_iou(a: Sequence[float], b: Sequence[float]) -> float:
