@@ -68,8 +68,7 @@ def smoke(model_path: Path, *, threads: int | None = None, new_tokens: int = 8) 
         :class:`SmokeResult`.
 
     Raises:
-        RuntimeError: a row of logits is not finite or is constant (a broken build), or the model is too
-            small a context for the prompt.
+        RuntimeError: a row of logits is not finite or is constant (a broken build).
         ValueError: llama-cpp-python cannot load the file.
     """
     from llama_cpp import Llama
