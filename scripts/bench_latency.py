@@ -65,11 +65,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="a .jsonl file or a folder of them (default bench/questions)")
     p.add_argument("--split", default="report", help="the questions' split (default report; 'all' for every one)")
     p.add_argument("--limit", type=int, help="the first N questions of the selection")
+    p.add_argument("--qids", help="only these questions of the selection (comma-separated ids, in the split's order)")
     p.add_argument("--videos", type=Path, default=DEFAULT_VIDEOS,
                    help=f"folder the questions' videos are in (default {DEFAULT_VIDEOS})")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds one avi-run may take (default 1800)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     p.add_argument("--out", type=Path, help="also write the JSON object here")
+    p.add_argument("--traces", type=Path, metavar="DIR",
+                   help="keep each question's trace as DIR/<qid>.json (default: a temporary folder, deleted)")
     p.add_argument("--score", type=Path, metavar="FILE",
                    help="run nothing: print the strict scores by answer type, source and tag of a saved --out FILE "
                         "(avi eval's report, from each question's record)")
@@ -81,12 +84,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def select_questions(args: argparse.Namespace) -> list:
-    """The questions to time: the split's (``all``: every one), the first ``--limit``."""
+    """The questions to time: the split's (``all``: every one), those named by ``--qids``, the first ``--limit``.
+
+    Raises:
+        AviError: a ``--qids`` id is not in the selection.
+    """
+    from avi.errors import AviError
     from avi.eval.jsonl import load_jsonl, select_split
 
     questions = load_jsonl(args.questions, args.videos)
     if args.split != "all":
         questions = select_split(questions, args.split)
+    if getattr(args, "qids", None):
+        wanted = [q.strip() for q in args.qids.split(",") if q.strip()]
+        missing = sorted(set(wanted) - {q.qid for q in questions})
+        if missing:
+            raise AviError(f"--qids: not in split {args.split!r}: {', '.join(missing)}")
+        questions = [q for q in questions if q.qid in set(wanted)]
     return questions[:args.limit] if args.limit else questions
 
 
@@ -261,6 +275,7 @@ def score_saved(path: Path, args: argparse.Namespace) -> str:
     saved = json.loads(path.read_text())
     source = saved.get("source", {})
     args.split, args.limit = source.get("split", args.split), source.get("limit")
+    args.qids = source.get("qids")
     records = {row["qid"]: {"qid": row["qid"], **row["record"]} for row in saved["questions"] if row.get("record")}
     return format_jsonl_report(score_jsonl(select_questions(args), records,
                                            split=None if args.split == "all" else args.split))
@@ -285,14 +300,22 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     rows = []
     with tempfile.TemporaryDirectory(prefix="avi-latency-") as tmp:
+        work = Path(tmp)
+        if args.traces:
+            try:
+                args.traces.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                print(f"bench_latency: --traces {args.traces}: {exc.strerror or exc}", file=sys.stderr)
+                return 2
+            work = args.traces
         for i, q in enumerate(questions, 1):
             if not args.json:
                 print(f"[{i}/{len(questions)}] {q.qid}", file=sys.stderr, flush=True)
-            rows.append(grade(run_one(q, Path(tmp), args.extra, args.timeout), q))
+            rows.append(grade(run_one(q, work, args.extra, args.timeout), q))
     summary = summarize(rows)
     result = {"questions": rows, "summary": summary,
               "source": {"questions": str(args.questions), "split": args.split, "limit": args.limit,
-                         "videos": str(args.videos), "extra": args.extra, "repo": str(REPO)}}
+                         "qids": args.qids, "videos": str(args.videos), "extra": args.extra, "repo": str(REPO)}}
     if args.out:
         args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
     print(json.dumps(result, ensure_ascii=False) if args.json else format_table(rows, summary))

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import sample_video
 
+from avi.errors import AviError
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -123,6 +125,13 @@ def test_bench_latency_arguments_and_selection(bench_latency, tmp_path):
     assert [q.qid for q in picked] == ["q0", "q1"] and picked[0].video == tmp_path / "b.mp4"
     args = bench_latency.parse_args(["--questions", str(qfile), "--videos", str(tmp_path), "--split", "all"])
     assert len(bench_latency.select_questions(args)) == 5
+    args = bench_latency.parse_args(["--questions", str(qfile), "--videos", str(tmp_path), "--split", "all",
+                                     "--qids", "q4, q1", "--traces", str(tmp_path / "kept")])
+    assert [q.qid for q in bench_latency.select_questions(args)] == ["q1", "q4"]  # the split's order
+    assert args.traces == tmp_path / "kept"
+    args = bench_latency.parse_args(["--questions", str(qfile), "--videos", str(tmp_path), "--qids", "q4"])
+    with pytest.raises(AviError, match="q4"):  # q4 is a tune question, not in the report split
+        bench_latency.select_questions(args)
     with pytest.raises(SystemExit):
         bench_latency.parse_args(["--limit", "0"])
     argv = bench_latency.command_for(picked[1], tmp_path / "t.json", ["--answer-rules", "none"])

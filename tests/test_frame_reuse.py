@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from avi.backends.frame_reuse import ReusingDetector, ReusingOcr, frames_unchanged, grey_thumb
+from avi.backends.frame_reuse import ReusingDetector, ReusingOcr, WindowReuse, frames_unchanged, grey_thumb, retime_pass
 from avi.backends.types import Detection, DetectionResult, OcrLine
 from avi.video.decode import Frame
 
@@ -82,3 +82,54 @@ def test_detector_runs_once_per_unchanged_frame_and_label_set():
     assert det.supports("thing") and det.class_list == ("thing",) and det.vocabulary == "things"
     assert not hasattr(ReusingDetector(object.__new__(type("NoAll", (), {"name": "n", "vocabulary": "v"}))),
                        "detect_all")
+
+
+def test_a_window_is_read_again_only_when_its_pixels_or_its_box_change():
+    reuse, calls = WindowReuse(size=2), []
+
+    def read(t):
+        def compute():
+            calls.append(t)
+            return [OcrLine("TITLE", 0.9, (100, 100, 400, 160), t)], [(0.0, 0.0, 5.0, 5.0)]
+        return compute
+
+    title = (90, 90, 410, 170)
+    bgr = _slide(seed=1)
+    lines, unread = reuse.get(bgr, title, 3.0, "zoom", 1.0, read(1.0), retime_pass)
+    moving = _slide(seed=2)
+    moving[200:260, 0:80] = 255  # someone walks in beside the title: the frame changed, the window did not
+    lines, unread = reuse.get(moving, title, 3.0, "zoom", 1.5, read(1.5), retime_pass)
+    assert calls == [1.0] and lines[0].t_s == 1.5 and lines[0].text == "TITLE" and unread == [(0.0, 0.0, 5.0, 5.0)]
+    reuse.get(moving, (92, 90, 410, 170), 3.0, "zoom", 2.0, read(2.0), retime_pass)  # 2 px narrower: read
+    reuse.get(moving, title, 2.0, "zoom", 2.5, read(2.5), retime_pass)  # another scale: read
+    reuse.get(moving, title, 3.0, "region", 3.0, read(3.0), retime_pass)  # another kind: read
+    changed = _slide(seed=3)
+    changed[120:140, 150:250] = 0  # the title's text changes
+    reuse.get(changed, title, 3.0, "zoom", 3.5, read(3.5), retime_pass)
+    assert calls == [1.0, 2.0, 2.5, 3.0, 3.5] and reuse.reused == 1 and reuse.computed == 5
+    assert len(reuse._last) == 2  # the newest windows only
+
+
+def test_rapidocr_engine_reads_an_unchanged_zoom_tile_once(monkeypatch):
+    """RapidOcrEngine sends its zoom tiles through its WindowReuse (the model itself is not run here)."""
+    from avi.backends.ocr import RapidOcrEngine
+
+    engine = RapidOcrEngine.__new__(RapidOcrEngine)
+    engine.min_side, engine.max_side, engine.zoom, engine.max_windows, engine.passes = 960, 1152, 3.0, 4, True
+    engine.window_reuse = WindowReuse()
+    passes = []
+
+    def fake_pass(bgr, window, scale, t_s):
+        passes.append((window, scale))
+        if window == (0, 0, bgr.shape[1], bgr.shape[0]):
+            return [], [(100.0, 100.0, 400.0, 160.0)]  # a weak candidate: calls for a zoom tile
+        cx, cy = (window[0] + window[2]) / 2, (window[1] + window[3]) / 2  # a line inside the tile
+        return [OcrLine("TITLE", 0.9, (cx - 20, cy - 5, cx + 20, cy + 5), t_s)], []
+
+    monkeypatch.setattr(engine, "_pass", fake_pass)
+    first = engine.read(Frame(1.0, _slide(seed=1)))
+    again = engine.read(Frame(1.5, _slide(seed=2)))
+    full = [p for p in passes if p[0] == (0, 0, 640, 360)]
+    assert len(full) == 2 and len(passes) - len(full) >= 1  # the tile ran for the first frame only
+    assert {ln.text for ln in first} == {ln.text for ln in again} == {"TITLE"} and again[0].t_s == 1.5
+    assert engine.window_reuse.reused == len(passes) - len(full)

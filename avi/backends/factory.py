@@ -116,7 +116,8 @@ class Backends:
 
     @cached_property
     def ocr(self):
-        """The OCR engine; with ``frame_reuse``, an unchanged frame is read once (:mod:`avi.backends.frame_reuse`)."""
+        """The OCR engine; with ``frame_reuse``, an unchanged frame is read once, and on the cpu profile an
+        unchanged zoom tile or region crop too (:mod:`avi.backends.frame_reuse`)."""
         engine = self._ocr_engine()
         if not self.settings.frame_reuse:
             return engine
@@ -139,7 +140,12 @@ class Backends:
         paths = {role: resolve(name, s.models_dir, s.weights_lock)
                  for role, name in (("det", "ppocrv6-det-small"), ("rec", "ppocrv6-rec-small"),
                                     ("cls", "ppocr-cls-mobile-v2"))}
-        return RapidOcrEngine(paths)
+        window_reuse = None
+        if s.frame_reuse:
+            from avi.backends.frame_reuse import WindowReuse
+
+            window_reuse = WindowReuse()
+        return RapidOcrEngine(paths, window_reuse=window_reuse)
 
     @cached_property
     def detector(self):

@@ -9,11 +9,17 @@ batch calls) passes through to the wrapped backend.
 Unchanged means: on grey copies at most 640 pixels on the long side, no more than ``max_changed`` pixels differ
 by more than ``pixel_threshold`` grey levels. Coding noise and the +-1 grain of rendered graphics stay far below
 the threshold; a digit of a 20-pixel score changing alters about a hundred pixels, above it.
+
+A frame with people walking through it changes as a whole, yet the parked car, the shop sign and the lamp post
+in it do not: :class:`WindowReuse` applies the same test to one *window* of a frame (OCR's zoom tiles and region
+crops, :class:`avi.backends.ocr.RapidOcrEngine`), so the same window whose pixels are unchanged since the frame it was last
+read in is not read again (issue 38: those passes were 45 % of a text_extract call on a street scene).
 """
 
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from dataclasses import replace
 from typing import Callable, Sequence
 
@@ -53,6 +59,57 @@ def frames_unchanged(a: np.ndarray, b: np.ndarray, *, pixel_threshold: int = 24,
     return int(np.count_nonzero(cv2.absdiff(a, b) > pixel_threshold)) <= limit
 
 
+def grey_window(bgr: np.ndarray, window: Sequence[int]) -> np.ndarray:
+    """A grey uint8 copy of ``bgr[y0:y1, x0:x1]`` (window: pixel xyxy ints) with its long side at most 640 pixels."""
+    x0, y0, x1, y1 = window
+    return grey_thumb(cv2.cvtColor(np.ascontiguousarray(bgr[y0:y1, x0:x1]), cv2.COLOR_BGR2RGB))
+
+
+class WindowReuse:
+    """The result of the last pass over each window (same pixel box, kind and scale), reused while the window's
+    pixels have not changed.
+
+    Only the very same window is reused: a window a few pixels wider reads a letter more at its edge (a nearby
+    window's result lost the first letter of a word on a moving box, ``box.mp4``). The newest ``size`` windows
+    are kept (thread-safe).
+
+    Args:
+        size: how many windows to remember.
+
+    Attributes:
+        reused, computed: counts of passes reused and run.
+    """
+
+    def __init__(self, size: int = 256):
+        self._lock = threading.Lock()
+        self._last: OrderedDict = OrderedDict()
+        self.size = size
+        self.reused = 0
+        self.computed = 0
+
+    def get(self, bgr: np.ndarray, window: Sequence[int], scale: float, kind: str, t_s: float,
+            compute: Callable[[], object], retime: Callable[[object, float], object]):
+        """The pass ``compute()`` over ``window`` (pixel xyxy ints of ``bgr``, a BGR uint8 frame) at ``scale``,
+        or the last one over the same window where its pixels are unchanged (:func:`frames_unchanged` on
+        :func:`grey_window` copies), re-timed to ``t_s`` seconds by ``retime(result, t_s)``."""
+        key = (kind, tuple(int(v) for v in window), round(float(scale), 4))
+        grey = grey_window(bgr, key[1])
+        with self._lock:
+            hit = self._last.get(key)
+        if hit is not None and frames_unchanged(hit[0], grey):
+            with self._lock:
+                self.reused += 1
+            return retime(hit[1], t_s)
+        result = compute()
+        with self._lock:
+            self._last[key] = (grey, result)
+            self._last.move_to_end(key)
+            while len(self._last) > self.size:
+                self._last.popitem(last=False)
+            self.computed += 1
+        return result
+
+
 class _LastFrame:
     """The last frame a model ran on, per call key, and its result (thread-safe)."""
 
@@ -79,6 +136,12 @@ class _LastFrame:
 
 def _retime_lines(lines, t_s: float):
     return [replace(line, t_s=t_s) for line in lines]
+
+
+def retime_pass(result, t_s: float):
+    """An OCR pass's ``(lines, unread boxes)`` with its lines moved to ``t_s`` seconds."""
+    lines, unread = result
+    return _retime_lines(lines, t_s), list(unread)
 
 
 def _retime_dets(dets, t_s: float):

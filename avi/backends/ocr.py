@@ -10,6 +10,7 @@ Backends:
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import Protocol, Sequence, runtime_checkable
 
 import cv2
@@ -82,6 +83,9 @@ class RapidOcrEngine:
         box_thresh: detector box score (0..1) from which a box is recognised.
         candidate_thresh: detector box score (0..1) from which a box can call for a zoom window.
         max_windows: most zoom tiles per frame.
+        window_reuse: an :class:`avi.backends.frame_reuse.WindowReuse` through which zoom tiles and region
+            crops go: one whose pixels did not change since a recent frame is not read again. None reads every
+            window of every frame.
 
     Raises:
         AviError: rapidocr is not installed.
@@ -91,7 +95,7 @@ class RapidOcrEngine:
 
     def __init__(self, model_paths: dict[str, str] | None = None, min_score: float = 0.5, passes: bool = True,
                  min_side: int = 960, max_side: int = 1152, zoom: float = 3.0, box_thresh: float = 0.3,
-                 candidate_thresh: float = 0.15, max_windows: int = 4):
+                 candidate_thresh: float = 0.15, max_windows: int = 4, window_reuse=None):
         try:
             from rapidocr import RapidOCR
         except ImportError as exc:  # pragma: no cover - depends on the install
@@ -109,6 +113,7 @@ class RapidOcrEngine:
         self.passes = passes
         self.min_side, self.max_side, self.zoom = min_side, max_side, zoom
         self.box_thresh, self.candidate_thresh, self.max_windows = box_thresh, candidate_thresh, max_windows
+        self.window_reuse = window_reuse
 
     def read(self, frame: Frame, regions: Sequence[Sequence[float]] | None = None) -> list[OcrLine]:
         """Text lines of an RGB uint8 frame (H, W, 3) in reading order.
@@ -130,12 +135,24 @@ class RapidOcrEngine:
         lines, unread = self._pass(bgr, (0, 0, w, h), scale, frame.t_s)
         if self.passes:
             for window, zoom in self._zoom_windows(h, w, scale, unread):
-                found, _ = self._pass(bgr, window, zoom, frame.t_s)
+                found, _ = self._reused(bgr, window, zoom, "zoom", frame.t_s,
+                                        partial(self._pass, bgr, window, zoom, frame.t_s))
                 lines += [ln for ln in found if self._plausible(ln)
                           and not touches_inner_edge(ln.box, window, h, w)]
             for crop in region_crops(regions or [], h, w):
-                lines += [ln for ln in self._read_region(bgr, crop, frame.t_s) if self._plausible(ln)]
+                found, _ = self._reused(bgr, crop, 1.0, "region", frame.t_s,
+                                        partial(self._region_pass, bgr, crop, frame.t_s))
+                lines += [ln for ln in found if self._plausible(ln)]
         return merge_lines(lines)
+
+    def _reused(self, bgr, window, scale: float, kind: str, t_s: float, compute):
+        """``compute()`` (a pass's ``(lines, unread)``), or the same pass over this window of a recent frame
+        where the window's pixels did not change (``window_reuse``)."""
+        if self.window_reuse is None:
+            return compute()
+        from avi.backends.frame_reuse import retime_pass
+
+        return self.window_reuse.get(bgr, window, scale, kind, t_s, compute, retime_pass)
 
     def _plausible(self, line: OcrLine) -> bool:
         """Extra passes look closely at texture: a single-glyph read from them needs a score of 0.8."""
@@ -150,6 +167,10 @@ class RapidOcrEngine:
         tiles = [t for win in candidate_windows(unread, h, w)
                  for t in tile_grid(win, self.max_side / self.zoom)]
         return [(t, self.zoom) for t in tiles[: self.max_windows]]
+
+    def _region_pass(self, bgr: np.ndarray, crop: tuple[int, int, int, int], t_s: float):
+        """:meth:`_read_region` as a pass: ``(lines, [])``."""
+        return self._read_region(bgr, crop, t_s), []
 
     def _read_region(self, bgr: np.ndarray, crop: tuple[int, int, int, int], t_s: float) -> list[OcrLine]:
         """Detection + recognition on an upscaled region crop; recognition alone when detection finds nothing."""
