@@ -273,3 +273,16 @@ def test_bench_people_scores_the_real_models_on_labelled_frames(tmp_path, capsys
     assert report["models"]["people"]["at_default"]["truth"] == sum(len(r["postures"]) for r in truth)
     assert "expressions on labelled face boxes" in capsys.readouterr().out
     assert _script("bench_people").main(["--frames", str(tmp_path / "none.jsonl")]) == 2
+
+
+# ----------------------------------------------------------------- scripts/bench_ocr_reuse.py (issue 38)
+
+
+def test_bench_ocr_reuse_refuses_a_range_it_cannot_read(tmp_path, capsys):
+    script = _script("bench_ocr_reuse")
+    assert script.main(["vtest.avi"]) == 2  # no START:END
+    assert script.main([f"{tmp_path / 'missing.mp4'}:0:10", "--videos", str(tmp_path)]) == 2
+    (tmp_path / "a.mp4").write_bytes(b"")
+    assert script.main(["a.mp4:10:5", "--videos", str(tmp_path)]) == 2  # an empty range
+    err = capsys.readouterr().err
+    assert "is not VIDEO:START:END" in err and "no such video or an empty range" in err
