@@ -88,8 +88,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--frames", type=Path, default=ROOT / "bench" / "people" / "frames.jsonl")
     ap.add_argument("--videos", type=Path, default=Path.home() / ".cache" / "avi" / "devbench" / "videos")
     ap.add_argument("--iou", type=float, default=0.5, help="IoU for a face or person match (default 0.5)")
+    ap.add_argument("--pose-input", type=int, default=None,
+                    help="MoveNet's square input side in pixels, a multiple of 32 (default: avi's, 256)")
     ap.add_argument("--json", type=Path, help="also write the figures here")
-    return ap.parse_args(argv)
+    a = ap.parse_args(argv)
+    if a.pose_input is not None and (a.pose_input < 32 or a.pose_input % 32):
+        ap.error("--pose-input must be a positive multiple of 32")
+    return a
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     # Built with a floor under every threshold of the sweep; scored at each threshold below.
     faces = FaceDetector(path["blazeface"], min_score=min(SWEEP) - 0.01)
     palms = PalmDetector(path["handdetect"], min_score=min(SWEEP) - 0.01)
-    poses = PoseEstimator(path["movenet-multipose"], min_score=min(SWEEP) - 0.01)
+    poses = PoseEstimator(path["movenet-multipose"], min_score=min(SWEEP) - 0.01,
+                          **({"input_size": a.pose_input} if a.pose_input else {}))
     expressions = ExpressionClassifier(path["emotion"])
     defaults = {kind: inspect.signature(cls).parameters["min_score"].default  # the threshold avi constructs with
                 for kind, cls in (("faces", FaceDetector), ("hands", PalmDetector), ("people", PoseEstimator))}
@@ -158,7 +164,8 @@ def main(argv: list[str] | None = None) -> int:
             for f, e in zip(labelled, expressions.classify(image, [tuple(f["xyxy"]) for f in labelled])):
                 expr_pairs.append((f["expression"], e.label))
 
-    report: dict = {"frames": len(truth), "videos": sorted({r["video"] for r in truth}), "iou": iou, "models": {}}
+    report: dict = {"frames": len(truth), "videos": sorted({r["video"] for r in truth}), "iou": iou,
+                    "pose_input": poses.input_size, "models": {}}
     print(f"{len(truth)} labelled frames from {len(report['videos'])} videos; faces and people matched at IoU >= "
           f"{iou}, hands by the palm's centre inside the hand box\n")
     print(f"{'model':<8} {'threshold':>9} {'precision':>9} {'recall':>7} {'tp':>4} {'fp':>4} {'truth':>5}")

@@ -272,6 +272,12 @@ def test_bench_people_scores_the_real_models_on_labelled_frames(tmp_path, capsys
     assert faces["recall"] >= 0.8
     assert report["models"]["people"]["at_default"]["truth"] == sum(len(r["postures"]) for r in truth)
     assert "expressions on labelled face boxes" in capsys.readouterr().out
+    assert report["pose_input"] == 256  # avi's MoveNet input unless --pose-input says otherwise
+    assert _script("bench_people").main(["--frames", str(frames), "--videos", str(videos), "--json", str(out),
+                                         "--pose-input", "384"]) == 0
+    assert json.loads(out.read_text())["pose_input"] == 384
+    with pytest.raises(SystemExit):
+        _script("bench_people").parse_args(["--pose-input", "300"])
     assert _script("bench_people").main(["--frames", str(tmp_path / "none.jsonl")]) == 2
 
 
