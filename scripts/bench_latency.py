@@ -96,11 +96,11 @@ def select_questions(args: argparse.Namespace) -> list:
     if args.split != "all":
         questions = select_split(questions, args.split)
     if getattr(args, "qids", None):
-        wanted = [q.strip() for q in args.qids.split(",") if q.strip()]
-        missing = sorted(set(wanted) - {q.qid for q in questions})
+        wanted = {q.strip() for q in args.qids.split(",") if q.strip()}
+        missing = sorted(wanted - {q.qid for q in questions})
         if missing:
             raise AviError(f"--qids: not in split {args.split!r}: {', '.join(missing)}")
-        questions = [q for q in questions if q.qid in set(wanted)]
+        questions = [q for q in questions if q.qid in wanted]
     return questions[:args.limit] if args.limit else questions
 
 

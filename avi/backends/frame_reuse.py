@@ -31,11 +31,12 @@ from avi.video.decode import Frame
 _SIDE = 640  # long side, pixels, of the grey copies compared
 
 
-def grey_thumb(image: np.ndarray) -> np.ndarray:
-    """A grey uint8 copy of an RGB frame with its long side at most 640 pixels."""
+def grey_thumb(image: np.ndarray, code: int = cv2.COLOR_RGB2GRAY) -> np.ndarray:
+    """A grey uint8 copy of a colour frame (RGB; ``code`` another cv2 conversion to grey) with its long side at most
+    640 pixels."""
     h, w = image.shape[:2]
     scale = min(1.0, _SIDE / max(h, w))
-    grey = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
+    grey = cv2.cvtColor(image, code)
     if scale < 1.0:
         grey = cv2.resize(grey, (max(1, round(w * scale)), max(1, round(h * scale))), interpolation=cv2.INTER_AREA)
     return grey
@@ -62,7 +63,7 @@ def frames_unchanged(a: np.ndarray, b: np.ndarray, *, pixel_threshold: int = 24,
 def grey_window(bgr: np.ndarray, window: Sequence[int]) -> np.ndarray:
     """A grey uint8 copy of ``bgr[y0:y1, x0:x1]`` (window: pixel xyxy ints) with its long side at most 640 pixels."""
     x0, y0, x1, y1 = window
-    return grey_thumb(cv2.cvtColor(np.ascontiguousarray(bgr[y0:y1, x0:x1]), cv2.COLOR_BGR2RGB))
+    return grey_thumb(np.ascontiguousarray(bgr[y0:y1, x0:x1]), cv2.COLOR_BGR2GRAY)
 
 
 class WindowReuse:

@@ -16,6 +16,7 @@ from typing import Protocol, Sequence, runtime_checkable
 import cv2
 import numpy as np
 
+from avi.backends.frame_reuse import retime_pass
 from avi.backends.ocr_passes import candidate_windows, fit_scale, merge_lines, region_crops, tile_grid, touches_inner_edge
 from avi.backends.types import OcrLine
 from avi.video.decode import Frame
@@ -150,8 +151,6 @@ class RapidOcrEngine:
         where the window's pixels did not change (``window_reuse``)."""
         if self.window_reuse is None:
             return compute()
-        from avi.backends.frame_reuse import retime_pass
-
         return self.window_reuse.get(bgr, window, scale, kind, t_s, compute, retime_pass)
 
     def _plausible(self, line: OcrLine) -> bool:
