@@ -238,6 +238,11 @@ class Settings(AgentSettings, DeviceSettings, BaseSettings):
         default="agent", description="agent = the model picks the ranges; timeline = it also has overview and skim "
                                      "(VideoSeek); tree = the host's budgeted tree search (EEA) picks the places first")
     perceive_max_frames: int = Field(default=16, ge=1, le=1024, description="frames per text_extract / object_detect call")
+    text_extract_frames_no_text: int = Field(
+        default=4, ge=1, le=1024,
+        description="frames per text_extract call when the question asks about no text, speech, name, sign or "
+                    "slide (avi.agent.question.about_text; issue 38: on real footage such a call took 10-25 s and "
+                    "read junk); perceive_max_frames or more = no cap")
     boundary_max_frames: int = Field(default=120, ge=2, le=100000,
                                      description="frames per boundary_detect call (1 minute at 2 fps)")
     # boundary_detect's CLIP (gpu profile; AVI §3.3.2). open_clip wins when both are set; neither = cpu fallback

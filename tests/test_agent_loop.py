@@ -160,6 +160,21 @@ def base_messages(messages: list[dict]) -> list[dict]:
     return msgs
 
 
+# ---------------------------------------------------------------- OCR frame cap (issue 38)
+
+
+@pytest.mark.parametrize("question,frames", [("What colour is the background?", 2), ("What does the sign say?", 5)])
+def test_text_extract_reads_fewer_frames_when_the_question_asks_about_no_text(make_agent, question, frames):
+    """A question about no text (a colour) gets the ``text_extract_frames_no_text`` cap; one about a sign the
+    usual ``perceive_max_frames`` (5 frames of [4 s, 6 s] at 2 fps)."""
+    agent, _ = make_agent([call("clip_retrieve", query="sign"), TO_PERCEIVE,
+                           call("text_extract", time_ranges=[[4, 6]]), TO_REVIEW,
+                           "THOUGHT: read.\n**Answer:** grey"], text_extract_frames_no_text=2)
+    extract = [s for s in agent.run(question).trace.steps if s.tool == "text_extract"][0]
+    assert len(extract.frames_s) == frames and not extract.error
+    assert min(extract.frames_s) >= 4.0 and max(extract.frames_s) <= 6.0
+
+
 # ---------------------------------------------------------------- happy path
 
 

@@ -96,6 +96,27 @@ def test_questions_about_words():
     assert about_speech("According to the commentator, who scored?") and not about_speech("What does the sign show?")
 
 
+@pytest.mark.parametrize("question", [
+    "What does the sign say?", "According to the slides, in which year was the bridge built?",
+    "Which city is on the number plate?", "Is the line 'Closed on Sundays' on screen?",
+    "When is the word EXIT visible?", "Which item is at the top of the list?", "What brand is the bicycle?",
+    "Who is named in the caption?", "Does the presenter mention rain?"])
+def test_questions_that_text_may_answer(question):
+    assert questions.about_text(question) and parse_question(question).about_text
+
+
+@pytest.mark.parametrize("question", [
+    "What colour is the van?", "How many people are visible at 0:20?", "Does the camera move?",
+    "When does the man sit down?", "What is the person doing with the box? A. opening it B. throwing it",
+    "Is anyone walking on the lawn?"])
+def test_questions_that_text_does_not_answer(question):
+    assert not questions.about_text(question) and not parse_question(question).about_text
+
+
+def test_an_option_naming_something_written_makes_the_question_about_text():
+    assert parse_question("What is shown first? (A) a cyclist (B) a taxi sign").about_text
+
+
 def test_evidence_span_chains_runs_across_clips():
     runs = [[4.0, 4.5], [5.0, 9.5], [10.0, 13.0], [30.0, 31.0]]
     assert evidence_span([5.0, 10.0], runs) == [3.75, 13.25]

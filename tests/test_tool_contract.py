@@ -471,6 +471,17 @@ def test_text_extract_merges_repeated_text_over_neighbouring_frames():
     assert obs.evidence == [[1.0, 2.0], [2.0, 2.0]]
 
 
+def test_text_extract_honours_the_questions_text_frame_cap():
+    ocr = FakeOcr()
+    ctx = make_ctx(ocr=ocr)
+    ctx.text_frames = 3  # set by the agent when the question asks about no text (issue 38)
+    obs = text_extract.run(ctx, {"time_ranges": [[0, 30]]})
+    assert len(ocr.read_times) == 3 == len(obs.frames_s) and obs.frames_s[0] < 5 and obs.frames_s[-1] > 25
+    ctx.text_frames, ocr.read_times = 64, []  # a cap above perceive_max_frames does not raise it
+    text_extract.run(ctx, {"time_ranges": [[0, 30]]})
+    assert len(ocr.read_times) == 16
+
+
 # ----------------------------------------------------------------- clip_ranges
 
 

@@ -205,6 +205,7 @@ class Agent:
             named = ordinal_ranges(q.ordinals, getattr(self.ctx, "index", None), self.ctx.duration_s)
         st.places.add_named(named)
         self.ctx.focus_ranges = [list(span) for _, span in named]
+        self.ctx.text_frames = None if q.about_text else getattr(self.settings, "text_extract_frames_no_text", None)
         if named:
             time_hint = (time_hint + "\n" if time_hint else "") + "The question's time words point to: " + \
                 "; ".join(f'"{p}" = {fmt_range(*span)}' for p, span in named) + ". Look there first."

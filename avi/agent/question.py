@@ -66,6 +66,12 @@ _SPEECH_QUESTION = re.compile(
     r"\b(?:say|says|said|saying|spoken|speak|speaks|speaker|mention|mentions|mentioned|narrator|narration|"
     r"voice|talks?|tells?|told|announces?|announced|according to the (?:lecturer|host|commentator|speaker))\b", re.I)
 _TEXT_HOLDER = re.compile(r"\b(?:sign|number on|shown on)\b", re.I)
+_TEXT_THING = re.compile(
+    r"\b(?:signs?|signboards?|slides?|lists?|brands?|logos?|printed|print|posters?|banners?|billboards?|placards?|"
+    r"plates?|scoreboards?|score|clocks?|jerseys?|headlines?|subtitles?|menus?|digits?|"
+    r"(?:what|which) (?:number|year|date|price))\b", re.I)
+_QUOTED = re.compile(r"[\"\u201c\u2018][^\"\u201d\u2019]{2,}[\"\u201d\u2019]|(?:^|\s)'[^']{2,}'(?=[\s?.,!]|$)")
+_CAPITALS = re.compile(r"\b[A-Z]{2,}\b")
 
 
 def is_yes_no(question: str, *, after_phrase: bool = True) -> bool:
@@ -93,6 +99,16 @@ def asks_for_text(question: str) -> bool:
     q = question or ""
     return (about_words(q) or bool(_TEXT_HOLDER.search(q))) and not re.search(r"\bhow (?:many|much|long)\b", q, re.I) \
         and not is_yes_no(q)
+
+
+def about_text(question: str) -> bool:
+    """Whether reading on-screen text may answer a question: it is about words shown or said
+    (:func:`about_words`, :func:`about_speech`), names a thing that carries text (a sign, a slide, a list, a brand,
+    a number plate, a clock), quotes a phrase, or spells a word in capitals (a brand or a sign's word). A question
+    about none of these (a colour, a count, a motion, a place) gets a smaller OCR frame budget (issue 38)."""
+    q = question or ""
+    return about_words(q) or about_speech(q) or bool(_TEXT_HOLDER.search(q) or _TEXT_THING.search(q)
+                                                     or _QUOTED.search(q) or _CAPITALS.search(q))
 
 
 COLOUR_WORDS = frozenset(
@@ -264,7 +280,8 @@ class ParsedQuestion:
       its time words (given the video's length), ``mentions_time``;
     * per option: ``option_numbers`` (:func:`option_count`), ``option_yes_no``, ``option_things`` (no article,
       lower case), ``colour_options`` (each option's colour names, for a colour question whose every option names
-      one), ``written_options`` (those naming something written: a sign, a caption).
+      one), ``written_options`` (those naming something written: a sign, a caption);
+    * ``about_text``: :func:`about_text` of the question, or an option names something written.
     """
 
     text: str
@@ -284,6 +301,7 @@ class ParsedQuestion:
     about_words: bool = False
     about_speech: bool = False
     asks_for_text: bool = False
+    about_text: bool = False
     colour_options: dict | None = None
     asks_direction: bool = False
     asks_count: bool = False
@@ -318,7 +336,8 @@ def parse_question(text: str, duration_s: float | None = None, answer_kind: str 
         clock_times=tuple(clock_times_in(text)),
         named_ranges=tuple(question_ranges(text, duration_s)) if duration_s is not None else (),
         mentions_time=mentions_time(text), about_words=about_words(text), about_speech=about_speech(text),
-        asks_for_text=asks_for_text(text), colour_options=colour_options(text, options),
+        asks_for_text=asks_for_text(text), about_text=about_text(text) or any(_WRITTEN.search(v) for v in options.values()),
+        colour_options=colour_options(text, options),
         asks_direction=asks_direction(text), asks_count=asks_count(text),
         asks_most=asks_most(text),
         cut=cut_question(text), about_shot=about_shot(text),

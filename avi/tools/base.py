@@ -47,6 +47,9 @@ class ToolContext:
             hits inside them are ranked first.
         budget_duration_s: seconds of video the frame budget is sized for, when not this video's length
             (a question over several videos shares one budget sized for all of them).
+        text_frames: the most frames one text_extract call reads for this question (set by the agent from the
+            ``text_extract_frames_no_text`` setting when the question asks about no text; issue 38), None for
+            ``perceive_max_frames``.
     """
 
     settings: Any
@@ -56,6 +59,7 @@ class ToolContext:
     frames_spent: int = 0
     focus_ranges: list = field(default_factory=list)
     budget_duration_s: float | None = None
+    text_frames: int | None = None
     _shots: Any = field(default=None, repr=False)
 
     @property

@@ -169,7 +169,8 @@ def text_extract(ctx: ToolContext, time_ranges: TimeRanges) -> Observation:
     Args:
         time_ranges: where to read, [[start_s, end_s], ...] in seconds; [t, t] reads the frame at t.
     """
-    ranges, notes, frames = _frames(ctx, time_ranges, ctx.settings.perceive_max_frames)
+    cap = min(ctx.settings.perceive_max_frames, ctx.text_frames or ctx.settings.perceive_max_frames)
+    ranges, notes, frames = _frames(ctx, time_ranges, cap)
     ocr = ctx.backends.ocr
     detect_all = getattr(ctx.backends.detector, "detect_all", None)  # cpu: vehicle/screen boxes to read closely
     step = 1.0 / ctx.settings.fps

@@ -77,7 +77,8 @@ class MultiContext(ToolContext):
         return {n: c.duration_s for n, c in self.contexts.items()}
 
     def sub(self, name: str) -> ToolContext:
-        """The context a tool runs in for video ``name``, with this question's frame count and focus ranges.
+        """The context a tool runs in for video ``name``, with this question's frame count, focus ranges and
+        text_extract frame cap.
 
         Raises:
             KeyError: ``name`` is not one of :attr:`names`.
@@ -86,6 +87,7 @@ class MultiContext(ToolContext):
         ctx.frames_spent = self.frames_spent
         ctx.budget_duration_s = self._duration_or_zero()
         ctx.focus_ranges = list(self.focus_ranges)
+        ctx.text_frames = self.text_frames
         return ctx
 
     def settle(self, name: str) -> None:
