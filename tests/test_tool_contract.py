@@ -337,6 +337,27 @@ def test_object_detect_keeps_agreed_boxes_and_says_where():
     assert obs.evidence == [[1.0, 7.0]]
 
 
+def test_object_detect_lists_the_index_tracks_of_the_class_in_the_range():
+    """Issue 36: the index's tracks say how many different people and from when to when (the frames alone
+    count boxes per frame); only the asked-for class, only tracks overlapping the looked-at range."""
+    ctx = make_ctx()
+    ctx.index.tracks = [
+        {"id": "T1", "label": "person", "first_s": 2.0, "last_s": 6.0, "frames": 9, "entry": "left",
+         "exit": "right", "boxes": [[2.0, 0, 100, 40, 200], [6.0, 200, 100, 240, 200]]},
+        {"id": "T2", "label": "person", "first_s": 40.0, "last_s": 45.0, "frames": 11, "entry": "left",
+         "exit": "right", "boxes": [[40.0, 0, 100, 40, 200], [45.0, 200, 100, 240, 200]]},
+        {"id": "T3", "label": "car", "first_s": 1.0, "last_s": 8.0, "frames": 15, "entry": "left",
+         "exit": "right", "boxes": [[1.0, 0, 100, 40, 200], [8.0, 200, 100, 240, 200]]}]
+    obs = object_detect.run(ctx, {"time_ranges": [[0, 8]], "objects": ["person"]})
+    assert "person tracks (followed over all sampled frames" in obs.text and "1 in these ranges" in obs.text
+    assert "T1 2.0s–6.0s: came in at the left, left at the right, moving right" in obs.text
+    assert "T2" not in obs.text and "T3" not in obs.text
+    assert [r["id"] for r in obs.data["summary"]["person"]["tracks"]] == ["T1"]
+    assert obs.evidence == [[0.0, 8.0]]  # the tracks are told, not taken as evidence
+    ctx.settings.detect_tracks = False
+    assert "tracks" not in object_detect.run(ctx, {"time_ranges": [[0, 8]], "objects": ["person"]}).text
+
+
 def test_frame_analysis_gets_question_and_frames():
     ctx = make_ctx()
     obs = frame_analysis.run(ctx, {"time_ranges": [[1, 2]], "question": "what animal?"})

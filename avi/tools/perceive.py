@@ -12,7 +12,7 @@ import statistics
 
 from avi.backends.box_words import box_words
 from avi.backends.captioner import normalise_text
-from avi.backends.coco_detector import text_regions
+from avi.backends.coco_detector import coco_classes_for, text_regions
 from avi.backends.ocr import read_lines
 from avi.tools.base import (
     VIDEO_TEXT_NOTE,
@@ -24,6 +24,7 @@ from avi.tools.base import (
     clip_ranges,
     tool,
 )
+from avi.tools.track_lines import track_report
 from avi.video.analysis import box_colours
 from avi.video.timecode import fmt_range
 
@@ -249,6 +250,8 @@ def object_detect(ctx: ToolContext, time_ranges: TimeRanges, objects: StrList) -
     batch = getattr(det, "detect_batch", None)  # Grounding-DINO: one forward pass for many frames
     results = batch(frames, supported) if batch is not None else [det.detect(f, supported) for f in frames]
     image_at = {f.t_s: f.image for f in frames}
+    index_tracks = (getattr(ctx.index, "tracks", None) or []) if getattr(ctx.settings, "detect_tracks", True) \
+        else []  # the index's object tracks (cpu captioner; issue 36)
     by_label: dict[str, list[tuple[float, list]]] = {label: [] for label in supported}
     for f, res in zip(frames, results):
         for label in supported:
@@ -287,6 +290,11 @@ def object_detect(ctx: ToolContext, time_ranges: TimeRanges, objects: StrList) -
                           + (", " + " and ".join(c) if c else "") + ")" for d, c in zip(dets_max[:6], colours))
         body.append(f"  where at {t_max:.1f}s: {where}")
         evidence.append([min(present), max(present)])
+        track_classes = {d.cls or d.label for _, dets in kept for d in dets} | set(coco_classes_for(label))
+        lines, records = track_report(label, index_tracks, track_classes, ranges, image_at)
+        body += lines
+        if records:
+            summary[label]["tracks"] = records
     if unsupported:  # the short vocabulary: the full class list is for a call that found no class at all
         body.append(f"no class for {', '.join(unsupported)} (this profile detects {det.vocabulary})")
     return Observation(_with_notes(head + ". Result:\n" + "\n".join(body), notes),
