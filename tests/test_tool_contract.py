@@ -349,8 +349,8 @@ def test_object_detect_lists_the_index_tracks_of_the_class_in_the_range():
         {"id": "T3", "label": "car", "first_s": 1.0, "last_s": 8.0, "frames": 15, "entry": "left",
          "exit": "right", "boxes": [[1.0, 0, 100, 40, 200], [8.0, 200, 100, 240, 200]]}]
     obs = object_detect.run(ctx, {"time_ranges": [[0, 8]], "objects": ["person"]})
-    assert "person tracks (followed over all sampled frames" in obs.text and "1 in these ranges" in obs.text
-    assert "T1 2.0s–6.0s: came in at the left, left at the right, moving right" in obs.text
+    assert "person tracks over all sampled frames" in obs.text and "1 in these ranges" in obs.text
+    assert "T1 2.0s–6.0s: in from the left, out at the right, moving right" in obs.text
     assert "T2" not in obs.text and "T3" not in obs.text
     assert [r["id"] for r in obs.data["summary"]["person"]["tracks"]] == ["T1"]
     assert obs.evidence == [[0.0, 8.0]]  # the tracks are told, not taken as evidence

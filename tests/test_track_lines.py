@@ -35,8 +35,8 @@ def test_track_report_lists_spans_sides_motion_and_colours():
                     boxes=[[3.0, 300, 100, 330, 200], [9.0, 300, 100, 330, 200]])]
     lines, records = track_report("man", tracks, {"person"}, [[0.0, 10.0]], {2.0000001: image})
     assert lines[0].startswith("  man tracks") and "2 in these ranges" in lines[0]
-    assert lines[1] == "    T1 2.0s–6.5s: red, came in at the left, left at the right, moving right"
-    assert lines[2] == ("    T2 3.0s–9.0s: appeared inside the picture, in view at the shot's end, staying in place")
+    assert lines[1] == "    T1 2.0s–6.5s: red, in from the left, out at the right, moving right"
+    assert lines[2] == "    T2 3.0s–9.0s: appeared mid-picture, in view at the shot's end, staying in place"
     assert [r["id"] for r in records] == ["T1", "T2"] and records[0]["colours"] == ["red"]
     assert track_report("car", tracks, {"car"}, [[0.0, 10.0]], {}) == ([], [])
 

@@ -20,10 +20,10 @@ MAX_LISTED = 6
 #: Tracks seen in fewer sampled frames are left out (at 2 fps: under one second in view, mostly detector noise).
 MIN_FRAMES = 3
 
-_ENTRY = {"left": "came in at the left", "right": "came in at the right", "top": "came in at the top",
-          "bottom": "came in at the bottom", "inside": "appeared inside the picture"}
-_EXIT = {"left": "left at the left", "right": "left at the right", "top": "left at the top",
-         "bottom": "left at the bottom", "inside": "vanished inside the picture"}
+_ENTRY = {"left": "in from the left", "right": "in from the right", "top": "in from the top",
+          "bottom": "in from the bottom", "inside": "appeared mid-picture"}
+_EXIT = {"left": "out at the left", "right": "out at the right", "top": "out at the top",
+         "bottom": "out at the bottom", "inside": "vanished mid-picture"}
 
 
 def overlapping(tracks: list[dict], classes: set[str], ranges: list[list[float]],
@@ -95,8 +95,8 @@ def track_report(label: str, tracks: list[dict], classes: set[str], ranges: list
         records.append({"id": t.get("id"), "first_s": float(t["first_s"]), "last_s": float(t["last_s"]),
                         "entry": t.get("entry"), "exit": t.get("exit"), "motion": motion(t),
                         "colours": _colours(t, image_at)})
-    lines = [f"  {label} tracks (followed over all sampled frames; one person hidden for a while can be two "
-             f"tracks): {len(records)} in these ranges"]
+    lines = [f"  {label} tracks over all sampled frames (one {label} hidden for a while may be two): "
+             f"{len(records)} in these ranges"]
     for r in records[:MAX_LISTED]:
         about = [p for p in (_phrase(r["entry"], _ENTRY), _phrase(r["exit"], _EXIT), r["motion"]) if p]
         if r["colours"]:
