@@ -243,9 +243,10 @@ class Settings(AgentSettings, DeviceSettings, BaseSettings):
         description="frames per text_extract call when the question asks about no text, speech, name, sign or "
                     "slide (avi.agent.question.about_text; issue 38: on real footage such a call took 10-25 s and "
                     "read junk); perceive_max_frames or more = no cap")
-    detect_tracks: bool = Field(default=True, description="object_detect also lists the index's object tracks of "
+    detect_tracks: bool = Field(default=False, description="object_detect also lists the index's object tracks of "
                                 "the asked-for class over the looked-at ranges: span, entry and exit side, "
-                                "motion, colours (issue 36; avi/tools/track_lines.py)")
+                                "motion, colours (issue 36; avi/tools/track_lines.py); off: on the report split it "
+                                "gained nothing (strict 45 -> 44 of 90, bench/README)")
     boundary_max_frames: int = Field(default=120, ge=2, le=100000,
                                      description="frames per boundary_detect call (1 minute at 2 fps)")
     # boundary_detect's CLIP (gpu profile; AVI §3.3.2). open_clip wins when both are set; neither = cpu fallback

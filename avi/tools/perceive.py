@@ -250,7 +250,7 @@ def object_detect(ctx: ToolContext, time_ranges: TimeRanges, objects: StrList) -
     batch = getattr(det, "detect_batch", None)  # Grounding-DINO: one forward pass for many frames
     results = batch(frames, supported) if batch is not None else [det.detect(f, supported) for f in frames]
     image_at = {f.t_s: f.image for f in frames}
-    index_tracks = (getattr(ctx.index, "tracks", None) or []) if getattr(ctx.settings, "detect_tracks", True) \
+    index_tracks = (getattr(ctx.index, "tracks", None) or []) if getattr(ctx.settings, "detect_tracks", False) \
         else []  # the index's object tracks (cpu captioner; issue 36)
     by_label: dict[str, list[tuple[float, list]]] = {label: [] for label in supported}
     for f, res in zip(frames, results):
