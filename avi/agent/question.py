@@ -325,6 +325,7 @@ def parse_question(text: str, duration_s: float | None = None, answer_kind: str 
     options = parse_options(text)
     stem = question_stem(text)
     yes_no = [re.match(r"\s*(yes|no)\b", v, re.I) for v in options.values()]
+    written = frozenset(k for k, v in options.items() if _WRITTEN.search(v))
     return ParsedQuestion(
         text=text, stem=stem, options=options,
         options_text=("Options: " + "; ".join(f"{k}. {v}" for k, v in options.items())) if options else "",
@@ -336,7 +337,7 @@ def parse_question(text: str, duration_s: float | None = None, answer_kind: str 
         clock_times=tuple(clock_times_in(text)),
         named_ranges=tuple(question_ranges(text, duration_s)) if duration_s is not None else (),
         mentions_time=mentions_time(text), about_words=about_words(text), about_speech=about_speech(text),
-        asks_for_text=asks_for_text(text), about_text=about_text(text) or any(_WRITTEN.search(v) for v in options.values()),
+        asks_for_text=asks_for_text(text), about_text=about_text(text) or bool(written),
         colour_options=colour_options(text, options),
         asks_direction=asks_direction(text), asks_count=asks_count(text),
         asks_most=asks_most(text),
@@ -346,5 +347,4 @@ def parse_question(text: str, duration_s: float | None = None, answer_kind: str 
         option_numbers={k: option_count(v) for k, v in options.items()},
         option_yes_no={k: m.group(1).lower() if m else None for k, m in zip(options, yes_no)},
         option_things={k: re.sub(r"^(?:an?|the)\s+", "", v.strip().lower()).rstrip(".") for k, v in options.items()},
-        scale_options=scale_options(options), written_options=frozenset(k for k, v in options.items()
-                                                                        if _WRITTEN.search(v)))
+        scale_options=scale_options(options), written_options=written)
