@@ -13,8 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-ANSWER_RULES = ("cuts", "colour_choice", "scale_choice", "direction", "option_scores", "yes_no_scores",
-                "structured_answer", "count_at_moment", "event_interval", "shot_edges", "cannot_tell")
+ANSWER_RULES = ("cuts", "colour_choice", "scale_choice", "direction", "option_scores", "structured_answer",
+                "count_at_moment", "event_interval", "shot_edges", "cannot_tell")
 """Every answer rule, in the order the agent applies them (:data:`avi.agent.rules.RULES` describes each)."""
 
 UNGROUNDED = ("option_scores", "structured_answer")
@@ -64,10 +64,6 @@ class AgentSettings(BaseModel):
         "'text' has the model name the option's text under a schema, 'off' reads the letter of the model's answer")
     choice_calibration: bool = Field(default=False, description="with 'permutation', divide each option's score by "
                                      "its score without evidence (Zhao et al. 2021); off: no gain with the 1.5B model")
-    yes_no_scoring: Literal["calibrated", "scores", "off"] = Field(
-        default="calibrated", description="how the yes_no_scores rule answers a yes/no question: 'calibrated' "
-        "takes the word whose first-token probability after the evidence, divided by the same without it, is "
-        "higher (Zhao et al. 2021), 'scores' the more probable word after the evidence, 'off' the model's answer")
     grounded_answers: bool = Field(default=True, description="the host's grounding for small orchestrators: "
                                    "ordinals and time words as places, Perceive first when the question names where "
                                    "to look, the host search; false also turns off every answer rule but "

@@ -1145,59 +1145,6 @@ def test_calibrated_scores():
     assert calibrated_scores({"A": 0.5, "B": 0.5}, {"A": 0.5}) == {"A": 0.5, "B": 0.5}  # no prior for B: unchanged
 
 
-class YesNoLLM(ScriptedLLM):
-    """ScriptedLLM whose first-token log-probabilities favour "No" by ``bias`` whatever the evidence (an undecided
-    small model), plus ``evidence`` for "Yes" when the request holds more than the system prompt and the scoring
-    prompt; ``None``: no log-probabilities (a server without them)."""
-
-    def __init__(self, replies, evidence: float | None, bias: float = 2.0):
-        super().__init__(replies)
-        self.evidence, self.bias, self.scored = evidence, bias, []
-
-    def first_token_logprobs(self, messages, tools=None, *, top=20, seed=0):
-        self.scored.append(messages)
-        if self.evidence is None:
-            return {}, ChatResult(content="")
-        yes = -3.0 + (self.evidence if len(messages) > 2 else 0.0)
-        return {"No": -1.0 + self.bias, "no": -4.0, "Yes": yes, "yes": yes - 2.0, "The": -6.0}, \
-            ChatResult(content="No", prompt_tokens=30, seconds=0.01)
-
-
-YES_NO_Q = "Is there a sign at 5 s?"
-
-
-@pytest.mark.parametrize("mode, evidence, want, scored", [
-    ("calibrated", 2.5, "Yes", 2),  # the evidence raised "yes" from the question alone's odds: yes
-    ("scores", 2.5, "No, there is none.", 1),  # "no" still the more probable word: the model's answer agrees
-    ("calibrated", 0.0, "No, there is none.", 2),  # the evidence did not move the model
-    ("off", 2.5, "No, there is none.", 0),
-    ("calibrated", None, "No, there is none.", 1),  # no log-probabilities: the model's answer stands
-])
-def test_yes_no_answer_from_calibrated_scores(make_agent, mode, evidence, want, scored):
-    llm = YesNoLLM([TEXT_AT_5, TO_REVIEW, "**Answer:** No, there is none."], evidence=evidence)
-    result = _agent_with(make_agent, llm, grounded_answers=True, yes_no_scoring=mode).run(YES_NO_Q)
-    assert result.answer == want and len(llm.scored) == scored
-    if scored:
-        assert all(m[-1]["content"].endswith("Reply with the one word yes or no and nothing else.") and
-                   YES_NO_Q in m[-1]["content"] for m in llm.scored)
-        assert not any(m["role"] == "assistant" and "there is none" in (m.get("content") or "")
-                       for m in llm.scored[0])  # scored on the evidence, not on the answer written
-    if scored == 2:
-        assert len(llm.scored[1]) == 2  # the prior: the system prompt and the question alone
-        step = result.trace.steps[-1]
-        assert "without evidence" in step.notes[0] and set(step.observation_data["yes_no_scores"]) == {"yes", "no"}
-        assert [r["rule"] for r in result.trace.rules][:1] == ["yes_no_scores"]
-
-
-def test_yes_no_scores_keep_a_model_answer_that_agrees(make_agent):
-    llm = YesNoLLM([TEXT_AT_5, TO_REVIEW, "**Answer:** Yes, a sign reads EXIT 42."], evidence=2.5)
-    result = _agent_with(make_agent, llm, grounded_answers=True).run(YES_NO_Q)
-    assert result.answer == "Yes, a sign reads EXIT 42."
-    llm = YesNoLLM([TEXT_AT_5, TO_REVIEW, "**Answer:** No"], evidence=2.5)
-    result = _agent_with(make_agent, llm, grounded_answers=True, answer_rules="-yes_no_scores").run(YES_NO_Q)
-    assert result.answer == "No" and not llm.scored  # the rule ablated
-
-
 def test_choice_from_the_option_text_when_the_server_gives_no_logprobs(make_agent):
     llm = LogprobLLM([TEXT_AT_5, TO_REVIEW, "**Answer:** A", '{"option": "EXIT 42"}'], truth=None)
     result = _agent_with(make_agent, llm, choice_scoring="permutation").run(CHOICE_Q)

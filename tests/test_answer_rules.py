@@ -80,7 +80,7 @@ def test_config_show_lists_the_rules_on_and_off(monkeypatch, capsys):
 
     monkeypatch.setattr(avi.backends.devices, "placement_lines", lambda settings: [])  # no torch import here
     args = type("Args", (), {"json": False, "answer_rules": "-option_scores", "profile": "cpu"})()
-    assert settings_from_args(args).answer_rule_names()[4:6] == ("yes_no_scores", "structured_answer")
+    assert settings_from_args(args).answer_rule_names()[4] == "structured_answer"
     assert cmd_config(args) == 0
     out = capsys.readouterr().out
     assert "[ ] option_scores (choose)" in out and "[x] direction (decide)" in out
@@ -95,8 +95,6 @@ def test_the_question_is_parsed_once_into_one_record():
     assert "people" in q.words and q.search_query == "Around 0:44, how many people can be seen"
     q = parse_question("Is the line 'About 100 metres tall' on screen after the first goal?")
     assert q.opens_with_verb and q.ordinals == (("after the first goal", "first", "goal", "after"),)
-    assert q.asks_yes_no and parse_question("At 1:00, is anyone on the lawn?").asks_yes_no
-    assert not parse_question("Is it red or blue?").asks_yes_no and not parse_question("Is it? A. yes B. no").asks_yes_no
     q = parse_question("Which shot comes next? A. a close-up of the man B. a wide view of the street")
     assert q.scale_options == {"A": "close-up", "B": "wide"}
     assert parse_question("Does the red square move to the left or to the right?").asks_direction

@@ -9,11 +9,6 @@ says. Two ways to take the choice that do not depend on where an option stands (
   Multiple Choice Selectors", Zheng et al., ICLR 2024, §4: permutation-based debiasing);
 * :func:`choice_by_text` — the model names the option's *text* under a schema whose only allowed values
   are the option texts, and the host maps the text back to its letter.
-
-A yes/no question is a choice between two words, and the 1.5B orchestrator writes "no" whenever it is undecided
-(0 of 11 ``report`` questions whose truth is "yes" answered yes, issue 36): :func:`yes_no_scores` takes the
-answer from the log-probabilities of "yes" and "no" after the evidence, divided by the same without the evidence
-(contextual calibration, Zhao et al., ICML 2021, §4), the ``yes_no_scores`` answer rule.
 """
 
 from __future__ import annotations
@@ -103,73 +98,6 @@ def choice_by_text(llm, messages: list[dict], tools: list[dict] | None, prompts,
     return None, res
 
 
-def _evidence_messages(r: RuleRun) -> list[dict]:
-    """The system prompt and the conversation so far, less a last assistant reply that states the answer: an
-    answer is scored on the evidence, not on the answer just written."""
-    history = r.st.history
-    if history and history[-1]["role"] == "assistant" and find_answer(history[-1].get("content") or ""):
-        history = history[:-1]
-    return [{"role": "system", "content": r.chat.system()}] + history
-
-
-def yes_no_probabilities(llm, messages: list[dict], tools: list[dict] | None, prompts, question: str,
-                         seed: int | None = 0) -> tuple[dict[str, float], dict]:
-    """``({"yes": p, "no": 1 - p}, call)``: the server's first-token log-probabilities after ``messages`` and
-    ``prompts/yesno_score.md`` with ``question`` (``llm``: a :class:`~avi.backends.llm.ChatClient`), each word's
-    case and punctuation variants pooled, normalised over the two words; ``call`` holds the seconds, prompt tokens
-    and the words' log-probabilities. The dict is empty when neither word is among the returned tokens (a server
-    without logprobs).
-
-    Raises:
-        the errors of :meth:`~avi.backends.llm.ChatClient.first_token_logprobs`."""
-    prompt = prompts.render("yesno_score", question=question)
-    lps, res = llm.first_token_logprobs(messages + [{"role": "user", "content": prompt}], tools, seed=seed)
-    mass = {"yes": 0.0, "no": 0.0}
-    for token, lp in lps.items():
-        word = token.strip(" \t\n.,:;!*\"'").lower()
-        if word in mass and not math.isinf(lp):
-            mass[word] += math.exp(lp)
-    call = {"seconds": round(res.seconds, 3), "prompt_tokens": res.prompt_tokens,
-            "logprobs": {w: (round(math.log(m), 4) if m > 0 else None) for w, m in mass.items()}}
-    z = mass["yes"] + mass["no"]
-    if z <= 0.0:
-        return {}, call
-    return {"yes": mass["yes"] / z, "no": mass["no"] / z}, call
-
-
-def yes_no_scores(r: RuleRun) -> str | None:
-    """``"yes"`` or ``"no"`` for a yes/no question by the ``yes_no_scoring`` setting: ``calibrated`` divides the
-    two words' probabilities after the evidence (:func:`yes_no_probabilities`) by the same with the system prompt
-    and the question alone (:func:`calibrated_scores`), ``scores`` takes them as they are; None with ``off``, or
-    when the server gives no log-probabilities (the model's answer then stands). The trace records the scores."""
-    mode = getattr(r.settings, "yes_no_scoring", "calibrated")
-    if mode == "off":
-        return None
-    chat, seed = r.chat, r.settings.llm_seed
-    messages = _evidence_messages(r)
-    try:
-        scores, call = yes_no_probabilities(chat.llm, messages, chat.schemas, chat.prompts, r.q.stem, seed=seed)
-        prior, prior_call = {}, None
-        if scores and mode == "calibrated":
-            prior, prior_call = yes_no_probabilities(chat.llm, messages[:1], chat.schemas, chat.prompts, r.q.stem,
-                                                     seed=seed)
-    except ContextOverflowError:
-        return None
-    if not scores:
-        return None
-    final = calibrated_scores(scores, prior) if prior else scores
-    answer = "yes" if final["yes"] > final["no"] else "no"
-    calls = [c for c in (call, prior_call) if c is not None]
-    r.trace.add(kind="final_answer", iteration=r.st.iteration, phase=r.st.phase,
-                llm_seconds=round(sum(c["seconds"] for c in calls), 3),
-                prompt_tokens=sum(c["prompt_tokens"] for c in calls), completion_tokens=len(calls),
-                notes=[f"{answer} by the yes/no scores" + (" divided by their scores without evidence" if prior else "")
-                       + f": yes {final['yes']:.2f}, no {final['no']:.2f}"],
-                observation_data={"yes_no_scores": final, "evidence_scores": scores, "prior_scores": prior,
-                                  "calls": calls})
-    return answer
-
-
 def option_scores(r: RuleRun) -> tuple[str, str] | None:
     """``(letter, method)`` without position bias, by the ``choice_scoring`` setting: ``permutation`` scores
     (optionally :func:`calibrated_scores`; :func:`absent_options` passed over), else, or without log-probabilities,
@@ -178,7 +106,10 @@ def option_scores(r: RuleRun) -> tuple[str, str] | None:
     if mode == "off":
         return None
     st, chat, seed = r.st, r.chat, r.settings.llm_seed
-    messages = _evidence_messages(r)
+    history = st.history
+    if history and history[-1]["role"] == "assistant" and find_answer(history[-1].get("content") or ""):
+        history = history[:-1]  # the options are scored on the evidence, not on the letter just written
+    messages = [{"role": "system", "content": chat.system()}] + history
     if mode == "permutation":
         try:
             scores, calls = permutation_scores(chat.llm, messages, chat.schemas, chat.prompts, r.q.stem, st.options,

@@ -273,8 +273,7 @@ class ParsedQuestion:
 
     * ``text``, ``stem`` (without the options), ``options`` ``{letter: text}``, ``options_text`` (the
       ``Options: A. …`` line), ``kind`` (the ``answer_type`` setting, or :func:`answer_type`);
-    * ``opens_with_verb``: :func:`is_yes_no` at the very start; ``asks_yes_no``: :func:`is_yes_no` (after a
-      leading phrase too) of a question without options;
+    * ``opens_with_verb``: :func:`is_yes_no` at the very start;
     * word sets, lower case: ``words`` / ``stem_words`` (``[a-z]+``; ``stem_tokens`` in order), ``terms`` /
       ``stem_terms`` (:func:`normalise`);
     * ``clock_times`` ``(written, seconds)``, ``named_ranges`` ``(phrase, [start_s, end_s])`` of
@@ -291,7 +290,6 @@ class ParsedQuestion:
     options_text: str = ""
     kind: str = "text"
     opens_with_verb: bool = False
-    asks_yes_no: bool = False
     words: frozenset = frozenset()
     stem_words: frozenset = frozenset()
     stem_tokens: tuple = ()
@@ -332,7 +330,7 @@ def parse_question(text: str, duration_s: float | None = None, answer_kind: str 
         text=text, stem=stem, options=options,
         options_text=("Options: " + "; ".join(f"{k}. {v}" for k, v in options.items())) if options else "",
         kind=answer_type(text, options) if answer_kind == "auto" else answer_kind,
-        opens_with_verb=is_yes_no(text, after_phrase=False), asks_yes_no=not options and is_yes_no(stem),
+        opens_with_verb=is_yes_no(text, after_phrase=False),
         words=frozenset(re.findall(r"[a-z]+", text.lower())), stem_words=frozenset(re.findall(r"[a-z]+", stem.lower())),
         stem_tokens=tuple(re.findall(r"[a-z]+", stem.lower())), terms=frozenset(normalise(text).split()),
         stem_terms=frozenset(normalise(stem).split()),

@@ -29,7 +29,7 @@ from avi.jobs.work import subtitle_offset
 ANSWER_SETTINGS = (
     "llm_model", "llm_gguf", "llm_temperature", "llm_seed", "llm_max_tokens", "llm_enable_thinking",
     "llm_thinking_max_tokens", "llm_constrain", "llm_ctx", "max_iterations", "max_retries", "structured_answer",
-    "choice_scoring", "choice_calibration", "yes_no_scoring", "grounded_answers", "host_retrieve", "host_retrieve_max_chars",
+    "choice_scoring", "choice_calibration", "grounded_answers", "host_retrieve", "host_retrieve_max_chars",
     "retrieve_max_chars",
     "extract_pass", "retry_temperature", "answer_type",
     "frame_analysis_last",

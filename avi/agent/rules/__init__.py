@@ -3,14 +3,12 @@
 
 1. ``decide``: measured answers, the first that answers wins and nothing refines it (cuts, colour_choice,
    scale_choice, direction; cuts also before the first model step);
-2. ``choose``: option_scores (options) or yes_no_scores (a yes/no question), and 3. ``type``: structured_answer,
-   each when nothing above decided;
+2. ``choose``: option_scores, and 3. ``type``: structured_answer, each when nothing above decided;
 4. ``refine``: each may rewrite the answer so far unless a measured answer decided (count_at_moment,
    event_interval, shot_edges, cannot_tell).
 
 Each kept rule won at least one ``report`` question net in the ablation of issue 35 (bench/README.md "Answer
-rules, ablated"); the nine that won none were deleted. yes_no_scores came later (issue 36) and is measured in
-bench/README.md "Yes/no answers from calibrated scores".
+rules, ablated"); the nine that won none were deleted.
 
 The ``answer_rules`` setting selects them (:func:`avi.config_agent.answer_rule_names`; ``grounded_answers =
 false`` keeps option_scores and structured_answer only); the regex read for the type always happens. The trace's
@@ -26,7 +24,6 @@ from avi.agent.parse import extract_choice
 from avi.agent.rule_base import Delivered, Rule, RuleRun
 from avi.agent.rules import decide, intervals, texts
 from avi.config_agent import ANSWER_RULES
-from avi.eval.answer_reading import stated_yes_no
 
 __all__ = ["RULES", "Delivered", "Rule", "RuleRun", "answer_early", "deliver", "select_rules"]
 
@@ -80,14 +77,6 @@ def _option_scores(run: RuleRun, ans: Delivered) -> Delivered | None:
                                text=ans.text if keep else f"{choice}. {run.q.options[choice]}")
 
 
-def _yes_no_scores(run: RuleRun, ans: Delivered) -> Delivered | None:
-    word = choice_mod.yes_no_scores(run)
-    if word is None:
-        return None
-    keep = ans.text is not None and stated_yes_no(ans.text) == word
-    return dataclasses.replace(ans, note=None, method="yes-no-scores", text=ans.text if keep else word.capitalize())
-
-
 def _structured(run: RuleRun, ans: Delivered) -> Delivered | None:
     final = run.answers.structured(run.st, run.trace) if ans.text is not None else None
     if final is None:
@@ -117,8 +106,6 @@ RULES: tuple[Rule, ...] = (
          _decided(decide.direction_measured), None, lambda q: q.asks_direction),
     Rule("option_scores", "choose", "the letter from option scores averaged over cyclic permutations "
          "(choice_scoring)", _option_scores, _CHOICE, lambda q: bool(q.options)),
-    Rule("yes_no_scores", "choose", "a yes/no question: the word whose probability the evidence raised more than "
-         "the question alone does (yes_no_scoring)", _yes_no_scores, frozenset({"text"}), lambda q: q.asks_yes_no),
     Rule("structured_answer", "type", "a typed answer (letter, letters, interval, order) from one "
          "schema-constrained final call", _structured),
     Rule("count_at_moment", "refine", "'how many at 0:44' (or at most): the count measured there",
