@@ -133,3 +133,21 @@ def test_the_tracker_setup_is_in_the_index_key(monkeypatch):
     assert before.startswith("bytetrack@trackers-2.6.1|")
     monkeypatch.setattr(tracks_mod, "LOST_SECONDS", 1.0)
     assert tracks_mod.tracker_id() != before
+
+
+def test_a_person_moving_more_than_a_box_width_between_sampled_frames_stays_one_track():
+    # 50 px a sampled frame with a 40 px box: consecutive boxes do not overlap, so plain IoU starts a new track
+    # every frame (each then dropped or cut short); the buffered IoU (BIoU, WACV 2023) matches them
+    walk = _walker(0.0, 6.0, 0.0, 100.0, w=40)
+    assert len(build_tracks(_captions(walk), fps=FPS, buffer_ratio=0.0)) != 1
+    tracks = build_tracks(_captions(walk), fps=FPS)
+    assert [(t["first_s"], t["last_s"], t["frames"]) for t in tracks] == [(0.0, 6.0, 13)]
+
+
+def test_the_iou_buffer_is_in_the_index_key(monkeypatch):
+    import avi.index.tracks as tracks_mod
+
+    before = tracks_mod.tracker_id()
+    assert "|biou=0.3" in before
+    monkeypatch.setattr(tracks_mod, "BUFFER_RATIO", 0.0)
+    assert tracks_mod.tracker_id() != before
