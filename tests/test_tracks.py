@@ -151,3 +151,17 @@ def test_the_iou_buffer_is_in_the_index_key(monkeypatch):
     assert "|biou=0.3" in before
     monkeypatch.setattr(tracks_mod, "BUFFER_RATIO", 0.0)
     assert tracks_mod.tracker_id() != before
+
+
+def test_an_environment_without_the_tracker_keeps_its_index_key(monkeypatch):
+    # the gpu venv has no `trackers`: its key is the one it had before the buffer was added, so its indexes (and
+    # their LLM-built graphs) are not rebuilt
+    import importlib.metadata
+
+    import avi.index.tracks as tracks_mod
+
+    def missing(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    assert tracks_mod.tracker_id() == "bytetrack@trackers-none|lost=5.0|iou=0.03|min_frames=2"

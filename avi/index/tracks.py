@@ -89,15 +89,17 @@ def tracker_id() -> str:
     copies the transcript, captions and embeddings of the old one, :mod:`avi.index.reuse`):
     ``"bytetrack@trackers-VERSION|..."``
     (``trackers-none`` where the library is not installed: a gpu-profile environment, whose captioner keeps no
-    boxes)."""
+    boxes; without the buffer setting, which makes no difference there)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
         lib = version("trackers")
     except PackageNotFoundError:
         lib = "none"
-    return (f"bytetrack@trackers-{lib}|lost={LOST_SECONDS}|iou={MIN_IOU}|min_frames={MIN_FRAMES}"
-            f"|biou={BUFFER_RATIO}")
+    key = f"bytetrack@trackers-{lib}|lost={LOST_SECONDS}|iou={MIN_IOU}|min_frames={MIN_FRAMES}"
+    # without the library no track is made, so the buffer changes nothing: such an environment (the gpu venv)
+    # keeps the key its indexes were built under before the buffer came (no rebuild of their LLM-built graph)
+    return key if lib == "none" else f"{key}|biou={BUFFER_RATIO}"
 
 
 def build_tracks(captions: list[Caption], *, fps: float, min_frames: int = MIN_FRAMES,
