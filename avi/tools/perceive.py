@@ -290,11 +290,12 @@ def object_detect(ctx: ToolContext, time_ranges: TimeRanges, objects: StrList) -
                           + (", " + " and ".join(c) if c else "") + ")" for d, c in zip(dets_max[:6], colours))
         body.append(f"  where at {t_max:.1f}s: {where}")
         evidence.append([min(present), max(present)])
-        track_classes = {d.cls or d.label for _, dets in kept for d in dets} | set(coco_classes_for(label))
-        lines, records = track_report(label, index_tracks, track_classes, ranges, image_at)
-        body += lines
-        if records:
-            summary[label]["tracks"] = records
+        if index_tracks:
+            track_classes = {d.cls or d.label for _, dets in kept for d in dets} | set(coco_classes_for(label))
+            lines, records = track_report(label, index_tracks, track_classes, ranges, image_at)
+            body += lines
+            if records:
+                summary[label]["tracks"] = records
     if unsupported:  # the short vocabulary: the full class list is for a call that found no class at all
         body.append(f"no class for {', '.join(unsupported)} (this profile detects {det.vocabulary})")
     return Observation(_with_notes(head + ". Result:\n" + "\n".join(body), notes),
