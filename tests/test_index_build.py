@@ -413,18 +413,25 @@ def test_sigterm_during_build_leaves_no_trusted_index(short_video, tmp_path):
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             stdin=subprocess.DEVNULL)
     try:
+        # Stop the process as soon as it starts captioning, check the build is not finished, and only then send
+        # SIGTERM (delivered on SIGCONT): a plain sleep-then-signal raced the end of a 1-second build on a fast
+        # machine, where the signal landed in the interpreter's exit and the exit status stayed 0.
         deadline = time.monotonic() + 60
-        while not list(root.glob(".*.partial")):
-            assert proc.poll() is None, f"avi index ended before building: {proc.communicate()}"
-            assert time.monotonic() < deadline, "no .partial work directory appeared"
-            time.sleep(0.05)
-        time.sleep(1.0)  # well inside the build: models load, frames are captioned
-        if proc.poll() is not None:
-            pytest.fail(f"the build finished before SIGTERM could interrupt it: {proc.communicate()}")
+        while not list(root.glob(".*.partial/captions.partial.jsonl")):
+            assert proc.poll() is None, f"avi index ended before captioning: {proc.communicate()}"
+            assert time.monotonic() < deadline, "no partial captions file appeared"
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGSTOP)
+        finished = [p for p in root.glob("*/manifest.json") if json.loads(p.read_text()).get("complete")]
+        if proc.poll() is not None or finished or list(root.glob(".*.partial/chroma")):
+            proc.send_signal(signal.SIGCONT)
+            pytest.fail(f"the build got past captioning before it could be stopped: {proc.communicate()}")
         proc.send_signal(signal.SIGTERM)
+        proc.send_signal(signal.SIGCONT)
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
+            proc.send_signal(signal.SIGCONT)
             proc.kill()
             proc.wait()
     assert proc.returncode != 0
