@@ -31,10 +31,10 @@ in ``.<key>.partial/`` beside it, guarded by an exclusive lock file
 ``.<key>.lock`` (one builder per index); the manifest with
 ``"complete": true`` is written last and the work directory is renamed into
 place atomically, so nothing half-built is ever opened as an index. A new key whose
-transcript, captions or embeddings another complete index of the same video already
-holds (e.g. only a graph prompt changed) starts from a copy of them
-(``avi/index/reuse.py``; the manifest's ``reused`` says from which index); ``rebuild``
-builds everything.
+stages another complete index of the same video already holds with equal inputs (e.g. only a graph prompt
+changed: transcript, captions, embeddings and summary; only the tracker changed: all five) starts from a copy of
+them (``avi/index/reuse.py``; the manifest's ``reused`` says from which index; a copied LLM stage is not
+pending); ``rebuild`` builds everything.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ from avi.config import Settings, fingerprint
 from avi.errors import AviError
 from avi.hashing import sha256_file
 from avi.index.chroma_io import verify_index
-from avi.index.reuse import salvage_work, seed_work
+from avi.index.reuse import copy_pending_stages, salvage_work, seed_work
 from avi.index.stages import (
     read_jsonl,
     stage_captions,
@@ -215,7 +215,9 @@ def finish_index(index: VideoIndex, settings: Settings, backends: Backends, *, p
                  only: Sequence[str] | None = None) -> VideoIndex:
     """Build the pending LLM stages of ``index`` (built with ``stages="search"``) into its directory.
 
-    Each stage's file is written atomically and the manifest is rewritten after it (its ``pending`` list
+    A stage that a sibling index of the same video built from equal inputs is copied from it instead
+    (:func:`avi.index.reuse.copy_pending_stages`; the manifest's ``reused_pending`` names the sibling). Each
+    stage's file is written atomically and the manifest is rewritten after it (its ``pending`` list
     shrinks, ``build_seconds`` and ``counts`` grow), under the index's build lock, so readers see the index
     before, between and after the stages, never half a file. A build killed here resumes at the stage that was
     running.
@@ -236,9 +238,11 @@ def finish_index(index: VideoIndex, settings: Settings, backends: Backends, *, p
     with _build_lock(final.parent, final.name):
         manifest = json.loads((final / "manifest.json").read_text())
         captions = [Caption.from_dict(d) for d in read_jsonl(final / "captions.jsonl")]
-        for stage in list(manifest.get("pending") or []):
-            if only is not None and stage not in only:
-                continue
+        todo = [s for s in manifest.get("pending") or [] if only is None or s in only]
+        copied = copy_pending_stages(final, manifest, [s for s in todo if not (final / f"{s}.json").exists()])
+        if copied:
+            manifest["reused_pending"] = {**(manifest.get("reused_pending") or {}), **copied}
+        for stage in todo:
             t = time.perf_counter()
             if stage == "graph":
                 info = stage_graph(final, captions, settings, backends, progress)
@@ -363,7 +367,9 @@ def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, back
         t = time.perf_counter()
         stage_embeddings(work, captions, segments, backends)
         times["embeddings"] = time.perf_counter() - t
-        pending = pending_stages(settings) if stages == "search" else []
+        # a stage whose file is already in the work directory (copied from a sibling or salvaged) is not pending
+        pending = [s for s in pending_stages(settings) if not (work / f"{s}.json").exists()] \
+            if stages == "search" else []
         graph_info, summary = {"nodes": 0, "edges": 0, "kinds": {}, "extraction": None}, {}
         if "graph" not in pending:
             t = time.perf_counter()
