@@ -1,4 +1,5 @@
-"""Convert a TF.js graph model to a reproducible ONNX file (runs inside the throwaway conversion environment).
+"""Convert a TF.js graph model or a TFLite flatbuffer to a reproducible ONNX file (runs inside the throwaway
+conversion environment).
 
 ``avi weights fetch`` runs this file as a script with the python of a temporary virtualenv that holds the pinned
 converter (tensorflow-cpu, tf2onnx, onnx; see ``[weight.source.convert]`` in weights.lock). It imports nothing
@@ -11,13 +12,15 @@ Steps (each failure exits non-zero with one line naming the step):
    filled with TensorFlow's own defaults, and ``TArgs`` with the input type repeated ``num_args`` times.
 2. **convert**: ``python -m tf2onnx.convert --tfjs model.json --output raw.onnx --opset N`` (with
    ``--outputs a,b``: only those graph outputs are kept, and the nodes that only other outputs need are dropped).
+   A ``.tflite`` file (MediaPipe's models inside the ``mediapipe`` wheel, :mod:`avi.weights.wheel`) skips step 1
+   and is converted with ``--tflite`` instead.
 3. **canonicalise**: tf2onnx names nodes from counters whose order depends on set iteration (object ids), so two
    conversions of the same model give different bytes. :func:`canonicalize` reorders the nodes topologically with
    a structural tie-break and renames every internal tensor, node and initializer by position, so the bytes, and
    the sha256 that weights.lock pins, are the same on every run (checked: four conversions of NanoDet-m gave one
    sha256). The graph's input and output names are kept.
 
-Usage (script): ``python tfjs_convert.py MODEL_JSON OUT_ONNX [--opset 15] [--outputs NAME,NAME]``
+Usage (script): ``python tfjs_convert.py MODEL_JSON|MODEL.tflite OUT_ONNX [--opset 15] [--outputs NAME,NAME]``
 """
 
 from __future__ import annotations
@@ -154,28 +157,33 @@ def _fail(step: str, detail: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description="TF.js graph model -> canonical ONNX")
-    ap.add_argument("model_json", type=Path)
+    ap = argparse.ArgumentParser(description="TF.js graph model or TFLite flatbuffer -> canonical ONNX")
+    ap.add_argument("model_json", type=Path, help="the TF.js model.json, or a .tflite file")
     ap.add_argument("out", type=Path)
     ap.add_argument("--opset", type=int, default=15)
     ap.add_argument("--outputs", default="", help="comma-separated TF output names to keep (default: all)")
     a = ap.parse_args(argv)
-    try:
-        data = json.loads(a.model_json.read_text())
-        added = patch_tfjs(data)
-    except Exception as exc:  # noqa: BLE001 - reported as one line naming the step
-        _fail("patch", f"{type(exc).__name__}: {exc}")
+    tflite = a.model_json.suffix == ".tflite"
+    added = 0
+    if not tflite:
+        try:
+            data = json.loads(a.model_json.read_text())
+            added = patch_tfjs(data)
+        except Exception as exc:  # noqa: BLE001 - reported as one line naming the step
+            _fail("patch", f"{type(exc).__name__}: {exc}")
     with tempfile.TemporaryDirectory(dir=a.model_json.parent) as tmp:
         # the patched model.json must sit next to its weight shards (its manifest names them by relative path)
-        patched = a.model_json.with_name(f".patched-{a.model_json.name}")
-        patched.write_text(json.dumps(data))
+        patched = a.model_json if tflite else a.model_json.with_name(f".patched-{a.model_json.name}")
+        if not tflite:
+            patched.write_text(json.dumps(data))
         raw = Path(tmp) / "raw.onnx"
         try:
-            cmd = [sys.executable, "-m", "tf2onnx.convert", "--tfjs", str(patched), "--output", str(raw), "--opset",
-                   str(a.opset)] + (["--outputs", a.outputs] if a.outputs else [])
+            cmd = [sys.executable, "-m", "tf2onnx.convert", "--tflite" if tflite else "--tfjs", str(patched),
+                   "--output", str(raw), "--opset", str(a.opset)] + (["--outputs", a.outputs] if a.outputs else [])
             proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
         finally:
-            patched.unlink(missing_ok=True)
+            if not tflite:
+                patched.unlink(missing_ok=True)
         if proc.returncode != 0 or not raw.is_file():
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
             _fail("convert", f"tf2onnx exited {proc.returncode}: {last}")

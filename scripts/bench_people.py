@@ -1,13 +1,16 @@
 #!/usr/bin/env python
 """The cpu people models on real frames labelled by eye (bench/people/frames.jsonl): precision and recall (issue 36).
 
-Models (avi/backends/people/, weights.lock): BlazeFace faces, the MediaPipe palm detector (hands), MoveNet MultiPose
-(people and their keypoints) and the FER2013 mini-Xception (expressions). For each detector, per labelled frame,
-detections are matched greedily in descending score to unmatched truth boxes:
+Models (avi/backends/people/, weights.lock): BlazeFace faces, MediaPipe Hands (``hands``: palm detector and hand
+landmarks, looking closer in the COCO detector's person boxes as avi does; scored by hand presence), human's palm
+detector alone (``palms``, for comparison), MoveNet MultiPose (people and their keypoints) and the FER2013
+mini-Xception (expressions). For each detector, per labelled frame, detections are matched greedily in descending
+score to unmatched truth boxes:
 
 * faces and people: IoU >= ``--iou`` (0.5, as WIDER FACE and COCO score);
-* hands: the palm box's centre lies inside the labelled hand box (the palm detector boxes the palm only; MediaPipe's
-  landmark stage, not in avi, widens it to the hand), so IoU against a whole-hand box would not measure it.
+* hands and palms: the detection's centre lies inside the labelled hand box (a palm box covers the palm only, and
+  a hand box from landmarks misses a cut-off part of the hand), so IoU against a whole-hand box would not measure
+  it.
 
 An unmatched detection whose centre lies in an ``ignore_regions`` area labelled with its class is not scored.
 Precision = matched / scored detections, recall = matched / truth boxes, at the threshold the model runs with in
@@ -99,7 +102,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
-    from avi.backends.people import ExpressionClassifier, FaceDetector, PalmDetector, PoseEstimator, posture
+    from avi.backends.coco_detector import NanoDetDetector
+    from avi.backends.people import (
+        ExpressionClassifier,
+        FaceDetector,
+        HandDetector,
+        PalmDetector,
+        PoseEstimator,
+        posture,
+    )
     from avi.config import Settings
     from avi.offline import enforce_offline_env
     from avi.video.decode import VideoReader, probe
@@ -115,22 +126,31 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench_people: videos not in {a.videos}: {', '.join(missing)}", file=sys.stderr)
         return 2
     s = Settings()
-    path = {n: resolve(n, s.models_dir, s.weights_lock) for n in ("blazeface", "handdetect", "movenet-multipose",
-                                                                   "emotion")}
+    path = {n: resolve(n, s.models_dir, s.weights_lock) for n in (
+        "blazeface", "handdetect", "movenet-multipose", "emotion", "mediapipe-palm-detection-full",
+        "mediapipe-hand-landmark-full", "nanodet-m-coco")}
     # Built with a floor under every threshold of the sweep; scored at each threshold below.
     faces = FaceDetector(path["blazeface"], min_score=min(SWEEP) - 0.01)
     palms = PalmDetector(path["handdetect"], min_score=min(SWEEP) - 0.01)
+    hands = HandDetector(path["mediapipe-palm-detection-full"], path["mediapipe-hand-landmark-full"],
+                         min_presence=min(SWEEP) - 0.01)
+    coco = NanoDetDetector(path["nanodet-m-coco"])
+
+    def detect_hands(image):  # avi looks closer at the people its COCO detector boxes
+        return hands.detect(image, [box for cls, _, box in coco.raw(image) if cls == "person"])
     poses = PoseEstimator(path["movenet-multipose"], min_score=min(SWEEP) - 0.01,
                           **({"input_size": a.pose_input} if a.pose_input else {}))
     expressions = ExpressionClassifier(path["emotion"])
     defaults = {kind: inspect.signature(cls).parameters["min_score"].default  # the threshold avi constructs with
-                for kind, cls in (("faces", FaceDetector), ("hands", PalmDetector), ("people", PoseEstimator))}
+                for kind, cls in (("faces", FaceDetector), ("palms", PalmDetector), ("people", PoseEstimator))}
+    defaults["hands"] = inspect.signature(HandDetector).parameters["min_presence"].default
 
     iou = a.iou
     kinds = {  # kind -> (truth boxes of a record, ignore label, detector (objects with .box, .score), match)
         "faces": (lambda r: [f["xyxy"] for f in r.get("faces", [])], "face", faces.detect,
                   lambda d, t: iou_match(d, t, iou)),
-        "hands": (lambda r: [h["xyxy"] for h in r.get("hands", [])], "hand", palms.detect, centre_inside),
+        "hands": (lambda r: [h["xyxy"] for h in r.get("hands", [])], "hand", detect_hands, centre_inside),
+        "palms": (lambda r: [h["xyxy"] for h in r.get("hands", [])], "hand", palms.detect, centre_inside),
         "people": (lambda r: [p["xyxy"] for p in r.get("postures", [])], "person", poses.estimate,
                    lambda d, t: iou_match(d, t, iou)),
     }
@@ -167,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     report: dict = {"frames": len(truth), "videos": sorted({r["video"] for r in truth}), "iou": iou,
                     "pose_input": poses.input_size, "models": {}}
     print(f"{len(truth)} labelled frames from {len(report['videos'])} videos; faces and people matched at IoU >= "
-          f"{iou}, hands by the palm's centre inside the hand box\n")
+          f"{iou}, hands and palms by their centre inside the hand box\n")
     print(f"{'model':<8} {'threshold':>9} {'precision':>9} {'recall':>7} {'tp':>4} {'fp':>4} {'truth':>5}")
     for kind, (truth_of, label, _, match) in kinds.items():
         sweep = {}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 
+import cv2
 import numpy as np
 import pytest
 from conftest import sample_video
@@ -15,6 +16,7 @@ from avi.backends.people.face_descriptor import descriptor_similarity
 from avi.video.decode import VideoReader, probe
 
 PEOPLE = ("blazeface", "emotion", "handdetect", "movenet-multipose", "faceres-descriptor")
+HANDS = ("mediapipe-palm-detection-full", "mediapipe-hand-landmark-full")  # from the mediapipe wheel
 MEGAMIND = "/usr/share/doc/opencv-doc/examples/data/Megamind.avi"
 
 
@@ -151,7 +153,7 @@ def people():
 
     s = Settings()
     try:
-        return {name: resolve(name, s.models_dir, s.weights_lock) for name in PEOPLE}
+        return {name: resolve(name, s.models_dir, s.weights_lock) for name in PEOPLE + HANDS}
     except WeightsError as exc:
         msg = f"people models not installed ({exc})"
         if os.environ.get("AVI_REQUIRE_SAMPLES") == "1":
@@ -197,6 +199,55 @@ def test_palm_detector_finds_the_hand_holding_a_glass(people):
     best = max(palms, key=lambda p: box_iou(p.box, (118, 397, 187, 447)))  # the hand at the bottom left
     assert box_iou(best.box, (118, 397, 187, 447)) > 0.5 and best.score > 0.9
     assert best.landmarks.shape == (7, 2)
+
+
+def _hands(people, **kw):
+    from avi.backends.people import HandDetector
+
+    return HandDetector(people["mediapipe-palm-detection-full"], people["mediapipe-hand-landmark-full"], **kw)
+
+
+def test_hands_find_the_hand_holding_a_glass_and_none_in_the_car(people):
+    from avi.backends.boxes import box_iou
+
+    img = _frame(MEGAMIND, 2.0) if os.path.exists(MEGAMIND) else pytest.skip("Megamind.avi not installed")
+    (hand,) = _hands(people).detect(img)
+    assert box_iou(hand.box, (112, 395, 200, 462)) > 0.6 and hand.score > 0.9, hand.to_dict()
+    assert hand.keypoints.shape == (21, 3) and hand.keypoints.dtype == np.float32
+    x1, y1, x2, y2 = hand.box
+    assert all(x1 - 1 <= x <= x2 + 1 and y1 - 1 <= y <= y2 + 1 for x, y in hand.keypoints[:, :2])
+    # the driver in carphone keeps his hands below the frame: no hand at MediaPipe's thresholds
+    assert _hands(people).detect(_frame(sample_video("carphone_pristine.mp4"), 2.0)) == []
+
+
+def test_hands_too_small_for_the_frame_are_found_in_the_person_box(people):
+    img = _frame(MEGAMIND, 2.0) if os.path.exists(MEGAMIND) else pytest.skip("Megamind.avi not installed")
+    small = cv2.resize(img, None, fx=0.35, fy=0.35, interpolation=cv2.INTER_AREA)  # the hand ~28 px wide
+    canvas = np.full((1400, 2000, 3), 90, np.uint8)  # a wide shot: the scene in a corner of a big grey frame
+    canvas[600:600 + small.shape[0], 900:900 + small.shape[1]] = small
+    person = (900.0, 600.0, 900.0 + small.shape[1], 600.0 + small.shape[0])
+    detector = _hands(people)
+    assert detector.detect(canvas) == []  # 28 px of 2000 is under 3 px of the palm detector's 192
+    (hand,) = detector.detect(canvas, [person])
+    cx, cy = (hand.box[0] + hand.box[2]) / 2, (hand.box[1] + hand.box[3]) / 2
+    assert 900 + 0.35 * 112 < cx < 900 + 0.35 * 200 and 600 + 0.35 * 395 < cy < 600 + 0.35 * 462, hand.to_dict()
+
+
+def test_hand_region_turns_the_palm_upright():
+    from avi.backends.people.hands import hand_region, region_affine
+
+    palm = np.array([100.0, 100.0, 140.0, 120.0])  # 40 wide, 20 high
+    up = np.zeros((7, 2))
+    up[0], up[2] = (120, 120), (120, 100)  # wrist below the middle knuckle: fingers up
+    cx, cy, side, rot = hand_region(palm, up)
+    assert rot == pytest.approx(0.0) and (cx, cy) == pytest.approx((120.0, 100.0)) and side == pytest.approx(104.0)
+    right = np.zeros((7, 2))
+    right[0], right[2] = (100, 110), (140, 110)  # fingers to the right: a quarter turn, shifted right
+    cx, cy, side, rot = hand_region(palm, right)
+    assert rot == pytest.approx(np.pi / 2) and (cx, cy) == pytest.approx((130.0, 110.0))
+    m = region_affine(cx, cy, side, rot, 224)
+    assert m @ [112, 112, 1] == pytest.approx([cx, cy])  # the crop's centre is the region's
+    assert m @ [112, 0, 1] == pytest.approx([cx + side / 2, cy])  # the crop's top points along the fingers
 
 
 def test_movenet_finds_the_cyclist_and_three_walkers(people):

