@@ -247,6 +247,11 @@ class Settings(AgentSettings, DeviceSettings, BaseSettings):
                                 "the asked-for class over the looked-at ranges: span, entry and exit side, "
                                 "motion, colours (issue 36; avi/tools/track_lines.py); off: on the report split it "
                                 "gained nothing (strict 45 -> 44 of 90, bench/README)")
+    people_models: bool = Field(default=False, description="object_detect and frame_analysis on the cpu profile "
+                                "also read each person box with the people models: posture, facial expression, "
+                                "hands and the COCO objects they are on (issue 36; avi/backends/people/reader.py); "
+                                "off: on the 13 people-tagged tune questions it changed 1 answer and no grade "
+                                "(bench/README)")
     boundary_max_frames: int = Field(default=120, ge=2, le=100000,
                                      description="frames per boundary_detect call (1 minute at 2 fps)")
     # boundary_detect's CLIP (gpu profile; AVI §3.3.2). open_clip wins when both are set; neither = cpu fallback

@@ -215,7 +215,24 @@ class Backends:
                                     max_tokens=s.vlm_max_tokens)
         from avi.backends.frame_analyzer import PerceptionFrameAnalyzer
 
-        return PerceptionFrameAnalyzer(self.ocr, self.detector)
+        return PerceptionFrameAnalyzer(self.ocr, self.detector, self.people)
+
+    @cached_property
+    def people(self):
+        """The cpu profile's people models over person boxes (:class:`~avi.backends.people.reader.PeopleReader`),
+        or None when ``people_models`` is off (the default) or a model is not installed: object_detect and
+        frame_analysis then count and place people only."""
+        s = self.settings
+        if not s.people_models or s.detector_model_dir:
+            return None
+        from avi.backends.people.reader import PeopleReader
+        from avi.errors import AviError
+
+        try:
+            return PeopleReader.from_models(s.models_dir, s.weights_lock)
+        except AviError as exc:  # WeightsError included: people stay counts
+            log.warning("people models not used: %s", exc)
+            return None
 
     @cached_property
     def llm(self):

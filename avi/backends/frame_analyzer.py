@@ -4,9 +4,11 @@ Backends:
     * :class:`PerceptionFrameAnalyzer` (cpu profile): no VLM can run here, so
       it *measures* the frames instead of reading them: per frame the objects
       the detector finds (80 COCO classes on cpu), people and face counts,
-      the text OCR reads and the dominant colours, plus shot changes and
-      motion over the run. It cannot interpret the question; its output says
-      so, so the orchestrator does not mistake it for a VLM.
+      what the people models read about each person (posture, facial
+      expression, hands and what they are on; :mod:`avi.backends.people.reader`,
+      issue 36), the text OCR reads and the dominant colours, plus shot changes
+      and motion over the run. It cannot interpret the question; its output
+      says so, so the orchestrator does not mistake it for a VLM.
     * :class:`avi.backends.vlm.VlmFrameAnalyzer` (gpu profile): Qwen3-VL, frames
       sent as an image list with timestamps.
 """
@@ -17,6 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from avi.backends.box_words import box_words
 from avi.backends.detector import Detector, all_detections
 from avi.backends.ocr import OcrEngine
 from avi.backends.shapes import CAPTION_MAX_STD, describe_shapes, find_shapes
@@ -53,19 +56,24 @@ class PerceptionFrameAnalyzer:
     Args:
         ocr: run on every frame.
         detector: run on every frame: every class it knows (``detect_all``) or the labels person and face.
+        people: reads each person box (:class:`~avi.backends.people.reader.PeopleReader`), on frames with a
+            person only; None leaves people at counts.
     """
 
     name = "perception-frame-analyzer-v2"  # v2: flat geometric shapes
 
-    def __init__(self, ocr: OcrEngine, detector: Detector):
+    def __init__(self, ocr: OcrEngine, detector: Detector, people=None):
         self.ocr = ocr
         self.detector = detector
+        self.people = people
+        if people is not None:
+            self.name = "perception-frame-analyzer-v3"  # v3: people read by the people models
 
     def analyze(self, frames: list[Frame], question: str) -> FrameAnalysis:
         rows = []
         runs: list[list] = []  # [first_t, last_t, n, description]: identical neighbours merged
         for f in frames:
-            row = measure_frame(self.ocr, self.detector, f)
+            row = measure_frame(self.ocr, self.detector, f, self.people)
             rows.append(row)
             desc = describe_row(row)
             if runs and runs[-1][3] == desc:
@@ -79,21 +87,26 @@ class PerceptionFrameAnalyzer:
         summary += ("; shot changes at " + ", ".join(f"{t:.1f}s" for t in stats.shot_changes_s)) \
             if stats.shot_changes_s else "; no shot change"
         text = ("Measured description (cpu profile has no VLM; the question is not interpreted, "
-                "only detected objects, people/faces, flat geometric shapes, on-screen text, colours and motion are "
-                "measured):\n"
+                "only detected objects, people/faces" + (" (each person's posture, face and hands read by models)"
+                                                        if self.people is not None else "")
+                + ", flat geometric shapes, on-screen text, colours and motion are measured):\n"
                 + "\n".join(lines) + "\n" + summary + ".")
         return FrameAnalysis(text, {"question": question, "frames": rows,
                                     "shot_changes_s": stats.shot_changes_s, "motion": round(stats.motion, 4)})
 
 
-def measure_frame(ocr: OcrEngine, detector: Detector, frame: Frame) -> dict:
+def measure_frame(ocr: OcrEngine, detector: Detector, frame: Frame, people=None) -> dict:
     """What the cpu profile measures in one frame: ``{"t_s", "people", "faces", "objects": {label: count},
-    "text": [str], "colours": [name], "shapes": str, "shape_kinds": ["colour kind"]}`` (detector classes, OCR
-    lines, dominant colour names, flat geometric shapes)."""
+    "text": [str], "colours": [name], "shapes": str, "shape_kinds": ["colour kind"], "persons": [...]}`` (detector
+    classes, OCR lines, dominant colour names, flat geometric shapes; ``persons``: what ``people``, a
+    :class:`~avi.backends.people.reader.PeopleReader`, read about each person box, with its position in words)."""
     dets = all_detections(detector, frame)
     objects = Counter(d.label for d in dets if d.label not in ("person", "face"))
     shapes = find_shapes(frame.image, max_std=CAPTION_MAX_STD)
-    return {"t_s": frame.t_s, "people": sum(d.label == "person" for d in dets),
+    size = (frame.image.shape[1], frame.image.shape[0])
+    persons = [{**r.to_dict(), "where": box_words(r.box, size), "reading": r.describe()}
+               for r in (people.read(frame.image, dets) if people is not None else [])]
+    return {"t_s": frame.t_s, "people": sum(d.label == "person" for d in dets), "persons": persons,
             "faces": sum(d.label == "face" for d in dets), "objects": dict(objects),
             "text": [line.text for line in ocr.read(frame)],
             "colours": [n for n, _ in colour_names(frame.image)],
@@ -106,6 +119,9 @@ def describe_row(row: dict) -> str:
     desc = f"{people} {'person' if people == 1 else 'people'}"
     if faces:
         desc += f", {faces} face{'s' if faces > 1 else ''}"
+    read = [f"person {p['where']}: {p['reading']}" for p in row.get("persons", []) if p["reading"]]
+    if read:
+        desc += " (" + " | ".join(read) + ")"
     if objects:
         desc += "; objects " + ", ".join(f"{label} x{n}" for label, n in sorted(objects.items()))
     if shapes:

@@ -227,6 +227,21 @@ def _agreed(seq: list[tuple[float, list]], gap_s: float) -> list[tuple[float, li
     return out
 
 
+def _people_readings(ctx: ToolContext, frame, dets: list) -> dict:
+    """What the people models read about the person boxes among ``dets`` (one frame's detections of an asked
+    label): ``{index in dets: PersonReading}``; {} without a people reader (gpu profile, ``people_models`` off, models
+    not installed) or without a person box. The frame's other COCO objects are what a hand can be on."""
+    people = getattr(ctx.backends, "people", None) if getattr(ctx.settings, "people_models", False) else None
+    if people is None or frame is None or not any((d.cls or d.label) == "person" for d in dets):
+        return {}
+    from avi.backends.detector import all_detections
+
+    others = [d for d in all_detections(ctx.backends.detector, frame) if (d.cls or d.label) != "person"]
+    readings = people.read(frame.image, list(dets) + others)
+    by_box = {tuple(r.box): r for r in readings}
+    return {i: by_box[tuple(d.box)] for i, d in enumerate(dets) if tuple(d.box) in by_box}
+
+
 @tool("perceive")
 def object_detect(ctx: ToolContext, time_ranges: TimeRanges, objects: StrList) -> Observation:
     """Detect and count objects named in words (e.g. ["person"]) in frames of the given time ranges; says where they are.
@@ -250,6 +265,7 @@ def object_detect(ctx: ToolContext, time_ranges: TimeRanges, objects: StrList) -
     batch = getattr(det, "detect_batch", None)  # Grounding-DINO: one forward pass for many frames
     results = batch(frames, supported) if batch is not None else [det.detect(f, supported) for f in frames]
     image_at = {f.t_s: f.image for f in frames}
+    frame_at = {f.t_s: f for f in frames}
     index_tracks = (getattr(ctx.index, "tracks", None) or []) if getattr(ctx.settings, "detect_tracks", False) \
         else []  # the index's object tracks (cpu captioner; issue 36)
     by_label: dict[str, list[tuple[float, list]]] = {label: [] for label in supported}
@@ -283,11 +299,15 @@ def object_detect(ctx: ToolContext, time_ranges: TimeRanges, objects: StrList) -
         t_max, dets_max = max(kept, key=lambda item: (len(item[1]), -item[0]))
         image = image_at.get(t_max)
         colours = [box_colours(image, d.box) if image is not None else [] for d in dets_max[:6]]
+        readings = _people_readings(ctx, frame_at.get(t_max), dets_max[:6])
         summary[label]["colours_at"] = {"t_s": t_max, "boxes": [
-            {"box": [round(v, 1) for v in d.box], "score": round(d.score, 3), "colours": c}
-            for d, c in zip(dets_max[:6], colours)]}
+            {"box": [round(v, 1) for v in d.box], "score": round(d.score, 3), "colours": c,
+             **({"person": readings[i].to_dict()} if i in readings else {})}
+            for i, (d, c) in enumerate(zip(dets_max[:6], colours))]}
         where = "; ".join(f"{box_words(d.box, d.frame_size)} (score {d.score:.2f}"
-                          + (", " + " and ".join(c) if c else "") + ")" for d, c in zip(dets_max[:6], colours))
+                          + (", " + " and ".join(c) if c else "")
+                          + (f"; {readings[i].describe()}" if i in readings and readings[i].describe() else "") + ")"
+                          for i, (d, c) in enumerate(zip(dets_max[:6], colours)))
         body.append(f"  where at {t_max:.1f}s: {where}")
         evidence.append([min(present), max(present)])
         if index_tracks:
