@@ -47,7 +47,7 @@ def wheel_env(tmp_path, monkeypatch):
             dest = Path(cmd[cmd.index("--dest") + 1])
             (dest / ready.name).write_bytes(ready.read_bytes())
 
-    monkeypatch.setattr(wheel, "_run", fake_pip)
+    monkeypatch.setattr(wheel, "run_step", fake_pip)
     monkeypatch.setattr(wheel, "_WHEELS", {})
     venv = tmp_path / "convert-venv"
     (venv / "bin").mkdir(parents=True)

