@@ -5,8 +5,8 @@ converted to ONNX at fetch time (weights.lock ``mediapipe-palm-detection-full``,
 :mod:`avi.weights.wheel`); Zhang et al. 2020, "MediaPipe Hands: On-device Real-time Hand Tracking", Apache-2.0.
 Processing reproduces MediaPipe's own graphs (mediapipe/modules/palm_detection/palm_detection_cpu.pbtxt,
 hand_landmark/palm_detection_detection_to_roi.pbtxt and hand_landmark_cpu.pbtxt), checked against the ``mediapipe``
-package's ``Hands(static_image_mode=True)`` on the 83 labelled frames of bench/people: the same hands, boxes within
-a few pixels:
+package's ``Hands(static_image_mode=True, min_detection_confidence=0.1)`` on the 83 labelled frames of bench/people:
+at the same palm threshold it finds every hand the package finds, boxes within a few pixels:
 
 * **palms**: the frame letterboxed into 192x192 (aspect kept, zero padding), RGB in [0, 1]; 2016 SSD anchors
   (strides 8, 16, 16, 16, two anchors per layer, fixed size); per anchor a logit (sigmoid, clipped at +-100) and 18
