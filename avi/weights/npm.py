@@ -134,17 +134,26 @@ def extract_members(entry, tarball: Path, dest: Path) -> dict[str, Path]:
                     raise step_error(entry, "extract", f"{name} is not in {tarball.name}") from None
                 if not info.isfile():
                     raise step_error(entry, "extract", f"{name} in {tarball.name} is not a regular file")
-                target = dest / PurePosixPath(name).name
-                with tar.extractfile(info) as f, open(target, "wb") as w:
-                    shutil.copyfileobj(f, w, 1 << 20)
-                digest = sha256_file(target)
-                if digest != sha:
-                    raise step_error(entry, "extract", f"{name} has sha256 {digest[:12]}…, weights.lock says "
-                                                        f"{sha[:12]}…")
-                out[name] = target
+                out[name] = checked_copy(entry, name, sha, tar.extractfile(info), dest)
     except (tarfile.TarError, OSError) as exc:
         raise step_error(entry, "extract", f"{tarball.name}: {exc}") from None
     return out
+
+
+def checked_copy(entry, name: str, sha: str, source, dest: Path) -> Path:
+    """Copy the archive member ``name``, open as the binary file ``source`` (closed here), into ``dest`` under its
+    base name and check it against the lock's ``sha``.
+
+    Raises:
+        WeightsError: the copy differs from ``sha`` (step 'extract').
+    """
+    target = dest / PurePosixPath(name).name
+    with source as f, open(target, "wb") as w:
+        shutil.copyfileobj(f, w, 1 << 20)
+    digest = sha256_file(target)
+    if digest != sha:
+        raise step_error(entry, "extract", f"{name} has sha256 {digest[:12]}…, weights.lock says {sha[:12]}…")
+    return target
 
 
 def shared_tarball(entry) -> Path:

