@@ -1,4 +1,5 @@
-"""Box geometry on pixel xyxy boxes: intersection over union, greedy non-maximum suppression, centre inside."""
+"""Box geometry on pixel xyxy boxes: intersection over union, overlap over the smaller box, greedy non-maximum
+suppression, centre inside."""
 
 from __future__ import annotations
 
@@ -36,3 +37,13 @@ def box_iou(a: Sequence[float], b: Sequence[float]) -> float:
     inter = ix * iy
     union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
     return inter / union if union > 0 else 0.0
+
+
+def overlap_ratio(a: Sequence[float], b: Sequence[float]) -> float:
+    """Intersection area over the smaller box's area (0..1); 1 when one box lies inside the other."""
+    iw = min(a[2], b[2]) - max(a[0], b[0])
+    ih = min(a[3], b[3]) - max(a[1], b[1])
+    if iw <= 0 or ih <= 0:
+        return 0.0
+    smaller = min((a[2] - a[0]) * (a[3] - a[1]), (b[2] - b[0]) * (b[3] - b[1]))
+    return iw * ih / smaller if smaller > 0 else 0.0

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from typing import Iterable, Sequence
 
+from avi.backends.boxes import overlap_ratio
 from avi.backends.types import Box, OcrLine
 
 
@@ -160,16 +161,6 @@ def touches_inner_edge(box: Box, tile: tuple[int, int, int, int], height: int, w
     tx0, ty0, tx1, ty1 = tile
     return ((tx0 > 0 and x0 - tx0 < margin) or (ty0 > 0 and y0 - ty0 < margin)
             or (tx1 < width and tx1 - x1 < margin) or (ty1 < height and ty1 - y1 < margin))
-
-
-def overlap_ratio(a: Box, b: Box) -> float:
-    """Intersection area over the smaller box's area (0..1); 1 when one box lies inside the other."""
-    iw = min(a[2], b[2]) - max(a[0], b[0])
-    ih = min(a[3], b[3]) - max(a[1], b[1])
-    if iw <= 0 or ih <= 0:
-        return 0.0
-    smaller = min((a[2] - a[0]) * (a[3] - a[1]), (b[2] - b[0]) * (b[3] - b[1]))
-    return iw * ih / smaller if smaller > 0 else 0.0
 
 
 def _key(text: str) -> str:

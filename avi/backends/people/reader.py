@@ -16,7 +16,7 @@ from typing import Sequence
 
 import numpy as np
 
-from avi.backends.boxes import box_iou
+from avi.backends.boxes import box_iou, centre_inside, overlap_ratio
 from avi.backends.people.posture import posture
 from avi.backends.types import Box
 
@@ -73,18 +73,6 @@ class PersonReading:
             hands = f"{self.hands} hand{'s' if self.hands > 1 else ''}"
             parts.append(hands + (", on " + " and ".join(f"a {c}" for c in self.holding) if self.holding else ""))
         return "; ".join(parts)
-
-
-def _inside(point: tuple[float, float], box: Sequence[float]) -> bool:
-    return box[0] <= point[0] <= box[2] and box[1] <= point[1] <= box[3]
-
-
-def _overlap_share(a: Sequence[float], b: Sequence[float]) -> float:
-    """Intersection area over the smaller box's area."""
-    iw = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    ih = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    smaller = min((a[2] - a[0]) * (a[3] - a[1]), (b[2] - b[0]) * (b[3] - b[1]))
-    return iw * ih / smaller if smaller > 0 else 0.0
 
 
 class PeopleReader:
@@ -149,8 +137,7 @@ class PeopleReader:
         for r in readings:
             x1, y1, x2, y2 = r.box
             top = (x1, y1, x2, y1 + FACE_TOP_SHARE * (y2 - y1))
-            mine = [f for f in faces if f not in owned
-                    and _inside(((f.box[0] + f.box[2]) / 2, (f.box[1] + f.box[3]) / 2), top)]
+            mine = [f for f in faces if f not in owned and centre_inside(f.box, top)]
             if mine:
                 face = max(mine, key=lambda f: f.box[2] - f.box[0])
                 owned.append(face)
@@ -158,14 +145,13 @@ class PeopleReader:
                 r.expression = (e.label, float(e.score))
         objects = [d for d in detections if (d.cls or d.label) not in ("person", "face")]
         for hand in self.hands.detect(image, [r.box for r in readings]):
-            centre = ((hand.box[0] + hand.box[2]) / 2, (hand.box[1] + hand.box[3]) / 2)
-            owner = next((r for r in readings if _inside(centre, r.box)), None)
+            owner = next((r for r in readings if centre_inside(hand.box, r.box)), None)
             if owner is None:
                 continue
             owner.hands += 1
             for d in objects:
                 name = d.cls or d.label
-                if _overlap_share(hand.box, d.box) >= MIN_HOLD_SHARE and name not in owner.holding:
+                if overlap_ratio(hand.box, d.box) >= MIN_HOLD_SHARE and name not in owner.holding:
                     owner.holding.append(name)
         for r in readings:
             r.holding.sort()
