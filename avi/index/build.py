@@ -57,7 +57,7 @@ from avi.config import Settings, fingerprint
 from avi.errors import AviError
 from avi.hashing import sha256_file
 from avi.index.chroma_io import verify_index
-from avi.index.reuse import copy_pending_stages, salvage_work, seed_work
+from avi.index.reuse import copy_pending_stages, has_stage, salvage_work, seed_work
 from avi.index.stages import (
     read_jsonl,
     stage_captions,
@@ -239,7 +239,7 @@ def finish_index(index: VideoIndex, settings: Settings, backends: Backends, *, p
         manifest = json.loads((final / "manifest.json").read_text())
         captions = [Caption.from_dict(d) for d in read_jsonl(final / "captions.jsonl")]
         todo = [s for s in manifest.get("pending") or [] if only is None or s in only]
-        copied = copy_pending_stages(final, manifest, [s for s in todo if not (final / f"{s}.json").exists()])
+        copied = copy_pending_stages(final, manifest, [s for s in todo if not has_stage(final, s)])
         if copied:
             manifest["reused_pending"] = {**(manifest.get("reused_pending") or {}), **copied}
         for stage in todo:
@@ -368,7 +368,7 @@ def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, back
         stage_embeddings(work, captions, segments, backends)
         times["embeddings"] = time.perf_counter() - t
         # a stage whose file is already in the work directory (copied from a sibling or salvaged) is not pending
-        pending = [s for s in pending_stages(settings) if not (work / f"{s}.json").exists()] \
+        pending = [s for s in pending_stages(settings) if not has_stage(work, s)] \
             if stages == "search" else []
         graph_info, summary = {"nodes": 0, "edges": 0, "kinds": {}, "extraction": None}, {}
         if "graph" not in pending:

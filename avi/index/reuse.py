@@ -50,6 +50,11 @@ STAGE_FILES = {
 }
 
 
+def has_stage(directory: Path, stage: str) -> bool:
+    """Whether ``directory`` (an index or its work directory) holds every file of ``stage`` (:data:`STAGE_FILES`)."""
+    return all((directory / name).is_file() for name in STAGE_FILES[stage])
+
+
 def stage_inputs(settings_fields: dict, components: dict) -> dict[str, dict]:
     """What each reusable stage depends on, from an index's settings fields and components (manifest form).
 
@@ -107,7 +112,7 @@ def find_sibling(root: Path, key: str, settings_fields: dict, components: dict) 
             stages.append(stage)
         pending = manifest.get("pending") or []
         stages += [s for s in LLM_STAGE_INPUTS if stages and have[s] == want[s] and s not in pending
-                   and all((other / name).is_file() for name in STAGE_FILES[s])]
+                   and has_stage(other, s)]
         if stages and (best is None or len(stages) > len(best[1])):
             best = (other, stages)
     return best
