@@ -173,8 +173,8 @@ class HandDetector:
         m = np.array([[s, 0, px], [0, s, py]], np.float64)
         tensor = cv2.warpAffine(image.astype(np.float32), m, (PALM_INPUT, PALM_INPUT), flags=cv2.INTER_LINEAR,
                                 borderMode=cv2.BORDER_CONSTANT, borderValue=0) / 255.0
-        out = dict(zip(self._palm_out, self._palm.run(self._palm_out, {self._palm_in: tensor[None]})))
-        reg, logits = (o[0] for o in sorted(out.values(), key=lambda a: -a.shape[-1]))
+        outputs = self._palm.run(self._palm_out, {self._palm_in: tensor[None]})
+        reg, logits = (o[0] for o in sorted(outputs, key=lambda a: -a.shape[-1]))  # [1, 2016, 18], [1, 2016, 1]
         if reg.shape != (len(self._anchors), 18) or logits.shape != (len(self._anchors), 1):
             from avi.errors import AviError
 

@@ -84,8 +84,6 @@ class PeopleReader:
             :class:`~avi.backends.people.PoseEstimator`.
     """
 
-    name = "people-reader-v1"
-
     def __init__(self, faces, expressions, hands, poses):
         self.faces, self.expressions, self.hands, self.poses = faces, expressions, hands, poses
 
