@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -44,6 +45,33 @@ def probe_distance(track: dict, t_s: float, xy: list[float], scale: tuple[float,
     return min(found, default=None)
 
 
+def person_of(label_id: str) -> str:
+    """The person a label is about: its id without the appearance number (``red-jacket-2`` -> ``red-jacket``)."""
+    return re.sub(r"-\d+$", "", label_id)
+
+
+def subject_links(rows: list[dict]) -> dict:
+    """Pairwise linking of the labelled appearances by the tracks' person subjects: over every pair of labels of
+    one video whose probes found a track, how many pairs of the same person share a subject (recall) and how many
+    linked pairs are of one person (precision); None where a ratio has no pairs."""
+    found = [r for r in rows if r["subject"]]
+    same = diff = linked_same = linked_diff = 0
+    for i, a in enumerate(found):
+        for b in found[i + 1:]:
+            if a["video"] != b["video"] or a["track"] == b["track"]:
+                continue
+            one_person = person_of(a["id"]) == person_of(b["id"])
+            linked = a["subject"] == b["subject"]
+            same += one_person
+            diff += not one_person
+            linked_same += one_person and linked
+            linked_diff += linked and not one_person
+    linked = linked_same + linked_diff
+    return {"same": same, "different": diff, "linked_same": linked_same, "linked_different": linked_diff,
+            "precision": round(linked_same / linked, 3) if linked else None,
+            "recall": round(linked_same / same, 3) if same else None}
+
+
 def find_video(name: str) -> Path:
     for d in VIDEO_DIRS:
         if (d / name).exists():
@@ -68,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = Settings()
     backends = Backends(settings)
     rows = []
+    subjects: dict[str, int] = {}
     try:
         for video in sorted({lab["video"] for lab in labels}):
             index = ensure_index(find_video(video), settings, backends, progress=True, stages="search")
@@ -75,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
             m = index.manifest["video"]
             size = next((c.data.get("frame_size") for c in index.captions if c.data.get("frame_size")), None)
             scale = (size[0] / m["width"], size[1] / m["height"]) if size else (1.0, 1.0)
-            print(f"{video}: {len(index.tracks)} tracks, {len(tracks)} of people "
+            subjects[video] = len({t.get("subject") for t in tracks if t.get("subject")})
+            print(f"{video}: {len(index.tracks)} tracks, {len(tracks)} of people in {subjects[video]} subjects "
                   f"(median {sorted(t['last_s'] - t['first_s'] for t in tracks)[len(tracks) // 2]:.1f} s)"
                   if tracks else f"{video}: no person tracks", file=sys.stderr)
             for lab in (x for x in labels if x["video"] == video):
@@ -86,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
                 iou = span_iou(span, (best["first_s"], best["last_s"])) if best else 0.0
                 rows.append({"id": lab["id"], "video": video, "label_span": list(span),
                              "track": best["id"] if best else None,
+                             "subject": best.get("subject") if best else None,
                              "track_span": [best["first_s"], best["last_s"]] if best else None,
                              "entry": best["entry"] if best else None, "exit": best["exit"] if best else None,
                              "span_iou": round(iou, 3), "tracks_at_probe": len(near)})
@@ -99,8 +130,13 @@ def main(argv: list[str] | None = None) -> int:
     ious = [r["span_iou"] for r in rows]
     print(f"mean span IoU {sum(ious) / len(ious):.3f}; labels at IoU >= 0.6: {sum(i >= 0.6 for i in ious)} of "
           f"{len(ious)}")
+    links = subject_links(rows)
+    print(f"subject links between labelled appearances: {links['linked_same']} of {links['same']} same-person pairs "
+          f"linked, {links['linked_different']} of {links['different']} different-person pairs linked "
+          f"(precision {links['precision']}, recall {links['recall']})")
     if args.json:
-        args.json.write_text(json.dumps(rows, indent=1))
+        args.json.write_text(json.dumps({"labels": rows, "subject_links": links, "person_subjects": subjects},
+                                        indent=1))
     return 0
 
 

@@ -28,6 +28,7 @@ from avi.backends.types import Caption
 from avi.config import Settings
 from avi.errors import AviError
 from avi.index.build import ensure_index, find_index, index_components, index_key
+from avi.index.person_subjects import linker_id
 from avi.index.store import SCHEMA_VERSION, VideoIndex
 from avi.index.tracks import tracker_id
 from avi.video.decode import file_sha256
@@ -131,7 +132,8 @@ def test_layout_of_a_built_index(sign_index, sign_video, session_backends):
     assert manifest["embedder"] == {"name": "all-minilm-l6-v2", "dim": 384}
     assert manifest["counts"]["clips"] == 4
     assert manifest["counts"]["frames"] == 40  # 2 fps over 20 s
-    assert manifest["components"]["tracker"] == tracker_id()  # the tracker's setup is part of the key
+    # the tracker's setup and the person linker's (with or without the face models) are part of the key
+    assert manifest["components"]["tracker"] in (tracker_id(linker_id(True)), tracker_id(linker_id(False)))
     tracks = json.loads((path / "tracks.json").read_text())
     assert isinstance(tracks, list) and tracks == sign_index.tracks
     assert manifest["counts"]["tracks"] == len(tracks) and "tracks" in manifest["build_seconds"]

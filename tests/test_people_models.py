@@ -306,3 +306,33 @@ def test_weights_verify_covers_the_people_models(people, capsys):
     out, err = capsys.readouterr()
     assert exc.value.code == 0, err
     assert all(re.search(rf"^ok +{re.escape(n)} ", out, re.M) for n in PEOPLE), out
+
+
+def test_person_tracks_link_by_the_real_face_models(people):
+    """Two appearances of the carphone driver link by face (human's similarity over 0.5); the Megamind cartoon,
+    in a frame of its own, does not join them (avi.index.person_subjects)."""
+    from types import SimpleNamespace
+
+    from avi.backends.people import FaceDescriber, FaceDetector
+    from avi.index.person_subjects import link_person_tracks, person_face
+
+    if not os.path.exists(MEGAMIND):
+        pytest.skip("Megamind.avi not installed")
+    det, describer = FaceDetector(people["blazeface"]), FaceDescriber(people["faceres-descriptor"])
+    carphone = sample_video("carphone_pristine.mp4")
+    images = {0.5: _frame(carphone, 1.0), 1.0: _frame(carphone, 1.5), 5.0: _frame(carphone, 3.0),
+              5.5: _frame(carphone, 3.5), 9.0: _frame(MEGAMIND, 10.0), 9.5: _frame(MEGAMIND, 10.5)}
+
+    def body(image):
+        """The person box under the frame's largest face: the face widened, reaching to the frame's bottom."""
+        x1, y1, x2, y2 = max(det.detect(image), key=lambda f: f.box[2] - f.box[0]).box
+        w = x2 - x1
+        return [max(0.0, x1 - w), max(0.0, y1 - 0.3 * w), min(image.shape[1] - 1.0, x2 + w), image.shape[0] - 1.0]
+
+    assert person_face(images[0.5], body(images[0.5]), det, describer).shape == (1024,)
+    tracks = [{"id": f"T{i + 1}", "label": "person", "first_s": ts[0], "last_s": ts[1], "frames": 2,
+               "boxes": [[t, *body(images[t])] for t in ts]} for i, ts in enumerate([(0.5, 1.0), (5.0, 5.5),
+                                                                                     (9.0, 9.5)])]
+    link_person_tracks(tracks, lambda ts: [SimpleNamespace(t_s=t, image=images[t]) for t in ts], det, describer)
+    assert tracks[0]["subject"] == tracks[1]["subject"] != tracks[2]["subject"]
+    assert tracks[0]["linked_by"] == "face"

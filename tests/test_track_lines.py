@@ -46,3 +46,17 @@ def test_track_report_counts_the_tracks_it_does_not_list():
     lines, records = track_report("person", tracks, {"person"}, [[0.0, 60.0]], {})
     assert len(records) == MAX_LISTED + 2 and len(lines) == 1 + MAX_LISTED + 1
     assert lines[-1] == "    and 2 more"
+
+
+def test_track_report_names_the_person_subject_and_its_other_tracks():
+    tracks = [track("T1", 2.0, 6.5), track("T2", 3.0, 9.0), track("T3", 30.0, 40.0), track("T4", 50.0, 55.0)]
+    for t, (subject, by) in zip(tracks, [("P1", "clothing"), ("P2", "alone"), ("P1", "clothing"), ("P3", "alone")]):
+        t["subject"], t["linked_by"] = subject, by
+    lines, records = track_report("person", tracks, {"person"}, [[0.0, 10.0]], {})
+    assert "2 in these ranges, of 2 person subjects (tracks linked by face or clothing)" in lines[0]
+    assert lines[1].endswith("person P1, also T3 30.0s–40.0s (linked by clothing)")
+    assert "person P2" not in lines[2]  # a subject of one track adds nothing
+    assert [(r["subject"], r["linked_by"]) for r in records] == [("P1", "clothing"), ("P2", "alone")]
+    unlinked = [track("T1", 2.0, 6.5)]
+    lines, records = track_report("person", unlinked, {"person"}, [[0.0, 10.0]], {})
+    assert "subject" not in lines[0] and records[0]["subject"] is None

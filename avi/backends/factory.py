@@ -235,6 +235,21 @@ class Backends:
             return None
 
     @cached_property
+    def face_models(self):
+        """``(FaceDetector, FaceDescriber)`` for linking an index's person tracks by face, or None when
+        :func:`avi.backends.people.reader.face_model_paths` finds them not installed (the tracks are then linked
+        by clothing only, :mod:`avi.index.person_subjects`). Independent of ``people_models``: linking happens at
+        index time."""
+        from avi.backends.people.reader import face_model_paths
+
+        paths = face_model_paths(self.settings)
+        if paths is None:
+            return None
+        from avi.backends.people import FaceDescriber, FaceDetector
+
+        return FaceDetector(paths[0]), FaceDescriber(paths[1])
+
+    @cached_property
     def llm(self):
         """The orchestrator's :class:`~avi.backends.llm.ChatClient`.
 

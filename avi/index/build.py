@@ -9,7 +9,8 @@ that is killed or fails resumes where it stopped and redoes nothing finished):
    captioner declares ``concurrency`` > 1, e.g. a VLM server); a resumed build
    decodes from the first unfinished clip and captions only the missing ones;
 3. ``tracks`` and ``subjects``: the captioner's boxes linked in time (``tracks.json``, :mod:`avi.index.tracks`;
-   cpu captioner only) and the clips' subject registries merged into one (``subjects.json``);
+   cpu captioner only), its person tracks linked into one subject per person (each track's ``subject``,
+   :mod:`avi.index.person_subjects`) and the clips' subject registries merged into one (``subjects.json``);
 4. ``embeddings``: captions and transcript lines into Chroma (``chroma/``);
 5. ``graph``: the entity graph, LLM extraction, super-nodes and importance
    inputs (``graph.json``, AVI §3.2.3 and §6.2);
@@ -52,11 +53,13 @@ from typing import Sequence
 
 from avi import __version__
 from avi.backends import Backends
+from avi.backends.people.reader import face_model_paths
 from avi.backends.types import Caption
 from avi.config import Settings, fingerprint
 from avi.errors import AviError
 from avi.hashing import sha256_file
 from avi.index.chroma_io import verify_index
+from avi.index.person_subjects import link_person_tracks, linker_id
 from avi.index.reuse import copy_pending_stages, has_stage, salvage_work, seed_work
 from avi.index.stages import (
     read_jsonl,
@@ -77,7 +80,7 @@ from avi.index.subjects import merge_subjects
 from avi.index.tracks import build_tracks, tracker_id
 from avi.index.transcript import attach_speech, transcript_fingerprint
 from avi.places import check_writable
-from avi.video.decode import DecodeStats, VideoInfo, file_sha256, probe
+from avi.video.decode import DecodeStats, VideoInfo, VideoReader, file_sha256, probe
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +112,7 @@ def index_components(video: Path, settings: Settings, backends: Backends) -> dic
         "embedder": backends.embedder_id(settings),
         "transcript": transcript_fingerprint(video, settings),
         "llm": backends.llm_id(settings) if uses_llm else None,
-        "tracker": tracker_id(),
+        "tracker": tracker_id(linker_id(face_model_paths(settings) is not None)),
         "prompts": prompts,
     }
 
@@ -358,6 +361,11 @@ def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, back
         t = time.perf_counter()
         tracks = build_tracks(captions, fps=settings.fps)
         times["tracks"] = time.perf_counter() - t
+        t = time.perf_counter()
+        if any(tr["label"] == "person" for tr in tracks):  # decode only for a video with people in it
+            link_person_tracks(tracks, VideoReader(info, settings.max_side).frames_at,
+                               *(getattr(backends, "face_models", None) or (None, None)))  # tests' stand-ins: none
+        times["person_subjects"] = time.perf_counter() - t
         t = time.perf_counter()
         subjects = merge_subjects(captions, backends.embedder)
         times["subjects"] = time.perf_counter() - t

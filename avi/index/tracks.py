@@ -84,12 +84,15 @@ def _side(box: list[float], size: tuple[int, int]) -> str:
     return side if gap <= EDGE_FRACTION else "inside"
 
 
-def tracker_id() -> str:
+def tracker_id(linker: str = "") -> str:
     """Which tracker and settings make ``tracks.json`` (part of the index key; a change gives a new index that
     copies the transcript, captions and embeddings of the old one, :mod:`avi.index.reuse`):
-    ``"bytetrack@trackers-VERSION|..."``
+    ``"bytetrack@trackers-VERSION|...|LINKER"``
     (``trackers-none`` where the library is not installed: a gpu-profile environment, whose captioner keeps no
-    boxes; without the buffer setting, which makes no difference there)."""
+    boxes; without the buffer setting and ``linker``, which make no difference there).
+
+    Args:
+        linker: what links the person tracks into subjects (:func:`avi.index.person_subjects.linker_id`)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -99,7 +102,7 @@ def tracker_id() -> str:
     key = f"bytetrack@trackers-{lib}|lost={LOST_SECONDS}|iou={MIN_IOU}|min_frames={MIN_FRAMES}"
     # without the library no track is made, so the buffer changes nothing: such an environment (the gpu venv)
     # keeps the key its indexes were built under before the buffer came (no rebuild of their LLM-built graph)
-    return key if lib == "none" else f"{key}|biou={BUFFER_RATIO}"
+    return key if lib == "none" else f"{key}|biou={BUFFER_RATIO}" + (f"|{linker}" if linker else "")
 
 
 def build_tracks(captions: list[Caption], *, fps: float, min_frames: int = MIN_FRAMES,

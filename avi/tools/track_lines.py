@@ -9,7 +9,9 @@ its direction of motion in the picture and, where a looked-at frame holds its bo
 Tracks break where the detector loses somebody for longer than the tracker waits (a crowd, a small far figure),
 so one person can be several tracks: the line says "tracks", not "people", and the count is an upper bound of
 the people the detector saw (the vtest.avi labels: mean span IoU 0.83, 42 person tracks for about a dozen people,
-``scripts/bench_tracks.py``).
+``scripts/bench_tracks.py``). Person tracks the index linked into one subject by face or clothing
+(:mod:`avi.index.person_subjects`) say so ("person P3, also T9 15.0s–37.0s"), and the summary line counts those subjects as
+well: fewer than the tracks, still not a count of people (links are missed where clothes differ little).
 """
 
 from __future__ import annotations
@@ -56,6 +58,14 @@ def motion(track: dict) -> str:
     return "moving " + " and ".join(parts) if parts else "staying in place"
 
 
+def found_with(tracks: list[dict], record: dict) -> list[dict]:
+    """The tracks of ``record``'s person subject (itself included) in order of first second; [] without one."""
+    subject = record.get("subject")
+    if not subject:
+        return []
+    return sorted((t for t in tracks if t.get("subject") == subject), key=lambda t: float(t["first_s"]))
+
+
 def _colours(track: dict, image_at: dict) -> list[str]:
     """Colours of the track's box in a looked-at frame (the frame at the same second), else []."""
     for t_s, *box in track.get("boxes") or []:
@@ -85,7 +95,8 @@ def track_report(label: str, tracks: list[dict], classes: set[str], ranges: list
 
     Returns:
         no lines when no track overlaps; else one summary line and one line per listed track (at most
-        :data:`MAX_LISTED`); records ``{id, first_s, last_s, entry, exit, motion, colours}``.
+        :data:`MAX_LISTED`); records ``{id, first_s, last_s, entry, exit, motion, colours, subject, linked_by}``
+        (``subject``/``linked_by`` None for tracks the index did not link).
     """
     found = overlapping(tracks, classes, ranges)
     if not found:
@@ -95,13 +106,21 @@ def track_report(label: str, tracks: list[dict], classes: set[str], ranges: list
     for t in found:
         records.append({"id": t.get("id"), "first_s": float(t["first_s"]), "last_s": float(t["last_s"]),
                         "entry": t.get("entry"), "exit": t.get("exit"), "motion": motion(t),
-                        "colours": _colours(t, image_at)})
+                        "colours": _colours(t, image_at), "subject": t.get("subject"),
+                        "linked_by": t.get("linked_by")})
+    subjects = sorted({r["subject"] for r in records if r["subject"]})
+    also = {r["id"]: [f"{o['id']} {float(o['first_s']):.1f}s–{float(o['last_s']):.1f}s"
+                      for o in found_with(tracks, r) if o.get("id") != r["id"]] for r in records}
     lines = [f"  {label} tracks over all sampled frames (one {label} hidden for a while may be two): "
-             f"{len(records)} in these ranges"]
+             f"{len(records)} in these ranges"
+             + (f", of {len(subjects)} person subject{'s' if len(subjects) != 1 else ''} (tracks linked by face "
+                f"or clothing)" if subjects else "")]
     for r in records[:MAX_LISTED]:
         about = [p for p in (_phrase(r["entry"], _ENTRY), _phrase(r["exit"], _EXIT), r["motion"]) if p]
         if r["colours"]:
             about.insert(0, " and ".join(r["colours"]))
+        if also[r["id"]]:
+            about.append(f"person {r['subject']}, also {', '.join(also[r['id']])} (linked by {r['linked_by']})")
         lines.append(f"    {r['id']} {r['first_s']:.1f}s–{r['last_s']:.1f}s: " + ", ".join(about))
     if len(records) > MAX_LISTED:
         lines.append(f"    and {len(records) - MAX_LISTED} more")

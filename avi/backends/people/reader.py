@@ -11,7 +11,9 @@ Nothing here interprets what a person does: these are measurements, and the text
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -19,6 +21,8 @@ import numpy as np
 from avi.backends.boxes import box_iou, centre_inside, overlap_ratio
 from avi.backends.people.posture import posture
 from avi.backends.types import Box
+
+log = logging.getLogger(__name__)
 
 MIN_FACE_PX = 24
 """Faces narrower than this (pixels) get no expression: the classifier reads a 64x64 crop of the face."""
@@ -154,3 +158,24 @@ class PeopleReader:
         for r in readings:
             r.holding.sort()
         return readings
+
+
+def face_model_paths(settings) -> tuple[Path, Path] | None:
+    """The verified ``(blazeface, faceres-descriptor)`` ONNX paths of ``settings``' models directory, for linking an
+    index's person tracks by face (:mod:`avi.index.person_subjects`), or None when
+    either is not installed or does not match weights.lock (logged), or a custom detector directory is set (the
+    gpu profile's Grounding-DINO).
+
+    Args:
+        settings: :class:`avi.config.Settings` (``models_dir``, ``weights_lock``, ``detector_model_dir``)."""
+    if settings.detector_model_dir:
+        return None
+    from avi.errors import AviError
+    from avi.weights import resolve
+
+    try:
+        return (resolve("blazeface", settings.models_dir, settings.weights_lock),
+                resolve("faceres-descriptor", settings.models_dir, settings.weights_lock))
+    except AviError as exc:  # WeightsError included
+        log.info("person tracks linked by clothing only: %s", exc)
+        return None
