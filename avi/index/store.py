@@ -9,7 +9,8 @@ raw frames are read from the video itself by timestamp)::
         transcript.jsonl transcript segments (subtitles and/or ASR), in time order
         chroma/          Chroma PersistentClient; collections "clips" and "transcript" (cosine space)
         subjects.json    the subject registry merged across clips (global ids S1, S2, ...)
-        tracks.json      object tracks over the sampled frames (ids T1, T2, ...; cpu captioner)
+        tracks.json      object tracks over the sampled frames (ids T1, T2, ...; cpu captioner); person tracks
+                         carry their person subject (P1, P2, ...)
         graph.json       entity graph, networkx node-link JSON (subjects keyed by the registry on load)
 
 A directory is trusted only when its manifest says ``"complete": true``; the

@@ -19,6 +19,9 @@ Each track (``tracks.json`` in the index) is::
      "boxes": [[t_s, x1, y1, x2, y2], ...],          # pixels in the analysed frame, xyxy
      "entry": "left", "exit": "in view at the shot's end", "score": 0.71}
 
+Person tracks also get ``"subject": "P2", "linked_by": "clothing"`` when the index links them into one subject
+per person (:mod:`avi.index.person_subjects`, after this stage).
+
 ``entry``/``exit``: the frame edge the first/last box touches (``left``, ``right``, ``top``, ``bottom``), or
 ``in view at the shot's start``/``end`` when the shot begins/ends with it in view, or ``inside`` (it appeared or
 vanished inside the picture: behind something, or the detector's recall).
