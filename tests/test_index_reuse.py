@@ -164,3 +164,23 @@ def test_pending_stages_are_copied_once_a_sibling_has_built_them(sign_index, sig
     assert done.manifest["counts"]["entities"] == m["counts"]["entities"]
     done = finish_index(done, settings, stub_backends, progress=False)
     assert done.manifest["pending"] == [] and set(done.manifest["reused_pending"]) == {"graph", "summary"}
+
+
+def test_find_sibling_prefers_the_sibling_holding_the_wanted_stage(sign_index, stub_backends, root):
+    """Two siblings give as many stages, one the summary, the other the graph: the caller's wanted stage decides."""
+    old = copy_index(sign_index, root)
+    settings = S(root).model_copy(update={"graph_llm": True, "summary_llm": True})
+    _as_built_with_llm_stages(old, stub_backends.llm_id(settings))
+    sha = old.name.split("-")[0]
+    m = json.loads((old / "manifest.json").read_text())
+    for name, pending in (("aaaaaaaaaaaa", ["graph"]), ("bbbbbbbbbbbb", ["summary"])):
+        sib = root / f"{sha}-{name}"
+        shutil.copytree(old, sib)
+        (sib / "manifest.json").write_text(json.dumps({**m, "key": sib.name, "pending": pending}))
+    shutil.rmtree(old)
+    fields, components = m["settings"], m["components"]
+    gives_summary, gives_graph = root / f"{sha}-aaaaaaaaaaaa", root / f"{sha}-bbbbbbbbbbbb"
+    assert find_sibling(root, f"{sha}-new", fields, components)[0] == gives_summary  # a tie: the first
+    assert find_sibling(root, f"{sha}-new", fields, components, ["graph"]) == (
+        gives_graph, ["transcript", "captions", "embeddings", "graph"])
+    assert find_sibling(root, f"{sha}-new", fields, components, ["summary"])[0] == gives_summary

@@ -30,6 +30,7 @@ import json
 import logging
 import shutil
 from pathlib import Path
+from typing import Sequence
 
 from avi.index.store import SCHEMA_VERSION
 
@@ -79,8 +80,10 @@ def stage_inputs(settings_fields: dict, components: dict) -> dict[str, dict]:
     return out
 
 
-def find_sibling(root: Path, key: str, settings_fields: dict, components: dict) -> tuple[Path, list[str]] | None:
-    """The complete index of the same video (first 16 hex digits of the key) that can give the most stages.
+def find_sibling(root: Path, key: str, settings_fields: dict, components: dict,
+                 wanted: Sequence[str] = ()) -> tuple[Path, list[str]] | None:
+    """The complete index of the same video (first 16 hex digits of the key) that can give the most of the
+    ``wanted`` stages, and of those the most stages.
 
     The transcript, captions and embeddings are given in that order, each only with the ones before it; the graph
     and the summary each when their inputs are equal and the sibling built them (its file is there and the stage
@@ -88,6 +91,8 @@ def find_sibling(root: Path, key: str, settings_fields: dict, components: dict) 
 
     Args:
         root: the index root; ``key``: the key being built (``<sha16>-<fingerprint>``).
+        wanted: stages the caller needs most (a complete index's pending LLM stages); empty: every stage counts
+            alike.
 
     Returns:
         (sibling directory, stages it can give, in build order) or None when no sibling shares the transcript.
@@ -95,6 +100,10 @@ def find_sibling(root: Path, key: str, settings_fields: dict, components: dict) 
     """
     want = stage_inputs(settings_fields, components)
     best: tuple[Path, list[str]] | None = None
+
+    def rank(stages: list[str]) -> tuple[int, int]:
+        return len(set(stages) & set(wanted)), len(stages)
+
     for other in sorted(root.glob(f"{key.split('-')[0]}-*")):
         if other.name == key or not other.is_dir():
             continue
@@ -113,7 +122,7 @@ def find_sibling(root: Path, key: str, settings_fields: dict, components: dict) 
         pending = manifest.get("pending") or []
         stages += [s for s in LLM_STAGE_INPUTS if stages and have[s] == want[s] and s not in pending
                    and has_stage(other, s)]
-        if stages and (best is None or len(stages) > len(best[1])):
+        if stages and (best is None or rank(stages) > rank(best[1])):
             best = (other, stages)
     return best
 
@@ -170,7 +179,8 @@ def copy_pending_stages(final: Path, manifest: dict, wanted: list[str]) -> dict[
         ``{stage: sibling key}`` of the stages copied (their files are in ``final``); the caller updates the
         manifest. A stage whose copy fails is left to be built.
     """
-    found = find_sibling(final.parent, final.name, manifest.get("settings") or {}, manifest.get("components") or {})
+    found = find_sibling(final.parent, final.name, manifest.get("settings") or {}, manifest.get("components") or {},
+                         wanted)
     if found is None:
         return {}
     other, stages = found
