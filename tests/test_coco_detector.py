@@ -198,3 +198,51 @@ def test_captions_and_text_extract_hand_vehicle_boxes_to_ocr_as_regions():
     obs = text_extract.run(ctx, {"time_ranges": [[0, 0.5]]})
     assert not obs.error, obs.text
     assert ocr2.calls == [(0.0, [(500, 10, 600, 60)]), (0.5, None)]
+
+
+class _RecordingPeople:
+    """A people-reader double (a fake: the real models are tested in test_people_models.py): reads whatever it is
+    given and records the frame times it was run on."""
+
+    def __init__(self, posture="sitting", expression=("happy", 0.8), holding=("cup",)):
+        self.times, self.reading = [], (posture, expression, list(holding))
+
+    def read(self, image, detections):
+        from avi.backends.people.reader import PersonReading
+
+        self.times.append(float(image[0, 0, 0]))
+        posture, expression, holding = self.reading
+        return [PersonReading(tuple(d.box), posture=posture, expression=expression, holding=list(holding))
+                for d in detections if d.label == "person"]
+
+
+def test_caption_reads_the_people_of_the_frame_with_the_most_people():
+    from avi.backends.captioner import PerceptionCaptioner
+    from avi.video.clips import Clip
+
+    frames = [Frame(t, np.full((480, 640, 3), int(t * 10), np.uint8)) for t in (0.0, 0.5, 1.0, 1.5, 2.0)]
+    det = _ScriptedAll({0.0: [("person", 0.9)], 0.5: [("person", 0.9), ("person", 0.8)],
+                        1.0: [("person", 0.9), ("person", 0.8)], 2.0: [("cup", 0.9)]})
+    people = _RecordingPeople()
+    cap = PerceptionCaptioner(_NoOcr(), det, people=people).caption(Clip(0, 0.0, 2.5), frames)
+    assert people.times == [10.0]  # two people at 0.5 s and 1.0 s: the one nearer the clip's middle (1.0 s)
+    assert "People read at 1.0s: a person (right, top, small) sitting, happy face, a hand on a cup" in cap.text
+    assert cap.data["people_read"]["t_s"] == 1.0 and len(cap.data["people_read"]["people"]) == 2
+    # a weak expression and an unclear posture are not written; nothing read: no sentence, no data
+    quiet = _RecordingPeople(posture="unclear", expression=("fear", 0.3), holding=())
+    cap = PerceptionCaptioner(_NoOcr(), det, people=quiet).caption(Clip(0, 0.0, 2.5), frames)
+    assert "People read" not in cap.text and "people_read" in cap.data
+    # no person in the clip: the models are not run
+    nobody = _RecordingPeople()
+    PerceptionCaptioner(_NoOcr(), _ScriptedAll({}), people=nobody).caption(Clip(0, 0.0, 2.5), frames)
+    assert nobody.times == []
+
+
+def test_captioner_id_names_the_people_models_only_when_captions_read_people():
+    from avi.backends import Backends
+    from avi.config import Settings
+
+    off, on = Settings(), Settings(caption_people=True)
+    b = Backends(off)
+    assert "|people=" not in b.captioner_id(off)
+    assert b.captioner_id(on).startswith(b.captioner_id(off) + "|people=")

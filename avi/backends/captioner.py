@@ -21,6 +21,7 @@ from avi.backends.box_words import box_words
 from avi.backends.coco_detector import text_regions
 from avi.backends.detector import Detector, all_detections
 from avi.backends.ocr import OcrEngine, read_lines
+from avi.backends.people.reader import caption_words
 from avi.backends.shapes import CAPTION_MAX_STD, describe_shapes, find_shapes
 from avi.backends.types import Caption, Detection
 from avi.video.analysis import frame_stats, motion_level
@@ -70,6 +71,11 @@ def _object_phrase(label: str, seq: list[int]) -> str:
     return f"{label} (up to {top}, in {seen} of {len(seq)} frames)"
 
 
+def per_frame_size(frames: list[Frame]) -> tuple[int, int]:
+    """``(width, height)`` in pixels of the clip's frames (the first one's)."""
+    return int(frames[0].image.shape[1]), int(frames[0].image.shape[0])
+
+
 class PerceptionCaptioner:
     """Caption built from OCR, detector counts and pixel statistics (cpu profile).
 
@@ -78,16 +84,32 @@ class PerceptionCaptioner:
         detector: run on every sampled frame: every class it knows (``detect_all``, the cpu COCO detector) or
             the labels person and face.
         ocr_frames: frames per clip given to OCR (OCR costs ~0.3 s per frame here).
+        people: a :class:`~avi.backends.people.reader.PeopleReader`, or None. Given, the people of one frame of
+            each clip that shows people (the frame with the most person boxes, the one nearest the clip's middle
+            among equals) are read: posture, expression, hands and what a hand is on; the caption says it
+            ("People read at 12.5s: a person (left, medium) standing, happy face, a hand on a cup"; people
+            with nothing read are left out, :func:`~avi.backends.people.reader.caption_words`) so retrieval finds it
+            (issue 36, item 3), ``data["people_read"]`` keeps the readings.
     """
 
     name = "perception-caption-v5"  # v3: OCR passes, COCO objects; v4: flat geometric shapes; v5: every box kept
     #: an object class seen in one sampled frame only is named when its best box scores at least this
     single_frame_score = 0.5
 
-    def __init__(self, ocr: OcrEngine, detector: Detector, ocr_frames: int = 3):
+    def __init__(self, ocr: OcrEngine, detector: Detector, ocr_frames: int = 3, people=None):
         self.ocr = ocr
         self.detector = detector
         self.ocr_frames = max(1, ocr_frames)
+        self.people = people
+
+    def _read_people(self, frames: list[Frame], per_frame: list, people: list[int]) -> dict | None:
+        """The people readings of the clip's frame with the most person boxes (``{"t_s", "people"}``), or None."""
+        if self.people is None or max(people) == 0:
+            return None
+        middle = (len(frames) - 1) / 2
+        i = max(range(len(frames)), key=lambda k: (people[k], -abs(k - middle)))
+        readings = self.people.read(frames[i].image, per_frame[i])
+        return {"t_s": frames[i].t_s, "people": readings} if readings else None
 
     def _present(self, seq: list[int], best: Detection | None) -> bool:
         """Agreement across neighbouring frames: seen in two sampled frames, or once with a confident box."""
@@ -141,6 +163,13 @@ class PerceptionCaptioner:
                 }
         text_list = sorted(texts.values(), key=lambda d: d["t_s"])
         parts = [f"People: {_count_phrase(people, 'person', 'people')}."]
+        read = self._read_people(frames, per_frame, people)
+        described = [(r, caption_words(r)) for r in read["people"]] if read else []
+        described = [(r, words) for r, words in described if words]
+        if described:
+            parts.append(f"People read at {_fmt_t(read['t_s'])}: "
+                         + "; ".join(f"a person ({box_words(r.box, per_frame_size(frames))}) {words}"
+                                     for r, words in described) + ".")
         if max(faces) > 0:
             parts.append(f"Faces: {_count_phrase(faces, 'face', 'faces')}.")
         if objects:
@@ -178,6 +207,8 @@ class PerceptionCaptioner:
             # every box of every sampled frame, for the index's tracks (avi/index/tracks.py)
             "boxes": [[f.t_s, [[d.label, round(d.score, 3), *(round(v, 1) for v in d.box)] for d in dets]]
                       for f, dets in zip(frames, per_frame)],
-            "frame_size": [int(frames[0].image.shape[1]), int(frames[0].image.shape[0])],
+            "frame_size": list(per_frame_size(frames)),
         }
+        if read:
+            data["people_read"] = {"t_s": read["t_s"], "people": [r.to_dict() for r in read["people"]]}
         return Caption(clip.index, clip.start_s, clip.end_s, " ".join(parts), self.name, data)

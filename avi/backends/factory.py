@@ -193,7 +193,12 @@ class Backends:
                                 concurrency=concurrency, max_tokens=s.vlm_max_tokens)
         from avi.backends.captioner import PerceptionCaptioner
 
-        return PerceptionCaptioner(self.ocr, self.detector, ocr_frames=s.caption_ocr_frames)
+        people = None
+        if s.caption_people:
+            from avi.backends.people.reader import PeopleReader
+
+            people = PeopleReader.from_models(s.models_dir, s.weights_lock)  # WeightsError names the fetch command
+        return PerceptionCaptioner(self.ocr, self.detector, ocr_frames=s.caption_ocr_frames, people=people)
 
     @cached_property
     def asr(self):
@@ -349,10 +354,12 @@ class Backends:
             return (f"vlm-caption-v1:transformers:{s.vlm_model_dir.name}@{_dir_tag(s.vlm_model_dir)}"
                     f"|frames={s.vlm_frames_per_clip}|max_tokens={s.vlm_max_tokens}")
         from avi.backends.captioner import PerceptionCaptioner
+        from avi.backends.people.reader import PEOPLE_MODELS
 
         # the caption names the detector's classes and counts: another detector or threshold is another index
+        people = ("|people=" + ",".join(self._lock_sha(n)[:8] for n in PEOPLE_MODELS)) if s.caption_people else ""
         return (f"{PerceptionCaptioner.name}|det={s.coco_detector}@{self._lock_sha(s.coco_detector)}"
-                f"|thr={s.coco_score_threshold}|person={s.person_detector}")
+                f"|thr={s.coco_score_threshold}|person={s.person_detector}{people}")
 
     def embedder_id(self, settings: Settings | None = None) -> str:
         """Which embedding model (and weights) embeds captions and queries."""

@@ -32,6 +32,9 @@ FACE_TOP_SHARE = 0.6
 """A face belongs to a person when its centre lies in the top share of the person's box."""
 MIN_HOLD_SHARE = 0.3
 """A hand is on an object when their overlap covers at least this share of the smaller of the two boxes."""
+#: The weights.lock entries the reader runs.
+PEOPLE_MODELS = ("blazeface", "emotion", "mediapipe-palm-detection-full", "mediapipe-hand-landmark-full",
+                 "movenet-multipose")
 MAX_PEOPLE = 6
 """People described per frame, largest box first (MoveNet MultiPose finds at most six)."""
 
@@ -77,6 +80,23 @@ class PersonReading:
             hands = f"{self.hands} hand{'s' if self.hands > 1 else ''}"
             parts.append(hands + (", on " + " and ".join(f"a {c}" for c in self.holding) if self.holding else ""))
         return "; ".join(parts)
+
+
+def caption_words(reading: PersonReading, min_expression: float = 0.5) -> str:
+    """What a caption says about one person (:class:`~avi.backends.captioner.PerceptionCaptioner`): the posture
+    (not when unclear), "arms raised", the expression when its probability reaches ``min_expression`` ("happy
+    face": the classifier is right on about half of the labelled faces, so weaker reads are left out) and the
+    objects a hand is on ("a hand on a cup"); "" when none of these was read."""
+    parts = []
+    if reading.posture not in (None, "unclear"):
+        parts.append(reading.posture)
+    if reading.arms_raised:
+        parts.append("arms raised")
+    if reading.expression is not None and reading.expression[1] >= min_expression:
+        parts.append(f"{reading.expression[0]} face")
+    if reading.holding:
+        parts.append("a hand on " + " and ".join(f"a {c}" for c in reading.holding))
+    return ", ".join(parts)
 
 
 class PeopleReader:
