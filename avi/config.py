@@ -159,9 +159,9 @@ class Settings(AgentSettings, DeviceSettings, BaseSettings):
     caption_ocr_frames: int = Field(default=3, ge=1, le=64,
                                     description="frames per clip sent to OCR for the perception caption")
     caption_people: bool = Field(default=False, description="the cpu perception caption also reads the people "
-                                 "of one frame per clip with the people models (posture, facial expression, "
-                                 "hands and what a hand is on; issue 36), so retrieval finds them; part of the "
-                                 "captioner's id: turning it on captions every video again")
+                                 "of one frame per clip with the people models (posture, raised arms, what a "
+                                 "hand is on; issue 36), so retrieval finds them; part of the captioner's id: "
+                                 "turning it on captions every video again")
     index_llm_stages: Literal["before", "after"] = Field(
         default="after", description="avi-run, avi batch, avi tool: build the index's LLM stages (entity graph, "
                                      "summary) before the first question, or later: the question waits only for "

@@ -226,10 +226,10 @@ def test_caption_reads_the_people_of_the_frame_with_the_most_people():
     people = _RecordingPeople()
     cap = PerceptionCaptioner(_NoOcr(), det, people=people).caption(Clip(0, 0.0, 2.5), frames)
     assert people.times == [10.0]  # two people at 0.5 s and 1.0 s: the one nearer the clip's middle (1.0 s)
-    assert "People read at 1.0s: a person (right, top, small) sitting, happy face, a hand on a cup" in cap.text
+    assert "People read at 1.0s: a person (right, top, small) sitting, a hand on a cup" in cap.text
     assert cap.data["people_read"]["t_s"] == 1.0 and len(cap.data["people_read"]["people"]) == 2
-    # a weak expression and an unclear posture are not written; nothing read: no sentence, no data
-    quiet = _RecordingPeople(posture="unclear", expression=("fear", 0.3), holding=())
+    # an expression and an unclear posture are not written; nothing else read: no sentence, the data kept
+    quiet = _RecordingPeople(posture="unclear", expression=("happy", 0.9), holding=())
     cap = PerceptionCaptioner(_NoOcr(), det, people=quiet).caption(Clip(0, 0.0, 2.5), frames)
     assert "People read" not in cap.text and "people_read" in cap.data
     # no person in the clip: the models are not run
@@ -245,4 +245,4 @@ def test_captioner_id_names_the_people_models_only_when_captions_read_people():
     off, on = Settings(), Settings(caption_people=True)
     b = Backends(off)
     assert "|people=" not in b.captioner_id(off)
-    assert b.captioner_id(on).startswith(b.captioner_id(off) + "|people=")
+    assert b.captioner_id(on).startswith(b.captioner_id(off) + "|people-v2=")

@@ -86,8 +86,8 @@ class PerceptionCaptioner:
         ocr_frames: frames per clip given to OCR (OCR costs ~0.3 s per frame here).
         people: a :class:`~avi.backends.people.reader.PeopleReader`, or None. Given, the people of one frame of
             each clip that shows people (the frame with the most person boxes, the one nearest the clip's middle
-            among equals) are read: posture, expression, hands and what a hand is on; the caption says it
-            ("People read at 12.5s: a person (left, medium) standing, happy face, a hand on a cup"; people
+            among equals) are read: posture, raised arms and what a hand is on; the caption says it
+            ("People read at 12.5s: a person (left, medium) standing, a hand on a cup"; people
             with nothing read are left out, :func:`~avi.backends.people.reader.caption_words`) so retrieval finds it
             (issue 36, item 3), ``data["people_read"]`` keeps the readings.
     """

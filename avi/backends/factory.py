@@ -357,7 +357,7 @@ class Backends:
         from avi.backends.people.reader import PEOPLE_MODELS
 
         # the caption names the detector's classes and counts: another detector or threshold is another index
-        people = ("|people=" + ",".join(self._lock_sha(n)[:8] for n in PEOPLE_MODELS)) if s.caption_people else ""
+        people = ("|people-v2=" + ",".join(self._lock_sha(n)[:8] for n in PEOPLE_MODELS)) if s.caption_people else ""
         return (f"{PerceptionCaptioner.name}|det={s.coco_detector}@{self._lock_sha(s.coco_detector)}"
                 f"|thr={s.coco_score_threshold}|person={s.person_detector}{people}")
 
