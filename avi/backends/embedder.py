@@ -82,7 +82,7 @@ class SentenceTransformerEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         vecs = self._model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
                                   convert_to_numpy=True, show_progress_bar=False)
-        return _normalise(vecs)  # again in float32: a bfloat16 model's unit vectors are unit only to ~2e-3
+        return normalise_rows(vecs)  # again in float32: a bfloat16 model's unit vectors are unit only to ~2e-3
 
 
 class OnnxEmbedder:
@@ -155,7 +155,7 @@ class OnnxEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         parts = [self._batch(texts[i:i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
-        return _normalise(np.concatenate(parts, axis=0))
+        return normalise_rows(np.concatenate(parts, axis=0))
 
 
 def _dtype_key() -> str:
@@ -166,7 +166,7 @@ def _dtype_key() -> str:
     return "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
 
 
-def _normalise(vecs: np.ndarray) -> np.ndarray:
+def normalise_rows(vecs: np.ndarray) -> np.ndarray:
     """Rows scaled to unit L2 length (all-zero rows stay zero), float32."""
     vecs = np.asarray(vecs, dtype=np.float32)
     norms = np.linalg.norm(vecs, axis=1, keepdims=True)
@@ -255,7 +255,7 @@ class OpenAIEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         parts = [self._request(texts[i:i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
-        return _normalise(np.concatenate(parts, axis=0))
+        return normalise_rows(np.concatenate(parts, axis=0))
 
 
 def embed_query(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:

@@ -49,6 +49,8 @@ from typing import Callable, Sequence
 import cv2
 import numpy as np
 
+from avi.backends.embedder import normalise_rows
+
 #: Boxes sampled per track (spread over its span).
 SAMPLES = 8
 #: Least face side (pixels of the analysed frame) for a face descriptor; FaceRes reads 224 px crops.
@@ -165,12 +167,6 @@ def person_face(image: np.ndarray, box: Sequence[float], faces, describer) -> np
     return describer.describe(image, [fbox])[0].vector
 
 
-def unit_rows(vectors: np.ndarray) -> np.ndarray:
-    """``vectors`` (K, D) with each row scaled to unit L2 norm (zero rows stay zero), float32."""
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return (vectors / np.where(norms > 0, norms, 1.0)).astype(np.float32)
-
-
 def sample_boxes(track: dict, samples: int = SAMPLES) -> list[list[float]]:
     """Up to ``samples`` of the track's ``[t_s, x1, y1, x2, y2]`` boxes, evenly spread over them."""
     boxes = track["boxes"]
@@ -210,7 +206,12 @@ def track_looks(tracks: list[dict], frames_at: Callable[[list[float]], list], fa
                         descs[track_id].append(desc)
     return [TrackLook(t["id"], float(t["first_s"]), float(t["last_s"]),
                       np.mean(hists[t["id"]], axis=0).astype(np.float32) if hists[t["id"]] else None,
-                      unit_rows(np.stack(descs[t["id"]])) if descs[t["id"]] else None) for t in people]
+                      normalise_rows(np.stack(descs[t["id"]])) if descs[t["id"]] else None) for t in people]
+
+
+def face_cosine(a: TrackLook, b: TrackLook) -> float:
+    """Mean cosine over all pairs of two tracks' face descriptors (module docstring, step 2); both need faces."""
+    return float(np.mean(a.faces @ b.faces.T))
 
 
 def score_matrices(looks: list[TrackLook]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -227,7 +228,7 @@ def score_matrices(looks: list[TrackLook]) -> tuple[np.ndarray, np.ndarray, np.n
     with_face = [i for i, lk in enumerate(looks) if lk.faces is not None]
     for a, i in enumerate(with_face):
         for j in with_face[a + 1:]:
-            face[i, j] = face[j, i] = float(np.mean(looks[i].faces @ looks[j].faces.T))
+            face[i, j] = face[j, i] = face_cosine(looks[i], looks[j])
     dressed = [i for i, lk in enumerate(looks) if lk.clothing is not None]
     if len(dressed) > 1:
         corr = np.corrcoef(np.stack([looks[i].clothing for i in dressed]).astype(np.float64))
@@ -298,12 +299,12 @@ def link_person_tracks(tracks: list[dict], frames_at: Callable[[list[float]], li
     looks = track_looks(tracks, frames_at, faces, describer)
     if not looks:
         return []
-    face, _, _ = score_matrices(looks)
     by_id = {t["id"]: t for t in tracks}
     subjects = []
     for k, cluster in enumerate(link_looks(looks)):
         members = [by_id[looks[i].track_id] for i in cluster]
-        faced = all(face[i, j] >= FACE_SAME for i in cluster for j in cluster if i != j)
+        faced = all(looks[i].faces is not None and looks[j].faces is not None
+                    and face_cosine(looks[i], looks[j]) >= FACE_SAME for i in cluster for j in cluster if i < j)
         linked_by = "alone" if len(cluster) == 1 else ("face" if faced else "clothing")
         sid = f"P{k + 1}"
         for t in members:
