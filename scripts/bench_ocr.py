@@ -26,6 +26,7 @@ Engines, run on the same frames one after the other (so machine load hits them a
     knobs    RapidOcrEngine(passes=False): ImageNet detector normalisation, box threshold 0.3, polygon box
              scores, detector input long side in [960, 1152] px; one pass
     after    RapidOcrEngine(): knobs + zoom tiles around unread candidates (+ regions where given)
+    latin    after, decoding in Latin script only (text_extract for a Latin-script question; issue 36 item 6)
 
 Exact match is normalised (case and spaces ignored); CER is edit distance / length. Seconds per frame are
 wall time of ``read`` (p50 / mean).
@@ -52,6 +53,7 @@ from avi.backends import Backends
 from avi.backends.boxes import centre_inside
 from avi.backends.captioner import normalise_text
 from avi.backends.ocr import RapidOcrEngine
+from avi.backends.ocr_script import LATIN
 from avi.backends.types import OcrLine
 from avi.config import Settings
 from avi.offline import enforce_offline_env
@@ -171,16 +173,27 @@ class DefaultRapidOcr:
         return sorted(lines, key=lambda ln: (round(ln.box[1] / 20), ln.box[0]))
 
 
+class LatinReads:
+    """The avi engine reading in Latin script only, as text_extract does for a Latin-script question."""
+
+    def __init__(self, engine):
+        self.engine = engine
+
+    def read(self, frame: Frame, regions=None) -> list[OcrLine]:
+        return self.engine.read(frame, regions=regions, script=LATIN)
+
+
 def engines(names: list[str]) -> dict:
     """The engines to compare, by name (see the module docstring)."""
     ocr = Backends(Settings()).ocr
-    if not isinstance(ocr, RapidOcrEngine):
+    base = getattr(ocr, "engine", ocr)  # under frame reuse's ReusingOcr
+    if not isinstance(base, RapidOcrEngine):
         return {ocr.name: ocr}
-    paths = {"det": ocr._engine.cfg.Det.model_path, "rec": ocr._engine.cfg.Rec.model_path,
-             "cls": ocr._engine.cfg.Cls.model_path}
+    paths = {"det": base._engine.cfg.Det.model_path, "rec": base._engine.cfg.Rec.model_path,
+             "cls": base._engine.cfg.Cls.model_path}
     paths = {k: v for k, v in paths.items() if v}
     make = {"before": lambda: DefaultRapidOcr(paths), "knobs": lambda: RapidOcrEngine(paths, passes=False),
-            "after": lambda: ocr}
+            "after": lambda: ocr, "latin": lambda: LatinReads(ocr)}
     return {name: make[name]() for name in names}
 
 

@@ -97,11 +97,11 @@ class MemoOcr:
     def __getattr__(self, name):
         return getattr(self._engine, name)
 
-    def read(self, frame, regions=None):
+    def read(self, frame, regions=None, script=None):
         key = (frame.t_s, frame.image.shape, hashlib.blake2b(frame.image.tobytes(), digest_size=16).digest(),
-               tuple(map(tuple, regions or ())))
+               tuple(map(tuple, regions or ())), script)
         if key not in self._memo:
-            self._memo[key] = self._engine.read(frame, regions=regions)
+            self._memo[key] = self._engine.read(frame, regions=regions, script=script)
         return list(self._memo[key])
 
 
@@ -173,6 +173,25 @@ def test_text_extract_reads_fewer_frames_when_the_question_asks_about_no_text(ma
     extract = [s for s in agent.run(question).trace.steps if s.tool == "text_extract"][0]
     assert len(extract.frames_s) == frames and not extract.error
     assert min(extract.frames_s) >= 4.0 and max(extract.frames_s) <= 6.0
+
+
+# ---------------------------------------------------------------- OCR script (issue 36, item 6)
+
+
+@pytest.mark.parametrize("question,on,script", [
+    ("What does the sign say?", True, "latin"),
+    ("What do the Chinese characters on the sign say?", True, None),  # names another script
+    ("What does the sign say?", False, None),  # ocr_question_script off
+])
+def test_text_extract_reads_in_the_questions_script(make_agent, question, on, script):
+    """A question in Latin script has text_extract decode in Latin script only (the observation says so); one
+    naming another script, or the setting off, reads every script."""
+    agent, _ = make_agent([call("clip_retrieve", query="sign"), TO_PERCEIVE, TEXT_AT_5, TO_REVIEW,
+                           "THOUGHT: read.\n**Answer:** EXIT 42"], ocr_question_script=on)
+    extract = [s for s in agent.run(question).trace.steps if s.tool == "text_extract"][0]
+    assert agent.ctx.text_script == script
+    assert ("latin script" in extract.observation) is (script is not None)
+    assert "EXIT 42" in extract.observation  # the real engine reads the sign either way
 
 
 # ---------------------------------------------------------------- happy path

@@ -147,6 +147,24 @@ def test_lines_from_paddle_result():
     assert lines_from_result({"rec_texts": [], "rec_scores": [], "rec_polys": []}, 0.0) == []
 
 
+def test_paddle_ocr_drops_lines_outside_the_questions_script():
+    """PaddleOCR's pipeline gives no hook into its decoder: with ``script`` the lines with a character outside it
+    are dropped. The pipeline is a fake here (paddleocr is not part of avi's install)."""
+
+    class FakePipeline:  # stands in for paddleocr.PaddleOCR: one result with fixed lines
+        def predict(self, bgr):
+            box = np.array([[10, 10], [60, 10], [60, 30], [10, 30]])
+            return [{"rec_texts": ["TAXI", "日"], "rec_scores": [0.9, 0.92], "rec_polys": [box, box + 40]}]
+
+    engine = PaddleOcrEngine.__new__(PaddleOcrEngine)
+    engine._engine, engine.min_score = FakePipeline(), 0.5
+    frame = Frame(2.0, np.zeros((120, 160, 3), np.uint8))
+    assert [ln.text for ln in engine.read(frame)] == ["TAXI", "日"]
+    assert [ln.text for ln in engine.read(frame, script="latin")] == ["TAXI"]
+    with pytest.raises(ValueError, match="unknown OCR script"):
+        engine.read(frame, script="klingon")
+
+
 @pytest.mark.skipif(not HAS_PADDLE, reason="paddleocr + paddlepaddle are not installed (not part of avi's install)")
 def test_paddle_ocr_runs_local_dirs(tmp_path):
     from tiny_models import build_tiny_paddleocr_dirs

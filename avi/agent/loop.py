@@ -40,6 +40,7 @@ from avi.agent.search import host_retrieve, host_tree
 from avi.agent.state import State, evidence_note
 from avi.agent.traps import TRAP_REPEATS, call_key, trap_run
 from avi.backends.llm import ChatClient
+from avi.backends.ocr_script import question_script
 from avi.config import Settings
 from avi.prompts import PromptLibrary
 from avi.tools import ALL_TOOLS, TIMELINE_TOOLS, Tool, ToolContext
@@ -206,6 +207,7 @@ class Agent:
         st.places.add_named(named)
         self.ctx.focus_ranges = [list(span) for _, span in named]
         self.ctx.text_frames = None if q.about_text else getattr(self.settings, "text_extract_frames_no_text", None)
+        self.ctx.text_script = question_script(q.text) if getattr(self.settings, "ocr_question_script", True) else None
         if named:
             time_hint = (time_hint + "\n" if time_hint else "") + "The question's time words point to: " + \
                 "; ".join(f'"{p}" = {fmt_range(*span)}' for p, span in named) + ". Look there first."

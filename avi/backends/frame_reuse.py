@@ -165,13 +165,10 @@ class ReusingOcr:
     def __getattr__(self, name):
         return getattr(self.engine, name)
 
-    def read(self, frame: Frame, regions: Sequence[Sequence[float]] | None = None):
+    def read(self, frame: Frame, regions: Sequence[Sequence[float]] | None = None, script: str | None = None):
         key = tuple(tuple(round(v) for v in r) for r in regions) if regions else ()
-
-        def compute():
-            return self.engine.read(frame, regions=regions) if regions else self.engine.read(frame)
-
-        return self.memo.get(frame, ("read", key), compute, _retime_lines)
+        kwargs = {name: value for name, value in (("regions", regions), ("script", script)) if value}
+        return self.memo.get(frame, ("read", key, script), lambda: self.engine.read(frame, **kwargs), _retime_lines)
 
 
 class ReusingDetector:

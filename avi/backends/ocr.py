@@ -10,6 +10,7 @@ Backends:
 from __future__ import annotations
 
 import logging
+from contextvars import ContextVar
 from functools import partial
 from typing import Protocol, Sequence, runtime_checkable
 
@@ -18,6 +19,7 @@ import numpy as np
 
 from avi.backends.frame_reuse import retime_pass
 from avi.backends.ocr_passes import candidate_windows, fit_scale, merge_lines, region_crops, tile_grid, touches_inner_edge
+from avi.backends.ocr_script import charset_mask, in_script, restrict_preds
 from avi.backends.types import OcrLine
 from avi.video.decode import Frame
 
@@ -28,20 +30,58 @@ class OcrEngine(Protocol):
 
     name: str
 
-    def read(self, frame: Frame, regions: Sequence[Sequence[float]] | None = None) -> list[OcrLine]:
+    def read(self, frame: Frame, regions: Sequence[Sequence[float]] | None = None,
+             script: str | None = None) -> list[OcrLine]:
         """Text lines in reading order (top to bottom, left to right).
 
         ``regions`` (optional) are pixel xyxy boxes where text is likely (e.g. vehicle boxes from the object
         detector); an engine may read them more closely or ignore them. Boxes of the returned lines are pixel
-        xyxy in the frame either way.
+        xyxy in the frame either way. ``script`` (optional, :data:`avi.backends.ocr_script.LATIN`): return
+        reads in that script only (:mod:`avi.backends.ocr_script`); None reads every script.
         """
         ...
 
 
-def read_lines(ocr: OcrEngine, frame: Frame, regions: Sequence[Sequence[float]] = ()) -> list[OcrLine]:
-    """``ocr.read(frame)``, with ``regions`` (pixel xyxy boxes to read closely) passed only when there are some,
-    so engines written before the argument existed still serve."""
-    return ocr.read(frame, regions=regions) if regions else ocr.read(frame)
+def read_lines(ocr: OcrEngine, frame: Frame, regions: Sequence[Sequence[float]] = (),
+               script: str | None = None) -> list[OcrLine]:
+    """``ocr.read(frame)``, with ``regions`` (pixel xyxy boxes to read closely) and ``script`` passed only when
+    given, so engines written before the arguments existed still serve."""
+    kwargs: dict = {}
+    if regions:
+        kwargs["regions"] = regions
+    if script:
+        kwargs["script"] = script
+    return ocr.read(frame, **kwargs)
+
+
+#: the script of the :meth:`RapidOcrEngine.read` running in this thread (None: every script)
+_READ_SCRIPT: ContextVar[str | None] = ContextVar("avi_ocr_read_script", default=None)
+
+
+class ScriptDecode:
+    """rapidocr's CTC decoder (``TextRecognizer.postprocess_op``) with the classes outside the running read's
+    script zeroed before best-path decoding (:func:`avi.backends.ocr_script.restrict_preds`); a read without a
+    script decodes as rapidocr does. Other attributes are the wrapped decoder's.
+
+    Args:
+        decode: rapidocr's ``CTCLabelDecode`` (its ``character`` list, index 0 the blank).
+    """
+
+    def __init__(self, decode):
+        self.decode = decode
+        self.masks: dict[str, np.ndarray] = {}
+
+    def __getattr__(self, name):
+        return getattr(self.__dict__["decode"], name)
+
+    def __call__(self, preds, *args, **kwargs):
+        script = _READ_SCRIPT.get()
+        if script is not None:
+            mask = self.masks.get(script)
+            if mask is None:
+                mask = self.masks[script] = charset_mask(self.decode.character, script)
+            preds = restrict_preds(preds, mask)
+        return self.decode(preds, *args, **kwargs)
 
 
 # PP-OCR's detectors are trained with ImageNet normalisation (PaddleOCR's det configs: NormalizeImage mean
@@ -73,6 +113,10 @@ class RapidOcrEngine:
        such candidates, or whose full pass was already upscaled about as much, cost nothing extra.
     3. *regions* (only when the caller gives them): each region's whole box and its top part, upscaled to at
        least ``min_side`` pixels; where detection finds nothing in a wide crop, recognition alone on the crop.
+
+    A read with a ``script`` decodes every line in that script only (:class:`ScriptDecode`): a cut Latin sign
+    whose best-path read is a CJK glyph is read as the best Latin characters instead, with the lower score
+    those have (so a texture read usually falls below ``min_score``).
 
     Args:
         model_paths: ``{"det": path, "rec": path, "cls": path}`` of verified
@@ -116,35 +160,64 @@ class RapidOcrEngine:
         self.box_thresh, self.candidate_thresh, self.max_windows = box_thresh, candidate_thresh, max_windows
         self.window_reuse = window_reuse
 
-    def read(self, frame: Frame, regions: Sequence[Sequence[float]] | None = None) -> list[OcrLine]:
+    def read(self, frame: Frame, regions: Sequence[Sequence[float]] | None = None,
+             script: str | None = None) -> list[OcrLine]:
         """Text lines of an RGB uint8 frame (H, W, 3) in reading order.
 
         Args:
             frame: the frame.
             regions: optional pixel xyxy boxes to read closely (see the class docstring); ignored when
                 ``passes`` is False.
+            script: decode in this script only (:data:`avi.backends.ocr_script.LATIN`); None: every script.
 
         Returns:
             merged lines; boxes are pixel xyxy in the frame.
 
         Raises:
-            ValueError: a region is not four numbers.
+            ValueError: a region is not four numbers, or ``script`` is unknown.
         """
+        if script:
+            in_script("", script)  # an unknown script raises here, not only where a line is decoded
+            self._script_decoder()
+        token = _READ_SCRIPT.set(script)
+        try:
+            return self._read(frame, regions, script)
+        finally:
+            _READ_SCRIPT.reset(token)
+
+    def _read(self, frame: Frame, regions: Sequence[Sequence[float]] | None, script: str | None) -> list[OcrLine]:
+        """:meth:`read` in the script already set for this thread."""
         bgr = np.ascontiguousarray(cv2.cvtColor(frame.image, cv2.COLOR_RGB2BGR))
         h, w = bgr.shape[:2]
         scale = fit_scale(h, w, self.min_side, self.max_side)
         lines, unread = self._pass(bgr, (0, 0, w, h), scale, frame.t_s)
         if self.passes:
             for window, zoom in self._zoom_windows(h, w, scale, unread):
-                found, _ = self._reused(bgr, window, zoom, "zoom", frame.t_s,
+                found, _ = self._reused(bgr, window, zoom, self._kind("zoom", script), frame.t_s,
                                         partial(self._pass, bgr, window, zoom, frame.t_s))
                 lines += [ln for ln in found if self._plausible(ln)
                           and not touches_inner_edge(ln.box, window, h, w)]
             for crop in region_crops(regions or [], h, w):
-                found, _ = self._reused(bgr, crop, 1.0, "region", frame.t_s,
+                found, _ = self._reused(bgr, crop, 1.0, self._kind("region", script), frame.t_s,
                                         partial(self._region_pass, bgr, crop, frame.t_s))
                 lines += [ln for ln in found if self._plausible(ln)]
         return merge_lines(lines)
+
+    def _script_decoder(self) -> ScriptDecode:
+        """The recogniser's decoder, wrapped in :class:`ScriptDecode` on first use (rapidocr 3.10 loads its
+        recogniser, ``text_rec``, at the first recognition)."""
+        recogniser = self._engine.text_rec
+        if recogniser is None:
+            self._engine(np.zeros((48, 96, 3), np.uint8), use_det=False, use_cls=False, use_rec=True)
+            recogniser = self._engine.text_rec
+        if not isinstance(recogniser.postprocess_op, ScriptDecode):
+            recogniser.postprocess_op = ScriptDecode(recogniser.postprocess_op)
+        return recogniser.postprocess_op
+
+    @staticmethod
+    def _kind(kind: str, script: str | None) -> str:
+        """The window-reuse key of a pass: reads in different scripts are not the same reads."""
+        return f"{kind}:{script}" if script else kind
 
     def _reused(self, bgr, window, scale: float, kind: str, t_s: float, compute):
         """``compute()`` (a pass's ``(lines, unread)``), or the same pass over this window of a recent frame

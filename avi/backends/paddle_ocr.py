@@ -28,6 +28,7 @@ from typing import Any, Iterable, Sequence
 import cv2
 import numpy as np
 
+from avi.backends.ocr_script import in_script
 from avi.backends.types import OcrLine
 from avi.errors import AviError
 from avi.video.decode import Frame
@@ -138,16 +139,22 @@ class PaddleOcrEngine:
             self.model_names["cls"] = kwargs["textline_orientation_model_name"]
         self.name = f"paddleocr:{self.model_names['det']}+{self.model_names['rec']}"
 
-    def read(self, frame: Frame, regions: Sequence[Sequence[float]] | None = None) -> list[OcrLine]:
+    def read(self, frame: Frame, regions: Sequence[Sequence[float]] | None = None,
+             script: str | None = None) -> list[OcrLine]:
         """Text lines of an RGB uint8 frame (H, W, 3) in reading order; boxes pixel xyxy in the frame.
 
         ``regions`` (the :class:`~avi.backends.ocr.OcrEngine` protocol's optional boxes to read closely) is
-        accepted and ignored: the server detector reads the whole frame.
+        accepted and ignored: the server detector reads the whole frame. ``script``
+        (:data:`avi.backends.ocr_script.LATIN`): PaddleOCR's pipeline gives no hook into its CTC decoder, so
+        lines with a character outside the script are dropped instead of decoded again (the cpu engine decodes
+        them in the script).
         """
         bgr = np.ascontiguousarray(cv2.cvtColor(frame.image, cv2.COLOR_RGB2BGR))
         results: Iterable[Any] = self._engine.predict(bgr)
         lines: list[OcrLine] = []
         for result in results:
             lines += lines_from_result(result, frame.t_s, self.min_score)
+        if script:
+            lines = [ln for ln in lines if in_script(ln.text, script)]
         lines.sort(key=lambda ln: (round(ln.box[1] / 20), ln.box[0]))
         return lines

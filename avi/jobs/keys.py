@@ -34,7 +34,7 @@ ANSWER_SETTINGS = (
     "extract_pass", "retry_temperature", "answer_type",
     "frame_analysis_last",
     "frame_budget", "frame_alpha", "perceive_strategy", "perceive_max_frames", "boundary_max_frames",
-    "text_extract_frames_no_text", "detect_tracks", "people_models",
+    "text_extract_frames_no_text", "ocr_question_script", "detect_tracks", "people_models",
     "frame_analysis_max_frames",
     "observation_max_chars", "iou_threshold", "coco_detector", "coco_score_threshold", "coco_query_threshold",
     "person_detector", "transcript", "asr_model", "asr_language", "embedder", "vlm_model", "detector_model_dir",

@@ -50,6 +50,8 @@ class ToolContext:
         text_frames: the most frames one text_extract call reads for this question (set by the agent from the
             ``text_extract_frames_no_text`` setting when the question asks about no text; issue 38), None for
             ``perceive_max_frames``.
+        text_script: the script text_extract reads in (set by the agent from the question:
+            :func:`avi.backends.ocr_script.question_script`; issue 36), None for every script.
     """
 
     settings: Any
@@ -60,6 +62,7 @@ class ToolContext:
     focus_ranges: list = field(default_factory=list)
     budget_duration_s: float | None = None
     text_frames: int | None = None
+    text_script: str | None = None
     _shots: Any = field(default=None, repr=False)
 
     @property

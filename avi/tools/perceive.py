@@ -172,7 +172,7 @@ def text_extract(ctx: ToolContext, time_ranges: TimeRanges) -> Observation:
     """
     cap = min(ctx.settings.perceive_max_frames, ctx.text_frames or ctx.settings.perceive_max_frames)
     ranges, notes, frames = _frames(ctx, time_ranges, cap)
-    ocr = ctx.backends.ocr
+    ocr, script = ctx.backends.ocr, ctx.text_script
     detect_all = getattr(ctx.backends.detector, "detect_all", None)  # cpu: vehicle/screen boxes to read closely
     step = 1.0 / ctx.settings.fps
     join_s = max(2.5 * step, neighbour_gap([f.t_s for f in frames], ctx.settings.fps))
@@ -182,7 +182,7 @@ def text_extract(ctx: ToolContext, time_ranges: TimeRanges) -> Observation:
     lines_all = []
     for f in frames:
         seen = set()
-        for line in read_lines(ocr, f, text_regions(detect_all(f)) if detect_all is not None else ()):
+        for line in read_lines(ocr, f, text_regions(detect_all(f)) if detect_all is not None else (), script):
             key = normalise_text(line.text)
             if not key or key in seen:
                 continue
@@ -203,7 +203,8 @@ def text_extract(ctx: ToolContext, time_ranges: TimeRanges) -> Observation:
     spacing = sorted(b - a for a, b in zip(times, times[1:]))[len(times) // 2 - 1] if len(times) > 2 else step
     runs = merge_variants([r for r in runs if _legible(r)], gap_s=max(5.0, 3 * spacing))
     runs.sort(key=lambda r: (r["first_s"], r["box"][1]))
-    head = f"text_extract ({ocr.name}) {_where(ranges, [f.t_s for f in frames])}"
+    head = f"text_extract ({ocr.name}{', ' + script + ' script' if script else ''}) " \
+        f"{_where(ranges, [f.t_s for f in frames])}"
     if not runs:
         return Observation(_with_notes(head + ". No text found.", notes), {"lines": []},
                            [f.t_s for f in frames], notes=notes)

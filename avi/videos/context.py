@@ -78,7 +78,7 @@ class MultiContext(ToolContext):
 
     def sub(self, name: str) -> ToolContext:
         """The context a tool runs in for video ``name``, with this question's frame count, focus ranges and
-        text_extract frame cap.
+        text_extract frame cap and script.
 
         Raises:
             KeyError: ``name`` is not one of :attr:`names`.
@@ -88,6 +88,7 @@ class MultiContext(ToolContext):
         ctx.budget_duration_s = self._duration_or_zero()
         ctx.focus_ranges = list(self.focus_ranges)
         ctx.text_frames = self.text_frames
+        ctx.text_script = self.text_script
         return ctx
 
     def settle(self, name: str) -> None:
