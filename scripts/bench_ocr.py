@@ -32,6 +32,7 @@ Exact match is normalised (case and spaces ignored); CER is edit distance / leng
 wall time of ``read`` (p50 / mean).
 
     .venv/bin/python scripts/bench_ocr.py [--n 200] [--n-cond 40] [--seed 0] [--engines before,knobs,after]
+    .venv/bin/python scripts/bench_ocr.py --scan bikes.mp4,box.mp4,vtest.avi [--scan-fps 1]   # non-Latin reads
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ from avi.backends import Backends
 from avi.backends.boxes import centre_inside
 from avi.backends.captioner import normalise_text
 from avi.backends.ocr import RapidOcrEngine
-from avi.backends.ocr_script import LATIN
+from avi.backends.ocr_script import LATIN, is_latin_text
 from avi.backends.types import OcrLine
 from avi.config import Settings
 from avi.offline import enforce_offline_env
@@ -259,6 +260,30 @@ def run_real(eng: dict, truth_path: Path, videos: Path) -> tuple[dict, dict]:
     return out, secs
 
 
+def run_scan(ocr, videos: Path, names: list[str], fps: float) -> None:
+    """Every frame at ``fps`` of each video read in every script and in Latin script: per video, the frames where
+    the every-script read has a non-Latin line (what a Latin-script question would have been shown), and what
+    the Latin read gives there in their place (its lines that the every-script read did not have). No truth."""
+    print(f"# Non-Latin reads on real footage ({fps:g} frames a second; every script vs Latin script)\n")
+    print("| video | frames | with a non-Latin line | non-Latin lines (score) | Latin read there: lines in their place |")
+    print("|---|---|---|---|---|")
+    for name in names:
+        info = probe(videos / name)
+        times = [i / fps for i in range(int(info.duration_s * fps))]
+        hit = 0
+        glyphs, instead = [], []
+        for frame in VideoReader(info, 1280).frames_at(times):
+            every = ocr.read(frame)
+            if all(is_latin_text(ln.text) for ln in every):
+                continue
+            hit += 1
+            glyphs += [f"{ln.text} {ln.score:.2f}" for ln in every if not is_latin_text(ln.text)]
+            had = {ln.text for ln in every}
+            instead += [f"{ln.text} {ln.score:.2f}" for ln in ocr.read(frame, script=LATIN) if ln.text not in had]
+        print(f"| {name} | {len(times)} | {hit} | {len(glyphs)}: {'; '.join(glyphs[:8])} | {len(instead)}"
+              + (f": {'; '.join(instead[:8])}" if instead else "") + " |")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, default=200, help="plain frames (sizes 24-96 px)")
@@ -268,8 +293,14 @@ def main() -> int:
     p.add_argument("--truth", type=Path, default=ROOT / "bench" / "ocr" / "real.jsonl")
     p.add_argument("--videos", type=Path, default=Path.home() / ".cache" / "avi" / "devbench" / "videos")
     p.add_argument("--no-real", action="store_true")
+    p.add_argument("--scan", default="", help="comma-separated videos under --videos: count the frames read with "
+                   "a non-Latin line, and what Latin reads give there (runs nothing else)")
+    p.add_argument("--scan-fps", type=float, default=1.0)
     args = p.parse_args()
     enforce_offline_env()
+    if args.scan:
+        run_scan(Backends(Settings()).ocr, args.videos, args.scan.split(","), args.scan_fps)
+        return 0
     eng = engines(args.engines.split(","))
     names = list(eng)
     if args.n or args.n_cond:  # --n 0 --n-cond 0: the real frames only
