@@ -248,10 +248,11 @@ class Settings(AgentSettings, DeviceSettings, BaseSettings):
                     "slide (avi.agent.question.about_text; issue 38: on real footage such a call took 10-25 s and "
                     "read junk); perceive_max_frames or more = no cap")
     ocr_question_script: bool = Field(
-        default=True, description="text_extract decodes text in the question's script when the question is "
-                                  "written in Latin script and names no other (Latin reads for a Latin question; "
-                                  "avi/backends/ocr_script.py, issue 36 item 6); off: every script the "
-                                  "recogniser knows")
+        default=True, description="the perceive tools (text_extract, the cpu frame_analysis, boundary_detect's "
+                                  "shot texts, overview/skim) decode on-screen text in the question's script when "
+                                  "the question is written in Latin script and names no other (Latin reads for a "
+                                  "Latin question; avi/backends/ocr_script.py, issue 36 item 6); off: every "
+                                  "script the recogniser knows")
     detect_tracks: bool = Field(default=False, description="object_detect also lists the index's object tracks of "
                                 "the asked-for class over the looked-at ranges: span, entry and exit side, "
                                 "motion, colours (issue 36; avi/tools/track_lines.py); off: on the report split it "

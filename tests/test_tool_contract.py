@@ -504,6 +504,37 @@ def test_text_extract_honours_the_questions_text_frame_cap():
     assert len(ocr.read_times) == 16
 
 
+class ScriptOcr(FakeOcr):
+    """FakeOcr that also records the script each frame was read in (issue 36, item 6)."""
+
+    def __init__(self, lines_at=None):
+        super().__init__(lines_at)
+        self.scripts: list[str | None] = []
+
+    def read(self, frame, script=None):
+        self.scripts.append(script)
+        return super().read(frame)
+
+
+def test_perceive_tools_read_text_in_the_questions_script():
+    """text_extract and the cpu frame_analysis read text in the script the agent set from the question; without
+    one, the engine is called as before (no script argument)."""
+    from avi.backends.frame_analyzer import PerceptionFrameAnalyzer
+
+    ocr = ScriptOcr({1.0: ["EXIT"]})
+    ctx = make_ctx(ocr=ocr)
+    ctx.backends.frame_analyzer = PerceptionFrameAnalyzer(ocr, ctx.backends.detector)
+    ctx.text_script = "latin"
+    assert "(fake-ocr, latin script)" in text_extract.run(ctx, {"time_ranges": [[1, 2]]}).text
+    obs = frame_analysis.run(ctx, {"time_ranges": [[1, 1]], "question": "what is written?"})
+    assert '"EXIT"' in obs.text or "EXIT" in obs.text
+    assert ocr.scripts and set(ocr.scripts) == {"latin"}
+    ctx.text_script, ocr.scripts = None, []
+    text_extract.run(ctx, {"time_ranges": [[1, 2]]})
+    frame_analysis.run(ctx, {"time_ranges": [[1, 1]], "question": "what is written?"})
+    assert ocr.scripts and set(ocr.scripts) == {None}
+
+
 # ----------------------------------------------------------------- clip_ranges
 
 

@@ -21,7 +21,7 @@ from typing import Protocol, runtime_checkable
 
 from avi.backends.box_words import box_words
 from avi.backends.detector import Detector, all_detections
-from avi.backends.ocr import OcrEngine
+from avi.backends.ocr import OcrEngine, read_lines
 from avi.backends.shapes import CAPTION_MAX_STD, describe_shapes, find_shapes
 from avi.video.analysis import colour_names, frame_stats, motion_level
 from avi.video.decode import Frame
@@ -46,7 +46,9 @@ class FrameAnalyzer(Protocol):
 
     name: str
 
-    def analyze(self, frames: list[Frame], question: str) -> FrameAnalysis:
+    def analyze(self, frames: list[Frame], question: str, script: str | None = None) -> FrameAnalysis:
+        """What ``frames`` show about ``question``; ``script``: the script on-screen text is read in where the
+        analyser reads text with OCR (:data:`avi.backends.ocr_script.LATIN`, None: every script)."""
         ...
 
 
@@ -69,11 +71,13 @@ class PerceptionFrameAnalyzer:
         if people is not None:
             self.name = "perception-frame-analyzer-v3"  # v3: people read by the people models
 
-    def analyze(self, frames: list[Frame], question: str) -> FrameAnalysis:
+    def analyze(self, frames: list[Frame], question: str, script: str | None = None) -> FrameAnalysis:
+        """Measured rows of ``frames``, identical neighbours merged; on-screen text read in ``script`` (the
+        question's, :func:`avi.backends.ocr_script.question_script`; None: every script)."""
         rows = []
         runs: list[list] = []  # [first_t, last_t, n, description]: identical neighbours merged
         for f in frames:
-            row = measure_frame(self.ocr, self.detector, f, self.people)
+            row = measure_frame(self.ocr, self.detector, f, self.people, script)
             rows.append(row)
             desc = describe_row(row)
             if runs and runs[-1][3] == desc:
@@ -95,11 +99,12 @@ class PerceptionFrameAnalyzer:
                                     "shot_changes_s": stats.shot_changes_s, "motion": round(stats.motion, 4)})
 
 
-def measure_frame(ocr: OcrEngine, detector: Detector, frame: Frame, people=None) -> dict:
+def measure_frame(ocr: OcrEngine, detector: Detector, frame: Frame, people=None, script: str | None = None) -> dict:
     """What the cpu profile measures in one frame: ``{"t_s", "people", "faces", "objects": {label: count},
     "text": [str], "colours": [name], "shapes": str, "shape_kinds": ["colour kind"], "persons": [...]}`` (detector
     classes, OCR lines, dominant colour names, flat geometric shapes; ``persons``: what ``people``, a
-    :class:`~avi.backends.people.reader.PeopleReader`, read about each person box, with its position in words)."""
+    :class:`~avi.backends.people.reader.PeopleReader`, read about each person box, with its position in words);
+    text read in ``script`` (None: every script; :func:`avi.backends.ocr.read_lines`)."""
     dets = all_detections(detector, frame)
     objects = Counter(d.label for d in dets if d.label not in ("person", "face"))
     shapes = find_shapes(frame.image, max_std=CAPTION_MAX_STD)
@@ -108,7 +113,7 @@ def measure_frame(ocr: OcrEngine, detector: Detector, frame: Frame, people=None)
                for r in (people.read(frame.image, dets) if people is not None else [])]
     return {"t_s": frame.t_s, "people": sum(d.label == "person" for d in dets), "persons": persons,
             "faces": sum(d.label == "face" for d in dets), "objects": dict(objects),
-            "text": [line.text for line in ocr.read(frame)],
+            "text": [line.text for line in read_lines(ocr, frame, (), script)],
             "colours": [n for n, _ in colour_names(frame.image)],
             "shapes": describe_shapes(shapes), "shape_kinds": sorted({f"{b.colour} {b.kind}" for b in shapes})}
 

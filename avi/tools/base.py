@@ -50,7 +50,7 @@ class ToolContext:
         text_frames: the most frames one text_extract call reads for this question (set by the agent from the
             ``text_extract_frames_no_text`` setting when the question asks about no text; issue 38), None for
             ``perceive_max_frames``.
-        text_script: the script text_extract reads in (set by the agent from the question:
+        text_script: the script the perceive tools read on-screen text in (set by the agent from the question:
             :func:`avi.backends.ocr_script.question_script`; issue 36), None for every script.
     """
 

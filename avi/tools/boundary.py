@@ -38,6 +38,7 @@ import numpy as np
 
 from avi.backends.box_words import box_words, shot_scale
 from avi.backends.detector import all_detections
+from avi.backends.ocr import read_lines
 from avi.errors import AviError
 from avi.tools.base import Observation, Query, TimeRanges, ToolContext, clip_ranges, sample_times, tool
 from avi.video.analysis import colour_names, frame_stats
@@ -304,7 +305,8 @@ def _shot_curve(ctx: ToolContext, frames, event: str, groups: list[int], ranges:
         texts = [text for t, text in index_ocr if inside(t, shot)]
         if k in live:
             ocr_frames_s.append(mid.t_s)
-            texts += [line.text for line in ocr.read(mid) if sum(ch.isalnum() for ch in line.text) >= 2]
+            texts += [line.text for line in read_lines(ocr, mid, (), ctx.text_script)
+                      if sum(ch.isalnum() for ch in line.text) >= 2]
         shot["text"] = list(dict.fromkeys(texts))
         shot["objects"], shot["scale"] = _shot_objects(ctx, mid)
         shot["description"] = _shot_description(shot["text"], mid.image, shot["objects"], shot["scale"])

@@ -334,7 +334,8 @@ def frame_analysis(ctx: ToolContext, time_ranges: TimeRanges, question: Question
     """
     ranges, notes, frames = _frames(ctx, time_ranges, ctx.settings.frame_analysis_max_frames)
     analyzer = ctx.backends.frame_analyzer
-    result = analyzer.analyze(frames, question)
+    result = analyzer.analyze(frames, question, script=ctx.text_script) if ctx.text_script \
+        else analyzer.analyze(frames, question)
     head = f"frame_analysis ({analyzer.name}) {_where(ranges, [f.t_s for f in frames])}"
     return Observation(_with_notes(head + ".\n" + result.text, notes), result.data, [f.t_s for f in frames],
                        [[s, e] for s, e in ranges], notes=notes)

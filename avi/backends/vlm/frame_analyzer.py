@@ -37,8 +37,9 @@ class VlmFrameAnalyzer:
         self.max_tokens = int(max_tokens)
         self.system_prompt = prompts.text("frame_analysis_vlm")
 
-    def analyze(self, frames: list[Frame], question: str) -> FrameAnalysis:
-        """The VLM's answer; ``data`` = ``{"question", "frames_s", "vlm"}``."""
+    def analyze(self, frames: list[Frame], question: str, script: str | None = None) -> FrameAnalysis:
+        """The VLM's answer; ``data`` = ``{"question", "frames_s", "vlm"}``. ``script`` is ignored: the VLM reads
+        text itself."""
         sent = sorted(thin_frames(frames, self.max_frames), key=lambda f: f.t_s)
         data = {"question": question, "frames_s": [f.t_s for f in sent], "vlm": self.backend.name}
         if not sent:
