@@ -19,7 +19,7 @@ import numpy as np
 
 from avi.backends.frame_reuse import retime_pass
 from avi.backends.ocr_passes import candidate_windows, fit_scale, merge_lines, region_crops, tile_grid, touches_inner_edge
-from avi.backends.ocr_script import charset_mask, in_script, restrict_preds
+from avi.backends.ocr_script import charset_mask, check_script, restrict_preds
 from avi.backends.types import OcrLine
 from avi.video.decode import Frame
 
@@ -177,7 +177,7 @@ class RapidOcrEngine:
             ValueError: a region is not four numbers, or ``script`` is unknown.
         """
         if script:
-            in_script("", script)  # an unknown script raises here, not only where a line is decoded
+            check_script(script)  # an unknown script raises here, not only where a line is decoded
             self._script_decoder()
         token = _READ_SCRIPT.set(script)
         try:

@@ -44,14 +44,24 @@ def is_latin_text(text: str) -> bool:
     return all(is_latin_char(ch) for ch in text)
 
 
-def in_script(text: str, script: str) -> bool:
-    """Whether every character of ``text`` belongs to ``script`` (:data:`LATIN`).
+def check_script(script: str) -> str:
+    """``script`` when it is one this module knows (:data:`LATIN`).
 
     Raises:
         ValueError: an unknown script.
     """
     if script != LATIN:
         raise ValueError(f"unknown OCR script {script!r} (known: {LATIN})")
+    return script
+
+
+def in_script(text: str, script: str) -> bool:
+    """Whether every character of ``text`` belongs to ``script`` (:data:`LATIN`).
+
+    Raises:
+        ValueError: an unknown script.
+    """
+    check_script(script)
     return is_latin_text(text)
 
 
@@ -78,7 +88,7 @@ def charset_mask(characters: Sequence[str], script: str) -> np.ndarray:
     Raises:
         ValueError: an unknown script.
     """
-    in_script("", script)
+    check_script(script)
     mask = np.array([in_script(c, script) for c in characters], dtype=bool)
     mask[0] = True
     return mask
