@@ -292,3 +292,22 @@ def test_bench_ocr_reuse_refuses_a_range_it_cannot_read(tmp_path, capsys):
     assert script.main(["a.mp4:10:5", "--videos", str(tmp_path)]) == 2  # an empty range
     err = capsys.readouterr().err
     assert "is not VIDEO:START:END" in err and "no such video or an empty range" in err
+
+
+def test_bench_faces_pairs_and_auc():
+    """scripts/bench_faces.py: which pairs count as one person (not the same frame twice, a degraded or distorted
+    copy only against a clean face of another frame) and as different people (clean faces of two videos)."""
+    import numpy as np
+
+    bench = _script("bench_faces")
+    faces = [{"video": "a.mp4", "t": 0.0, "person": "a.mp4", "kind": "clean"},
+             {"video": "a.mp4", "t": 1.0, "person": "a.mp4", "kind": "clean"},
+             {"video": "a.mp4", "t": 1.0, "person": "a.mp4", "kind": "degraded"},
+             {"video": "b.mp4", "t": 0.0, "person": None, "kind": "clean"}]
+    vectors = np.array([[1.0, 0.0], [0.8, 0.6], [0.6, 0.8], [0.0, 1.0]])
+    got = bench.pair_scores(faces, vectors)
+    assert got["same_clean"].tolist() == pytest.approx([0.8])
+    assert got["same_degraded"].tolist() == pytest.approx([0.6])  # frame 0 against frame 1's copy, not frame 1's own
+    assert sorted(got["different"].tolist()) == pytest.approx([0.0, 0.6])
+    assert bench.auc(np.array([0.9, 0.5]), np.array([0.4, 0.5])) == pytest.approx(0.875)
+    assert np.isnan(bench.auc(np.array([]), np.array([0.1])))

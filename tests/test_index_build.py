@@ -137,6 +137,7 @@ def test_layout_of_a_built_index(sign_index, sign_video, session_backends):
     tracks = json.loads((path / "tracks.json").read_text())
     assert isinstance(tracks, list) and tracks == sign_index.tracks
     assert manifest["counts"]["tracks"] == len(tracks) and "tracks" in manifest["build_seconds"]
+    assert (path / "person_faces.npz").is_file() and sign_index.person_faces == {}  # kept faces: none (no people)
     assert manifest["settings"]["clip_seconds"] == 5.0
 
     lines = (path / "captions.jsonl").read_text().splitlines()

@@ -336,3 +336,35 @@ def test_person_tracks_link_by_the_real_face_models(people):
     link_person_tracks(tracks, lambda ts: [SimpleNamespace(t_s=t, image=images[t]) for t in ts], det, describer)
     assert tracks[0]["subject"] == tracks[1]["subject"] != tracks[2]["subject"]
     assert tracks[0]["linked_by"] == "face"
+
+
+def test_the_driver_is_one_person_across_two_videos_and_the_cartoon_is_not(people, tmp_path):
+    """avi.videos.people on the real face models: the carphone driver in two excerpts treated as two videos (1.0-1.5
+    s and 3.0-3.5 s) is linked by the faces each index keeps; the Megamind cartoon, a third video, is not."""
+    from types import SimpleNamespace
+
+    from avi.backends.people import FaceDescriber, FaceDetector
+    from avi.index.person_subjects import link_person_tracks, load_subject_faces, save_subject_faces
+    from avi.videos.people import shared_people
+
+    if not os.path.exists(MEGAMIND):
+        pytest.skip("Megamind.avi not installed")
+    det, describer = FaceDetector(people["blazeface"]), FaceDescriber(people["faceres-descriptor"])
+    carphone = sample_video("carphone_pristine.mp4")
+    excerpts = {"a": (carphone, (1.0, 1.5)), "b": (carphone, (3.0, 3.5)), "c": (MEGAMIND, (10.0, 10.5))}
+    indexes = {}
+    for name, (path, times) in excerpts.items():
+        images = {t: _frame(path, t) for t in times}
+        x1, y1, x2, y2 = max(det.detect(images[times[0]]), key=lambda f: f.box[2] - f.box[0]).box
+        w = x2 - x1  # the person box under the face: the face widened, down to the frame's bottom
+        box = [max(0.0, x1 - w), max(0.0, y1 - 0.3 * w), x2 + w, images[times[0]].shape[0] - 1.0]
+        tracks = [{"id": "T1", "label": "person", "first_s": times[0], "last_s": times[1], "frames": 2,
+                   "boxes": [[t, *box] for t in times]}]
+        subjects = link_person_tracks(tracks, lambda ts, im=images: [SimpleNamespace(t_s=t, image=im[t]) for t in ts],
+                                      det, describer)
+        save_subject_faces(tmp_path / f"{name}.npz", subjects)
+        indexes[name] = SimpleNamespace(person_faces=load_subject_faces(tmp_path / f"{name}.npz"), tracks=tracks)
+    assert all(set(ix.person_faces) == {"P1"} for ix in indexes.values())
+    people_found = shared_people(indexes)
+    assert [[(m["video"], m["subject"], m["spans"]) for m in p["people"]] for p in people_found] == \
+        [[("a", "P1", [[1.0, 1.5]]), ("b", "P1", [[3.0, 3.5]])]]

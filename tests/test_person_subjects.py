@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from avi.index.person_subjects import (
+    KEPT_FACES,
     SAMPLES,
     TrackLook,
     clothing_histogram,
@@ -15,7 +16,9 @@ from avi.index.person_subjects import (
     link_looks,
     link_person_tracks,
     linker_id,
+    load_subject_faces,
     sample_boxes,
+    save_subject_faces,
     score_matrices,
 )
 
@@ -82,7 +85,7 @@ def test_a_person_who_leaves_and_comes_back_is_one_subject():
     assert len({by_id[t]["subject"] for t in ("T1", "T2", "T4")}) == 3
     assert "subject" not in by_id["T9"]
     assert subjects[0] == {"id": "P1", "tracks": ["T1", "T3"], "spans": [[0.0, 8.0], [20.0, 30.0]],
-                           "linked_by": "clothing"}
+                           "linked_by": "clothing", "faces": None}  # no face models: no face kept
     assert [s["linked_by"] for s in subjects[1:]] == ["alone", "alone"]
 
 
@@ -141,3 +144,45 @@ def test_sample_boxes_spread_and_linker_id():
 @pytest.mark.parametrize("tracks", [[], [{"id": "T1", "label": "car", "first_s": 0, "last_s": 1, "boxes": []}]])
 def test_no_person_track_no_subject(tracks):
     assert link_person_tracks(tracks, lambda ts: []) == []
+
+
+def test_kept_faces_round_trip_through_the_index_file(tmp_path):
+    rng = np.random.default_rng(3)
+    many = rng.standard_normal((3 * KEPT_FACES, 1024)).astype(np.float32)
+    many /= np.linalg.norm(many, axis=1, keepdims=True)
+    subjects = [{"id": "P1", "faces": many[:KEPT_FACES]}, {"id": "P2", "faces": None}, {"id": "P3", "faces": many[:2]}]
+    path = tmp_path / "person_faces.npz"
+    save_subject_faces(path, subjects)
+    got = load_subject_faces(path)
+    assert set(got) == {"P1", "P3"} and got["P1"].shape == (KEPT_FACES, 1024) and got["P1"].dtype == np.float32
+    assert np.allclose(got["P1"], many[:KEPT_FACES], atol=2e-3)  # float16 on disk, unit rows again on load
+    assert np.allclose(np.linalg.norm(got["P3"], axis=1), 1.0, atol=1e-5)
+    assert [p.name for p in tmp_path.iterdir()] == ["person_faces.npz"]  # no temporary file left
+    save_subject_faces(path, [])
+    assert load_subject_faces(path) == {} and load_subject_faces(tmp_path / "missing.npz") == {}
+    path.write_bytes(b"not an archive")
+    with pytest.raises((ValueError, OSError)):
+        load_subject_faces(path)
+
+
+def test_a_subject_keeps_faces_spread_over_its_tracks():
+    """Three tracks of one person, each with faces: the subject keeps KEPT_FACES of them, spread over all three."""
+    tracks, frames_at = video([("red-blue", 0.0, 9.5, 20), ("red-blue", 20.0, 29.5, 20), ("red-blue", 40.0, 49.5, 20)],
+                              50)
+    marks = iter(range(10_000))
+
+    class Faces:  # stand-ins for BlazeFace and FaceRes (named as such): one big face per head; one face with a
+        def detect(self, image):  # small mark of its own (axis 1 + the k-th face read) to tell them apart
+            return [SimpleNamespace(score=0.9, box=(0.0, 0.0, 150.0, 150.0))]
+
+        def describe(self, image, boxes):
+            v = np.zeros(1024, np.float32)
+            v[0], v[1 + next(marks)] = 1.0, 0.05
+            return [SimpleNamespace(vector=v / np.linalg.norm(v))]
+
+    subjects = link_person_tracks(tracks, frames_at, Faces(), Faces())
+    assert len(subjects) == 1 and subjects[0]["tracks"] == ["T1", "T2", "T3"] and subjects[0]["linked_by"] == "face"
+    kept = subjects[0]["faces"]
+    assert 3 * SAMPLES > KEPT_FACES and kept.shape == (KEPT_FACES, 1024)
+    marks_kept = kept[:, 1:].argmax(axis=1)
+    assert marks_kept[0] == 0 and marks_kept[-1] == 3 * SAMPLES - 1 and list(marks_kept) == sorted(marks_kept)

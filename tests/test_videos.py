@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from test_agent_loop import REPO, ScriptedLLM, call
 
@@ -229,6 +230,28 @@ def test_questions_about_the_videos_lengths_are_answered_from_their_durations(tw
     assert by_length("video", "Which video shows the longest queue?", lengths) is None  # not the video's length
     assert by_length("video", "Which video is shorter?", {"a": 10.0, "b": 30.0}) == "a"
     assert by_length("video", "Which video is the longest?", {"a": 10.0, "b": 10.01}) is None  # as long
+
+
+def test_people_whose_faces_match_are_told_in_the_question_message(two, settings, monkeypatch):
+    """avi.videos.people: the two indexes (synthetic, no people) give no line; with person subjects whose kept
+    faces agree (the indexes' person_faces and tracks replaced: stand-ins for two real videos of one person) the
+    first message names both videos and the subject's times."""
+    ctx, names = two
+    script = [call("clip_retrieve", query="man in a red coat"), call("text_extract", video=names[1], time_ranges=[[3, 7]]),
+              call("text_extract", video=names[0], time_ranges=[[5, 7]]), TO_REVIEW, f"**Answer:** {names[0]}"]
+    agent, llm, names = _agent(two, settings, script)
+    agent.run("Which video shows the man in the red coat?")
+    assert "People seen in more than one" not in llm.calls[0].messages[1]["content"]
+    face = np.eye(1024, dtype=np.float32)[:1]
+    for c, span in zip(ctx.contexts.values(), ([2.0, 6.5], [1.0, 3.0])):
+        monkeypatch.setattr(c.index, "_person_faces", {"P1": face})
+        monkeypatch.setattr(c.index, "_tracks", [{"id": "T1", "label": "person", "first_s": span[0],
+                                                  "last_s": span[1], "subject": "P1"}])
+    agent, llm, names = _agent(two, settings, script)
+    agent.run("Which video shows the man in the red coat?")
+    first = llm.calls[0].messages[1]["content"]
+    assert (f"People seen in more than one of the videos:\n- the same person (the face matches) in "
+            f"{names[0]} [2.0s–6.5s]; {names[1]} [1.0s–3.0s]") in first
 
 
 def test_structured_answer_over_videos_is_an_enum(two, settings):

@@ -10,7 +10,8 @@ that is killed or fails resumes where it stopped and redoes nothing finished):
    decodes from the first unfinished clip and captions only the missing ones;
 3. ``tracks`` and ``subjects``: the captioner's boxes linked in time (``tracks.json``, :mod:`avi.index.tracks`;
    cpu captioner only), its person tracks linked into one subject per person (each track's ``subject``,
-   :mod:`avi.index.person_subjects`) and the clips' subject registries merged into one (``subjects.json``);
+   :mod:`avi.index.person_subjects`; their face descriptors in ``person_faces.npz``, for linking people across
+   videos) and the clips' subject registries merged into one (``subjects.json``);
 4. ``embeddings``: captions and transcript lines into Chroma (``chroma/``);
 5. ``graph``: the entity graph, LLM extraction, super-nodes and importance
    inputs (``graph.json``, AVI §3.2.3 and §6.2);
@@ -59,7 +60,7 @@ from avi.config import Settings, fingerprint
 from avi.errors import AviError
 from avi.hashing import sha256_file
 from avi.index.chroma_io import verify_index
-from avi.index.person_subjects import link_person_tracks, linker_id
+from avi.index.person_subjects import FACES_FILE, link_person_tracks, linker_id, save_subject_faces
 from avi.index.reuse import copy_pending_stages, has_stage, salvage_work, seed_work
 from avi.index.stages import (
     read_jsonl,
@@ -362,14 +363,16 @@ def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, back
         tracks = build_tracks(captions, fps=settings.fps)
         times["tracks"] = time.perf_counter() - t
         t = time.perf_counter()
+        people = []
         if any(tr["label"] == "person" for tr in tracks):  # decode only for a video with people in it
-            link_person_tracks(tracks, VideoReader(info, settings.max_side).frames_at,
-                               *(getattr(backends, "face_models", None) or (None, None)))  # tests' stand-ins: none
+            people = link_person_tracks(tracks, VideoReader(info, settings.max_side).frames_at,
+                                        *(getattr(backends, "face_models", None) or (None, None)))  # stand-ins: none
         times["person_subjects"] = time.perf_counter() - t
         t = time.perf_counter()
         subjects = merge_subjects(captions, backends.embedder)
         times["subjects"] = time.perf_counter() - t
         write_atomic(work / "tracks.json", json.dumps(tracks, ensure_ascii=False))
+        save_subject_faces(work / FACES_FILE, people)
         write_jsonl(work / "captions.jsonl", [c.to_dict() for c in captions])
         write_atomic(work / "subjects.json", json.dumps(subjects, ensure_ascii=False, indent=1))
         t = time.perf_counter()

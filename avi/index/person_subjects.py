@@ -27,6 +27,10 @@ by clustering):
    Average-linkage agglomerative clustering merges the best pair of clusters while its mean margin over the
    deciding thresholds is at least 0 and no cannot-link pair joins.
 
+5. **Kept faces**: up to :data:`KEPT_FACES` of each subject's face descriptors, spread over its tracks, are kept
+   in the index (``person_faces.npz``, :func:`save_subject_faces`), so that people can be linked across videos
+   (:mod:`avi.videos.people`) without decoding the videos again.
+
 Face thresholds: same-person frame pairs of one track scored 0.84 and 0.85 (clear faces: carphone, a Pexels
 interview), 0.60-0.67 (a cartoon, a dark concert); different people 0.16-0.48, and 0.61 for the dark concert's
 two musicians: so faces link only above 0.7 and separate only below 0.4, from six tracks of four videos, no
@@ -43,7 +47,9 @@ side by side leave a person's pieces overlapping in time by a frame, which the c
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Sequence
 
 import cv2
@@ -71,6 +77,10 @@ HEAD_PART = 0.6
 HEAD_SIDE = 192
 #: Frames decoded and held at once (a long video's samples are read in batches).
 FRAME_BATCH = 64
+#: Face descriptors kept per person subject in the index (``person_faces.npz``, for linking across videos).
+KEPT_FACES = 16
+#: The index file that keeps them.
+FACES_FILE = "person_faces.npz"
 
 
 def linker_id(faces: bool) -> str:
@@ -79,7 +89,7 @@ def linker_id(faces: bool) -> str:
 
     Args:
         faces: whether the face models take part."""
-    return (f"persons-v1:samples={SAMPLES},head={HEAD_PART:g}@{HEAD_SIDE}px,"
+    return (f"persons-v2:samples={SAMPLES},kept_faces={KEPT_FACES},head={HEAD_PART:g}@{HEAD_SIDE}px,"
             f"face>={MIN_FACE_PX:g}px@{MIN_FACE_SCORE:g}~cos{FACE_DIFFERENT:g}-{FACE_SAME:g},"
             f"hs16x8~{CLOTHING_SAME:g},faces={'blazeface+faceres' if faces else 'none'}")
 
@@ -294,7 +304,9 @@ def link_person_tracks(tracks: list[dict], frames_at: Callable[[list[float]], li
 
     Returns:
         the person subjects ``[{"id": "P1", "tracks": ["T1", "T9"], "spans": [[first_s, last_s], ...],
-        "linked_by": "clothing"}]``; empty when there is no person track.
+        "linked_by": "clothing", "faces": array or None}]``; empty when there is no person track. ``faces`` is a
+        float32 (K, 1024) array of up to :data:`KEPT_FACES` L2-normalised face descriptors of its tracks, spread
+        over them (None without a face): what :func:`save_subject_faces` keeps for linking across videos.
     """
     looks = track_looks(tracks, frames_at, faces, describer)
     if not looks:
@@ -309,6 +321,52 @@ def link_person_tracks(tracks: list[dict], frames_at: Callable[[list[float]], li
         sid = f"P{k + 1}"
         for t in members:
             t["subject"], t["linked_by"] = sid, linked_by
+        kept = [looks[i].faces for i in cluster if looks[i].faces is not None]
         subjects.append({"id": sid, "tracks": [t["id"] for t in members],
-                         "spans": [[t["first_s"], t["last_s"]] for t in members], "linked_by": linked_by})
+                         "spans": [[t["first_s"], t["last_s"]] for t in members], "linked_by": linked_by,
+                         "faces": _spread(np.concatenate(kept), KEPT_FACES) if kept else None})
     return subjects
+
+
+def _spread(rows: np.ndarray, k: int) -> np.ndarray:
+    """At most ``k`` of ``rows``, evenly spread over them (in order)."""
+    if len(rows) <= k:
+        return rows
+    return rows[sorted({int(round(j)) for j in np.linspace(0, len(rows) - 1, k)})]
+
+
+def save_subject_faces(path: Path, subjects: list[dict]) -> None:
+    """Write the person subjects' face descriptors (:func:`link_person_tracks`' ``faces``) to ``path`` (an npz
+    archive: one float16 (K, 1024) array per subject id with faces; empty when none has), atomically (a
+    temporary file renamed into place).
+
+    Raises:
+        OSError: the file cannot be written.
+    """
+    arrays = {s["id"]: np.asarray(s["faces"], np.float16) for s in subjects if s.get("faces") is not None}
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "wb") as f:
+        np.savez_compressed(f, **arrays)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def load_subject_faces(path: Path) -> dict[str, np.ndarray]:
+    """The face descriptors :func:`save_subject_faces` wrote: subject id -> float32 (K, 1024), rows L2-normalised
+    again (float16 storage); {} when ``path`` does not exist.
+
+    Raises:
+        ValueError: the file is not such an archive (or an array is not two-dimensional).
+        OSError: it cannot be read.
+    """
+    if not path.exists():
+        return {}
+    with np.load(path, allow_pickle=False) as archive:
+        out = {}
+        for sid in archive.files:
+            rows = archive[sid].astype(np.float32)
+            if rows.ndim != 2 or not len(rows):
+                raise ValueError(f"{path.name}: {sid} holds an array of shape {rows.shape}, not (K, dim)")
+            out[sid] = normalise_rows(rows)
+    return out

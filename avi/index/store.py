@@ -11,6 +11,7 @@ raw frames are read from the video itself by timestamp)::
         subjects.json    the subject registry merged across clips (global ids S1, S2, ...)
         tracks.json      object tracks over the sampled frames (ids T1, T2, ...; cpu captioner); person tracks
                          carry their person subject (P1, P2, ...)
+        person_faces.npz face descriptors of the person subjects that showed a face (for linking across videos)
         graph.json       entity graph, networkx node-link JSON (subjects keyed by the registry on load)
 
 A directory is trusted only when its manifest says ``"complete": true``; the
@@ -38,6 +39,7 @@ from avi.backends.asr import TranscriptSegment
 from avi.backends.embedder import Embedder, embed_query
 from avi.backends.types import Caption
 from avi.errors import AviError
+from avi.index.person_subjects import FACES_FILE, load_subject_faces
 
 log = logging.getLogger(__name__)
 
@@ -227,6 +229,7 @@ class VideoIndex:
         self._graph: nx.DiGraph | None = None
         self._subjects: list[dict] | None = None
         self._tracks: list[dict] | None = None
+        self._person_faces: dict[str, np.ndarray] | None = None
         self._collections: dict[str, object] = {}
         self._chroma: Path | None = None
         # What of this index could not be used, and why (part -> cause): see note_problem.
@@ -338,6 +341,22 @@ class VideoIndex:
         if self._tracks is None:
             self._tracks = self._read_records("tracks.json", "object tracks (tracks.json)", "no tracks are used")
         return self._tracks
+
+    @property
+    def person_faces(self) -> dict[str, np.ndarray]:
+        """The person subjects' face descriptors (``person_faces.npz``,
+        :func:`avi.index.person_subjects.save_subject_faces`): subject id (``P1``) -> float32 (K, 1024), rows
+        L2-normalised; loaded on first use. {} when the index has none (no face large enough, a gpu-profile index,
+        one built before they were kept; an unreadable file is recorded in :attr:`problems`).
+        """
+        if self._person_faces is None:
+            try:
+                self._person_faces = load_subject_faces(self.path / FACES_FILE)
+            except (OSError, ValueError) as exc:
+                self.note_problem("person face descriptors (person_faces.npz)", f"{type(exc).__name__}: {exc}",
+                                  "people are not linked across videos")
+                self._person_faces = {}
+        return self._person_faces
 
     def _read_records(self, name: str, part: str, consequence: str) -> list[dict]:
         """The list of records with an ``id`` in the JSON file ``name`` of the index; [] when it is missing or

@@ -5,7 +5,8 @@ name their video, and the evidence of all videos is weighed in its context).
 prompts) with
 
 * the tools of :mod:`avi.videos.tools` (a ``video`` argument; search tools search every video);
-* the question message of ``prompts/videos/question.md`` (the videos, their lengths, how ``video`` works);
+* the question message of ``prompts/videos/question.md`` (the videos, their lengths, how ``video`` works, and
+  the people whose faces match across the videos, :mod:`avi.videos.people`, when there are any);
 * answer types over videos (:mod:`avi.videos.kinds`): a video's name, the set of videos that show something, an
   order of videos; read from the answer text and, as for the other typed answers, through one constrained final
   call whose names are an enum;
@@ -30,6 +31,7 @@ from avi.trace import HOST_STEP, Trace
 from avi.video.spans import merge_spans
 from avi.videos.context import MultiContext
 from avi.videos.kinds import VIDEO_KINDS, answer_schema, by_length, read_structured, read_video_answer, video_kind
+from avi.videos.people import shared_people, shared_people_lines
 from avi.videos.tools import video_tools
 
 
@@ -105,6 +107,9 @@ class MultiAgent(Agent):
 
     def question_message(self, question: str, options: str, time_hint: str, speech: str, answer_format: str) -> str:
         videos = "\n".join(f"- {n}: {d:.1f} seconds long" for n, d in self.ctx.durations().items())
+        shared = shared_people_lines(shared_people({n: c.index for n, c in self.ctx.contexts.items()}))
+        if shared:  # people whose faces match across the videos (avi.videos.people); nothing said otherwise
+            videos += "\nPeople seen in more than one of the videos:\n" + "\n".join(shared)
         return self.prompts.render("videos/question", question=question, options=options, time_hint=time_hint,
                                    count=len(self.names), videos=videos, speech=speech, answer_format=answer_format)
 
