@@ -31,7 +31,7 @@ from avi.trace import HOST_STEP, Trace
 from avi.video.spans import merge_spans
 from avi.videos.context import MultiContext
 from avi.videos.kinds import VIDEO_KINDS, answer_schema, by_length, read_structured, read_video_answer, video_kind
-from avi.videos.people import shared_people, shared_people_lines
+from avi.videos.people import same_person_videos, shared_people, shared_people_lines
 from avi.videos.tools import video_tools
 
 
@@ -97,6 +97,7 @@ class MultiAgent(Agent):
 
     def __init__(self, llm, ctx: MultiContext, prompts, settings):
         self.names = list(ctx.names)
+        self._shared: list[dict] | None = None
         super().__init__(llm, ctx, prompts, settings.model_copy(update={"grounded_answers": False}))
 
     def tool_set(self) -> dict[str, Tool]:
@@ -107,7 +108,7 @@ class MultiAgent(Agent):
 
     def question_message(self, question: str, options: str, time_hint: str, speech: str, answer_format: str) -> str:
         videos = "\n".join(f"- {n}: {d:.1f} seconds long" for n, d in self.ctx.durations().items())
-        shared = shared_people_lines(shared_people({n: c.index for n, c in self.ctx.contexts.items()}))
+        shared = shared_people_lines(self.shared_people())
         if shared:  # people whose faces match across the videos (avi.videos.people); nothing said otherwise
             videos += "\nPeople seen in more than one of the videos:\n" + "\n".join(shared)
         return self.prompts.render("videos/question", question=question, options=options, time_hint=time_hint,
@@ -136,20 +137,40 @@ class MultiAgent(Agent):
     # ------------------------------------------------------------------ answer types over videos
 
     def host_answer(self, st: State, trace: Trace) -> bool:
-        """Questions about the videos' lengths ("order the videos by length, shortest first", "which video is
-        the longest") are answered from their durations (:func:`avi.videos.kinds.by_length`) before any model
-        step: the model ordered three numbers wrongly (bench/questions_multi cross-order-length)."""
+        """Answered before any model step:
+
+        * questions about the videos' lengths ("order the videos by length, shortest first", "which video is
+          the longest") from their durations (:func:`avi.videos.kinds.by_length`): the model ordered three numbers
+          wrongly (bench/questions_multi cross-order-length);
+        * "which of the videos show the same man?" from the one person whose face matches across the videos
+          (:func:`avi.videos.people.same_person_videos`): told that person in its question message, the 1.5B model
+          still named one other video (a check on two excerpts of one interview and a third video).
+        """
         durations = self.ctx.durations()
         value = by_length(st.kind, st.question, durations)
-        if value is None:
-            return False
+        if value is not None:
+            note, data = ("answered from the videos' durations: "
+                          + ", ".join(f"{n} {d:.1f}s" for n, d in durations.items())), {"durations_s": durations}
+        else:
+            people = self.shared_people()
+            value = same_person_videos(st.kind, st.question, people, self.names)
+            if value is None:
+                return False
+            note, data = ("answered from the faces matched across the videos: "
+                          + "; ".join(shared_people_lines(people))), {"shared_people": people}
+            st.evidence += [[a, b, m["video"]] for m in people[0]["people"] for a, b in m["spans"]]  # where seen
         self.answers.host_value = value
         st.answer = value if isinstance(value, str) else ", ".join(value)
-        trace.add(kind="answer", answer=st.answer, iteration=0, phase=st.phase,
-                  observation_data={"durations_s": durations},
-                  notes=[HOST_STEP, "answered from the videos' durations: "
-                         + ", ".join(f"{n} {d:.1f}s" for n, d in durations.items())])
+        trace.add(kind="answer", answer=st.answer, iteration=0, phase=st.phase, observation_data=data,
+                  notes=[HOST_STEP, note])
         return True
+
+    def shared_people(self) -> list[dict]:
+        """The people whose faces match across the videos (:func:`avi.videos.people.shared_people`), computed once
+        per agent."""
+        if self._shared is None:
+            self._shared = shared_people({n: c.index for n, c in self.ctx.contexts.items()})
+        return self._shared
 
     def parse(self, question: str) -> ParsedQuestion:
         q = super().parse(question)

@@ -10,10 +10,12 @@ def evidence_text(span: list) -> str:
 
 
 def many_json(trace) -> dict:
-    """The ``--json`` keys a question over several videos adds: ``videos`` (name, path, duration_s) and
-    ``answer_videos`` (the name(s) a video answer gives); nothing for one video, whose output is unchanged."""
+    """The ``--json`` keys a question over several videos adds: ``videos`` (name, path, duration_s),
+    ``answer_videos`` (the name(s) a video answer gives) and ``shared_people`` (the people whose faces match across
+    the videos, :func:`avi.videos.people.shared_people`); nothing for one video, whose output is unchanged."""
     videos = getattr(trace, "videos", None)
     if not videos:
         return {}
     return {"videos": [{"name": v["name"], "path": v["path"], "duration_s": v["duration_s"]} for v in videos],
-            "answer_videos": getattr(trace, "answer_videos", None)}
+            "answer_videos": getattr(trace, "answer_videos", None),
+            "shared_people": getattr(trace, "shared_people", None) or []}

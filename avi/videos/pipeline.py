@@ -17,6 +17,7 @@ from avi.questions import clean_question
 from avi.video.decode import VideoReader, probe
 from avi.videos.context import multi_context
 from avi.videos.naming import video_names
+from avi.videos.people import shared_people
 
 
 @dataclass
@@ -31,10 +32,13 @@ class MultiTrace(QuestionTrace):
         videos: one entry per video, in the listed order: ``name``, ``path``, ``sha256``, ``index_dir``,
             ``duration_s``, ``fallbacks``.
         answer_videos: the video name(s) of a ``video`` / ``videos`` / ``video_order`` answer, else None.
+        shared_people: the people whose faces match across the videos (:func:`avi.videos.people.shared_people`:
+            each ``{"people": [{"video", "subject", "spans"}], "face_cosine"}``), as the question message told them.
     """
 
     videos: list[dict] = field(default_factory=list)
     answer_videos: list[str] | None = None
+    shared_people: list[dict] = field(default_factory=list)
 
 
 def prepare_many(paths: list[Path], settings: Settings, backends: Backends, *, rebuild_index: bool = False,
@@ -89,6 +93,7 @@ def answer_many(prepared: dict[str, PreparedVideo], question: str, settings: Set
                      "index_dir": str(p.index.path), "duration_s": round(float(p.info.duration_s), 3),
                      "fallbacks": question_fallbacks(p.index, ctx.contexts[n].video)} for n, p in prepared.items()]
     trace.fallbacks = {n: v["fallbacks"] for n, v in zip(prepared, trace.videos)}
+    trace.shared_people = shared_people({n: p.index for n, p in prepared.items()})
     index_s = sum(p.seconds for p in prepared.values())
     trace.seconds["index"] = round(index_s, 3)
     trace.seconds["total"] = round(index_s + time.perf_counter() - t0, 3)
