@@ -67,10 +67,10 @@ def shared_people(indexes: Mapping[str, object], face_same: float = FACE_SAME) -
             if cosine >= face_same:
                 g.add_edge(ka, kb, cosine=cosine)
     order = {n: i for i, n in enumerate(names)}
+    spans = {n: subject_spans(indexes[n].tracks) for n in {k[0] for k in g.nodes}}  # once per linked video
     people = []
     for component in nx.connected_components(g):
         members = sorted(component, key=lambda k: (order[k[0]], _subject_number(k[1])))
-        spans = {n: subject_spans(indexes[n].tracks) for n in {k[0] for k in members}}
         people.append({"people": [{"video": n, "subject": sid, "spans": spans[n].get(sid, [])} for n, sid in members],
                        "face_cosine": round(min(d["cosine"] for *_, d in g.subgraph(component).edges(data=True)), 3)})
     return sorted(people, key=lambda p: (order[p["people"][0]["video"]], _subject_number(p["people"][0]["subject"])))

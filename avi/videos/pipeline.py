@@ -17,7 +17,6 @@ from avi.questions import clean_question
 from avi.video.decode import VideoReader, probe
 from avi.videos.context import multi_context
 from avi.videos.naming import video_names
-from avi.videos.people import shared_people
 
 
 @dataclass
@@ -88,12 +87,13 @@ def answer_many(prepared: dict[str, PreparedVideo], question: str, settings: Set
         video_sha256=prepared[ctx.names[0]].index.manifest["video"]["sha256"], index_dir="",
         profile=settings.resolved_profile(),
         llm=trace_llm(settings, llm), settings=trace_settings(settings, ctx), prompts_sha256=prompts.fingerprint())
-    result = MultiAgent(llm, ctx, prompts, settings).run(question, trace)
+    agent = MultiAgent(llm, ctx, prompts, settings)
+    result = agent.run(question, trace)
     trace.videos = [{"name": n, "path": str(p.info.path), "sha256": p.index.manifest["video"]["sha256"],
                      "index_dir": str(p.index.path), "duration_s": round(float(p.info.duration_s), 3),
                      "fallbacks": question_fallbacks(p.index, ctx.contexts[n].video)} for n, p in prepared.items()]
     trace.fallbacks = {n: v["fallbacks"] for n, v in zip(prepared, trace.videos)}
-    trace.shared_people = shared_people({n: p.index for n, p in prepared.items()})
+    trace.shared_people = agent.shared_people()  # what its question message told
     index_s = sum(p.seconds for p in prepared.values())
     trace.seconds["index"] = round(index_s, 3)
     trace.seconds["total"] = round(index_s + time.perf_counter() - t0, 3)
