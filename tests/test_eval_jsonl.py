@@ -250,8 +250,35 @@ def test_hedged_answers_are_wrong_when_strict():
     c = grade_jsonl(q(type_="choice", gt="B"), ok(choice="B", answer="Cannot tell ...; the option best supported is "
                                                                         "B. red (a guess)", cannot_tell=True))
     assert c["correct"] is True and c["hedged"] is True
-    assert hedges({}, "I guess it is red") is False  # "guess" alone is not a hedge phrase
+    assert hedges({}, "I guess it is red") is True  # issue 53: a guess in any words is a hedge
+    assert hedges({}, "The jacket is red.") is False
     assert hedges({"cannot_tell": True}, "red") is True
+
+
+@pytest.mark.parametrize("type_, gt, answer", [
+    ("yesno", "no", "No, the evidence does not measure what the question asks."),  # a refusal, not a no
+    ("yesno", "no", "No. The tools are unable to see it."),
+    ("yesno", "yes", "Yes, probably."),
+    ("text", ["red"], "It is not red."),
+    ("text", ["red"], "The jacket isn't red."),
+    ("text", ["red"], "Probably red."),
+    ("text", ["red"], "Red. Possibly blue."),
+    ("text", ["red"], "Red. The other jacket is blue."),  # a second colour after the leading statement
+    ("number", 3, "3. Maybe 4."),
+    ("number", 3, "It seems to be 3."),
+])
+def test_strict_reads_negations_hedges_and_the_whole_answer(type_, gt, answer):
+    """Issue 53, item 0: the holes the strict scorer had (each of these scored right before)."""
+    g = grade_jsonl(q(type_=type_, gt=gt), ok(answer=answer))
+    assert g["correct"] is False, answer
+
+
+def test_strict_keeps_plain_answers_right():
+    assert grade_jsonl(q(type_="yesno", gt="no"), ok(answer="No, nobody is on the lawn."))["correct"] is True
+    assert grade_jsonl(q(type_="yesno", gt="yes"), ok(answer="Yes, a person walks in at 12 s."))["correct"] is True
+    assert grade_jsonl(q(type_="text", gt=["red"]), ok(answer="The jacket is red, not dark."))["correct"] is True
+    assert grade_jsonl(q(type_="text", gt=["left"]), ok(answer="On the left."))["correct"] is True
+    assert grade_jsonl(q(type_="number", gt=0), ok(answer="No cars."))["correct"] is True
 
 
 def test_choice_rule():

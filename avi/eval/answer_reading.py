@@ -21,8 +21,25 @@ CANNOT_TELL_PHRASES = (
 """Phrases that make an answer a "cannot tell" (matched as whole words after :func:`_cannot_norm`, which
 turns "can't" / "can not" into "cannot")."""
 
-HEDGE_PHRASES = ("a guess", "best guess", "my guess", "not measured", "guessing")
-"""Phrases besides :data:`CANNOT_TELL_PHRASES` that make an answer hedge (whole words, case ignored)."""
+HEDGE_PHRASES = (
+    "a guess", "best guess", "my guess", "guess", "guessing", "not measured", "probably", "possibly", "maybe",
+    "perhaps", "likely", "unlikely", "might", "may be", "could be", "i think", "it seems", "seems to", "seem to",
+    "not sure", "unsure", "uncertain", "unclear", "not clear",
+)
+"""Phrases besides :data:`CANNOT_TELL_PHRASES` and :data:`REFUSAL_PHRASES` that make an answer hedge: it offers
+its claim as a guess or a likelihood (whole words, case ignored, anywhere in the answer: "Red. Possibly blue."
+hedges)."""
+
+REFUSAL_PHRASES = (
+    "does not measure", "do not measure", "did not measure", "not measure", "no tool", "no measurement",
+    "insufficient", "not enough evidence", "not enough information", "not determinable", "cannot be confirmed",
+    "cannot confirm", "unable to", "not able to",
+)
+"""Phrases that make an answer a refusal whatever yes/no word it opens with ("No, the evidence does not measure
+what the question asks" answers nothing); strict counts a refusal as a hedge."""
+
+NEGATIONS = ("not", "no", "never", "nor", "neither", "without")
+"""Words that, just before an accepted string in the leading statement, deny it ("It is not red")."""
 
 CLOSED_CLASSES = {
     "colour": ("red orange yellow green blue purple violet pink brown black white grey gray beige teal cyan "
@@ -88,7 +105,7 @@ def _cannot_norm(text: str) -> str:
 
 
 _CANNOT = re.compile(r"\b(?:" + "|".join(re.escape(p) for p in CANNOT_TELL_PHRASES) + r")\b")
-_HEDGE = re.compile(r"\b(?:" + "|".join(re.escape(p) for p in HEDGE_PHRASES) + r")\b")
+_HEDGE = re.compile(r"\b(?:" + "|".join(re.escape(p) for p in HEDGE_PHRASES + REFUSAL_PHRASES) + r")\b")
 
 
 def says_cannot_tell(text: str | None) -> bool:
@@ -98,8 +115,9 @@ def says_cannot_tell(text: str | None) -> bool:
 
 
 def hedges(record: dict, text: str | None) -> bool:
-    """Whether an answered record hedges: avi's ``cannot_tell`` flag is set, or the answer text says it cannot
-    tell (:func:`says_cannot_tell`) or calls itself a guess or not measured (:data:`HEDGE_PHRASES`)."""
+    """Whether an answered record hedges: avi's ``cannot_tell`` flag is set, or the answer text (all of it, not
+    only its leading statement) says it cannot tell (:func:`says_cannot_tell`), refuses (:data:`REFUSAL_PHRASES`)
+    or calls its claim a guess, a likelihood or not measured (:data:`HEDGE_PHRASES`)."""
     return record.get("cannot_tell") is True or says_cannot_tell(text) or \
         (bool(text) and _HEDGE.search(_cannot_norm(text)) is not None)
 
@@ -167,9 +185,30 @@ def lists_candidates(statement: str, accepted: str) -> bool:
     return False
 
 
+def negated(statement: str, accepted: str) -> bool:
+    """Whether ``accepted`` occurs in ``statement`` only right after a negation (:data:`NEGATIONS`, "n't" read
+    as "not", up to two words before it: "It is not red", "isn't a red one"); "red, not blue" is not a negated
+    red."""
+    low = re.sub(r"n['\u2019]t\b", " not", _cannot_norm(statement).replace("cannot", "can not"))
+    words, needle = normalize_text(low).split(), normalize_text(accepted).split()
+    if not needle:
+        return False
+    hits = [i for i in range(len(words) - len(needle) + 1) if words[i:i + len(needle)] == needle]
+    return bool(hits) and all(any(w in NEGATIONS for w in words[max(0, i - 2):i]) for i in hits)
+
+
 def strict_text(text: str | None, accepted: Iterable[str]) -> str | None:
     """The accepted string the answer's :func:`leading_statement` gives as its one answer
-    (:func:`text_match`, and not :func:`lists_candidates`), or None."""
+    (:func:`text_match`, not :func:`negated` and not :func:`lists_candidates`), or None; a later sentence
+    that offers another member of the accepted string's closed class ("Red. The other car is blue.") makes
+    the answer a list of candidates too."""
     lead = leading_statement(text)
     found = text_match(lead, accepted)
-    return None if found is None or lists_candidates(lead, found) else found
+    if found is None or negated(lead, found) or lists_candidates(lead, found):
+        return None
+    rest = " ".join(str(text or "").split())
+    mine = set(normalize_text(found).split())
+    for members in CLOSED_CLASSES.values():
+        if mine & set(members) and (set(normalize_text(rest).split()) & set(members)) - mine:
+            return None
+    return found
