@@ -257,6 +257,9 @@ class Settings(AgentSettings, DeviceSettings, BaseSettings):
                                 "the asked-for class over the looked-at ranges: span, entry and exit side, "
                                 "motion, colours (issue 36; avi/tools/track_lines.py); off: on the report split it "
                                 "gained nothing (strict 45 -> 44 of 90, bench/README)")
+    memory_people: bool = Field(default=True, description="the perception memory (memory.sqlite, built beside an "
+                                "index on first use) runs the people models (posture, raised arms, expression, "
+                                "hands) on one sampled frame per second that shows a person (issue 53)")
     people_models: bool = Field(default=False, description="object_detect and frame_analysis on the cpu profile "
                                 "also read each person box with the people models: posture, facial expression, "
                                 "hands and the COCO objects they are on (issue 36; avi/backends/people/reader.py); "

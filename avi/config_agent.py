@@ -75,6 +75,10 @@ class AgentSettings(BaseModel):
     host_retrieve_max_chars: int = Field(default=800, ge=200, le=1000000,
                                          description="the host search's result shown to the model: its most "
                                                      "similar clips (their ranges are also the Perceive places)")
+    memory_route: bool = Field(default=True, description="the model parses the question into a typed query over the "
+                               "video's perception memory (memory.sqlite) and the host answers from it when the "
+                               "memory covers the query; otherwise the agent runs with the query's result as an "
+                               "observation (issue 53; avi/memory)")
     extract_pass: bool = Field(default=True, description="a reply that names a tool in words but holds no usable "
                                                          "call goes through a short constrained extraction request "
                                                          "before any retry (think, then extract)")

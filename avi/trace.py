@@ -63,7 +63,9 @@ class Step:
 @dataclass
 class Trace:
     """Everything about one answered question (written as JSON); ``rules``: each answer rule that answered, with
-    the answer ``before`` and ``after`` it and whether it ``changed`` (:func:`avi.agent.rules.deliver`)."""
+    the answer ``before`` and ``after`` it and whether it ``changed`` (:func:`avi.agent.rules.deliver`); ``memory``:
+    the perception-memory route (the parse, the typed query, the evaluator's rows and the route taken:
+    :meth:`avi.memory.route.Routed.to_dict`), empty when there was none."""
 
     question: str
     video: str = ""
@@ -86,6 +88,7 @@ class Trace:
     cannot_tell: bool = False
     choice_method: str | None = None
     rules: list[dict] = field(default_factory=list)
+    memory: dict = field(default_factory=dict)
     evidence: list[list[float]] = field(default_factory=list)
     iterations: int = 0
     forced: bool = False

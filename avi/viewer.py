@@ -367,6 +367,25 @@ def step_html(s: dict, thumb_times: set[float]) -> str:
     return "".join(parts)
 
 
+def memory_html(memory: dict) -> str:
+    """The perception-memory route of a trace (issue 53): the route and why, the typed query, the measured value
+    and the rows it rests on; "" when the trace has none."""
+    if not isinstance(memory, dict) or not memory.get("route"):
+        return ""
+    parse = memory.get("parse") if isinstance(memory.get("parse"), dict) else {}
+    result = memory.get("result") if isinstance(memory.get("result"), dict) else {}
+    rows = [("route", f"{memory.get('route')} ({memory.get('reason', '')})"), ("memory", memory.get("memory")),
+            ("query", json.dumps(parse.get("query"), ensure_ascii=False, default=str) if parse.get("query") else
+             parse.get("error")),
+            ("measured", json.dumps(result.get("value"), ensure_ascii=False, default=str) if result else None),
+            ("covered", result.get("covered") if result else None), ("why", result.get("why") if result else None)]
+    table = result.get("rows") if isinstance(result.get("rows"), list) else []
+    shown = json.dumps(table[:12], indent=1, ensure_ascii=False, default=str) if table else ""
+    return ("<h2>Perception memory</h2>" + kv_table(rows)
+            + (f"<details><summary class=lbl>rows the value rests on ({len(table)})</summary><pre>{esc(shown)}</pre>"
+               "</details>" if shown else ""))
+
+
 def _duration(trace: dict, video_duration_s: float | None) -> float:
     if video_duration_s:
         return video_duration_s
@@ -456,6 +475,7 @@ def render_trace_html(trace: dict, out: Path, video: Path | None = None, max_thu
         f"<div class=q>{esc(trace.get('question') or '(no question)')}</div>",
         f"<div class=ans>Answer: <b>{esc(answer if answer is not None else '(no answer)')}</b></div>",
         kv_table(ans_rows),
+        memory_html(trace.get("memory") or {}),
         "<div class=totals>" + "".join(f"<div>{esc(k)}<b>{esc(v)}</b></div>" for k, v in boxes) + "</div>",
         "<h2>Timeline</h2>",
         f"<div class=legend>{legend} <span>bars: requested time ranges; ticks: frames looked at; "

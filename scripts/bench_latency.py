@@ -156,7 +156,8 @@ def row_for(qid: str, returncode: int, wall_s: float, stdout: str, stderr: str =
         return row
     seconds = out.get("seconds") or {}
     telemetry = out.get("telemetry") or {}
-    row["record"] = {"status": "ok", **{k: out.get(k) for k in RECORD_FIELDS}}
+    row["record"] = {"status": "ok", **{k: out.get(k) for k in RECORD_FIELDS},
+                     "route": (out.get("memory") or {}).get("route")}
     row.update(answer=out.get("answer"), index_s=seconds.get("index"), answer_s=seconds.get("total"),
                prompt_tokens=telemetry.get("prompt_tokens"), completion_tokens=telemetry.get("completion_tokens"),
                llm_calls=telemetry.get("llm_replies"))
@@ -276,7 +277,9 @@ def score_saved(path: Path, args: argparse.Namespace) -> str:
     source = saved.get("source", {})
     args.split, args.limit = source.get("split", args.split), source.get("limit")
     args.qids = source.get("qids")
-    records = {row["qid"]: {"qid": row["qid"], **row["record"]} for row in saved["questions"] if row.get("record")}
+    # seconds: each question's avi-run process, start to exit (what the per-route seconds report)
+    records = {row["qid"]: {"qid": row["qid"], "seconds": {"agent": row.get("exit_s")}, **row["record"]}
+               for row in saved["questions"] if row.get("record")}
     return format_jsonl_report(score_jsonl(select_questions(args), records,
                                            split=None if args.split == "all" else args.split))
 

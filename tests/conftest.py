@@ -90,11 +90,12 @@ socket.socket.connect_ex = _guarded_connect_ex
 @pytest.fixture
 def settings(tmp_path):
     """Settings with index and trace dirs in a temporary directory; repo models; the index's LLM
-    stages (graph extraction, summary) off, so only the tests about them pay for the LLM."""
+    stages (graph extraction, summary) off, so only the tests about them pay for the LLM; the memory route off
+    (its parse would take the first reply of every scripted model: tests/test_memory*.py test it)."""
     from avi.config import Settings
 
     return Settings(home=tmp_path / "home", index_root=tmp_path / "indexes", trace_dir=tmp_path / "traces",
-                    graph_llm=False, summary_llm=False)
+                    graph_llm=False, summary_llm=False, memory_route=False)
 
 
 @pytest.fixture(scope="session")

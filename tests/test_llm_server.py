@@ -156,25 +156,31 @@ def test_repair_applies_to_the_shipped_qwen_template():
 
 
 def test_prefix_state_persists_between_server_lives(tmp_path):
-    """The second server restores the first one's prompt prefix (its state file is used, then kept)."""
+    """The second server restores the first one's prompt prefix (its state file is used, not written again: the
+    same family of prompts); a prompt of another family (another system prompt) saves its own state beside it."""
     s = Settings()
     gguf = resolve("smollm2-135m-instruct", s.models_dir, s.weights_lock)
     state_dir = tmp_path / "state"
-    system = {"role": "system", "content": "You are a careful assistant. " * 40}
+    system = {"role": "system", "content": "You are a careful assistant. " * 80}
+    other = {"role": "system", "content": "Reply with one JSON object describing the request. " * 40}
     outputs = []
-    for life, question in enumerate(["Say hello.", "Name a colour."]):
+    for life, (sys_msg, question) in enumerate([(system, "Say hello."), (system, "Name a colour."),
+                                                 (other, "Name a colour.")]):
         with LlamaCppServer(gguf, n_ctx=2048, start_timeout_s=60, state_dir=state_dir, model_key="k") as server:
             client = ChatClient.connect(server.base_url)
-            messages = [system, {"role": "user", "content": question}]
-            outputs.append(client.chat(messages, max_tokens=12).content)
+            outputs.append(client.chat([sys_msg, {"role": "user", "content": question}], max_tokens=12).content)
+            if life == 1:  # a second family in the same server life is saved too
+                client.chat([other, {"role": "user", "content": "Say hello."}], max_tokens=4)
             files = sorted(state_dir.rglob("*.npz"), key=lambda p: p.stat().st_mtime)
             if life == 0:
                 assert len(files) == 1
                 first, first_mtime = files[0], files[0].stat().st_mtime_ns
-            else:
-                # the first life's state was read (touched); this life saved its own beside it
+            elif life == 1:
+                # the first life's state was read (touched); the same family wrote nothing, the other family did
                 assert first.stat().st_mtime_ns > first_mtime
                 assert len(files) == 2
+            else:
+                assert len(files) == 2  # both families stored: nothing new
     assert all(o.strip() for o in outputs)
     # another model key never sees these states
     from avi.backends.llama_prefix_cache import PrefixStateCache

@@ -115,6 +115,29 @@ class Agent:
                                    video_length=f"{self.ctx.duration_s:.1f}", speech=speech,
                                    answer_format=answer_format)
 
+    def memory(self, st: State, trace: Trace):
+        """The perception-memory route (:func:`avi.memory.step.memory_step`; ``memory_route`` setting): the model
+        parses the question into a typed query and the host answers when the memory covers it. None when off."""
+        if not getattr(self.settings, "memory_route", False) or getattr(self.ctx, "index", None) is None:
+            return None
+        from avi.memory.step import memory_step
+
+        return memory_step(self.chat.llm, self.prompts, self.ctx, st.q, trace)
+
+    def _host_result(self, st: State, trace: Trace, t_start: float) -> AgentResult:
+        """The result of a question the host answered from the perception memory (no agent step)."""
+        ans = st.memory.answer
+        ev = merge_spans([list(map(float, e[:2])) for e in ans.evidence])
+        st.answer = ans.text
+        trace.answer, trace.choice, trace.interval, trace.evidence = ans.text, ans.choice, ans.interval, ev
+        trace.answer_type, trace.raw_answer = st.kind, ans.text
+        trace.choice_method = "measured" if ans.choice else None
+        trace.rules.append({"rule": "memory", "before": None, "after": ans.text, "changed": True})
+        trace.iterations, trace.forced = 0, False
+        trace.seconds["agent"] = round(time.perf_counter() - t_start, 3)
+        return AgentResult(ans.text, ans.choice, ans.interval, ev, trace, None, None, st.kind, None, False,
+                           trace.choice_method, ["memory"])
+
     def host_answer(self, st: State, trace: Trace) -> bool:
         """An answer the host knows before any model step (none for one video). True when ``st.answer`` was set."""
         return False
@@ -132,6 +155,9 @@ class Agent:
         st = State(q=self.parse(question))
         st.answer_format = self.answer_format(st.q)
         rules = RuleRun(self.ctx, self.settings, st, trace, self.tools, self.chat, self.answers)
+        st.memory = self.memory(st, trace)
+        if st.memory is not None and st.memory.route == "host":
+            return self._host_result(st, trace, t_start)
         self._open(st, trace)
         if not self.host_answer(st, trace):
             answer_early(rules, self.rules)  # e.g. a question about the cuts: the cut list answers it
@@ -224,12 +250,22 @@ class Agent:
         # Opening in Perceive, the tool guide (the same for every question of a profile and video) leads the
         # message, right after the system prompt: the server's KV cache keeps it from the last question
         guide = self.perceive_guide() + "\n\n" if st.phase == "perceive" else ""
+        measured = self.memory_observation(st)
         st.history.append({"role": "user", "content": guide + self.question_message(
             st.question, st.options_text, time_hint, speech, st.answer_format)
+            + (f"\n\n{measured}" if measured else "")
             + (f"\n\n{searched}" if searched else "") + "\n\n" + self._stage_message(st, st.phase, not guide)})
         if st.phase == "perceive" and not searched:  # (the host search records its own switch)
             trace.add(kind="stage_switch", switch_to="perceive", iteration=0, phase="retrieve",
                       notes=[HOST_STEP, "the question's time words name where to look: Perceive first, no Retrieve step"])
+
+    def memory_observation(self, st: State) -> str:
+        """The memory query's result for the first message, when the host did not answer from it (an observation:
+        what was measured, not a decision); "" when there is none."""
+        routed = st.memory
+        if routed is None or routed.result is None or routed.route != "agent":
+            return ""
+        return routed.result.describe()
 
     def _enter(self, st: State, new_phase: str, step_notes: list[str] | None = None) -> None:
         """Switch phase and send the new stage's instruction."""

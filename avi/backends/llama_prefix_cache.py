@@ -8,13 +8,11 @@ after the first completion of a server's life and restores it at the start of
 the next server's life; llama-cpp-python then keeps the longest common token
 prefix and evaluates only the rest (``Llama.generate``'s prefix matching).
 
-Only the first completion per server process is saved (a ~40 MB write); after
-that the cache detaches itself from the model, because within one process the
-in-memory KV cache already reuses the prefix. States are keyed by the GGUF's
-sha256, the context size and the llama-cpp-python version; a state is never
-loaded into another model. The logits array llama-cpp-python keeps beside the
-KV state (hundreds of MB) is not stored: a restored prefix is always followed
-by at least one decoded token, which refreshes the logits.
+The state of a completion is saved when no stored state shares a prefix of :data:`FAMILY_TOKENS` tokens with it
+(a new *family* of prompts: the agent's system prompt and tools, or the memory route's parse prompt, issue 53);
+completions of a family already stored save nothing, so each family's state is written once per machine, not once
+per completion. A stored state is only loaded when it matches more of the prompt than the model's own KV cache
+already does (within one process the in-memory cache reuses the prefix by itself).
 
 Nor is it touched: llama-cpp-python's own ``save_state`` copies the whole
 logits array and its ``load_state`` scans it (``rest[rest > 0] = 0``), and the
@@ -35,6 +33,8 @@ from typing import Sequence
 import numpy as np
 
 MIN_PREFIX_TOKENS = 64
+#: a stored state sharing this many leading tokens with a new one is of the same family (not saved again)
+FAMILY_TOKENS = 256
 KEEP_FILES = 3
 
 
@@ -88,7 +88,7 @@ class PrefixStateCache:
     installs :func:`lean_state_io` on the model it is made for.
 
     Args:
-        llama: the model the states belong to (the cache detaches from it after one save).
+        llama: the model the states belong to.
         directory: where states live; created if missing.
         model_key: identifies model weights, context size and llama.cpp version.
     """
@@ -130,13 +130,29 @@ class PrefixStateCache:
                 best = (common, path)
         return best
 
+    def _in_memory(self, key: Sequence[int]) -> int:
+        """How many leading tokens of ``key`` the model's own KV cache already holds."""
+        n = int(getattr(self._llama, "n_tokens", 0) or 0)
+        ids = getattr(self._llama, "input_ids", None)
+        if ids is None or n == 0:
+            return 0
+        have = np.asarray(ids[:n], dtype=np.int64)
+        key = np.asarray(key, dtype=np.int64)
+        m = min(len(have), len(key))
+        diff = np.nonzero(have[:m] != key[:m])[0]
+        return int(diff[0]) if len(diff) else m
+
+    def _useful(self, key: Sequence[int]) -> tuple[int, Path] | None:
+        found = self._best(key)
+        return found if found is not None and found[0] > self._in_memory(key) else None
+
     def __contains__(self, key: Sequence[int]) -> bool:
-        return self._best(key) is not None
+        return self._useful(key) is not None
 
     def __getitem__(self, key: Sequence[int]):
-        found = self._best(key)
+        found = self._useful(key)
         if found is None:
-            raise KeyError("no cached prefix")
+            raise KeyError("no cached prefix longer than the model's own")
         try:
             with np.load(found[1]) as z:
                 ids = z["input_ids"]
@@ -153,6 +169,9 @@ class PrefixStateCache:
 
     def __setitem__(self, key: Sequence[int], value) -> None:
         ids = np.asarray(value.input_ids[: value.n_tokens], dtype=np.int64)
+        stored = self._best(ids)
+        if stored is not None and stored[0] >= min(FAMILY_TOKENS, len(ids)):
+            return  # this family of prompts is stored already
         name = hashlib.sha256(ids.tobytes()).hexdigest()[:16] + ".npz"
         tmp = self.directory / f".{name}.{os.getpid()}.tmp.npz"
         np.savez(tmp, input_ids=ids, llama_state=np.frombuffer(value.llama_state, dtype=np.uint8),
@@ -161,9 +180,6 @@ class PrefixStateCache:
         for old in sorted(self.directory.glob("*.npz"), key=lambda p: -p.stat().st_mtime)[KEEP_FILES:]:
             old.unlink(missing_ok=True)
         self._index = None
-        # One save per server life: afterwards the in-memory KV cache reuses prefixes by itself,
-        # and llama-cpp-python would otherwise copy the whole state after every completion.
-        self._llama.set_cache(None)
 
     @property
     def cache_size(self) -> int:

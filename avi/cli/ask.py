@@ -79,7 +79,7 @@ def _print_result(args, result, settings) -> int:
                           "choices": result.choices, "order": result.order, "answer_type": result.answer_type,
                           "note": result.note, "cannot_tell": result.cannot_tell,
                           "choice_method": result.choice_method, "rules": result.rules,
-                          "evidence": result.evidence,
+                          "evidence": result.evidence, "memory": _memory_json(trace),
                           "trace": str(trace_path) if trace_path else None,
                           "question": trace.question,
                           "video": trace.video, "iterations": trace.iterations, "forced": trace.forced,
@@ -109,6 +109,18 @@ def _print_result(args, result, settings) -> int:
     if unwritten:  # the answer is printed above; the failure still ends the run non-zero
         raise AviError(unwritten)
     return 0
+
+
+def _memory_json(trace) -> dict | None:
+    """The perception-memory route for ``--json``: the route, why, the typed query, the measured value and the rows
+    it rests on (the trace's ``memory`` has the parse and the examples too); None when the route was off."""
+    m = getattr(trace, "memory", None) or {}
+    if not m:
+        return None
+    result = m.get("result") or {}
+    parse = m.get("parse") or {}
+    return {"route": m.get("route"), "reason": m.get("reason"), "query": parse.get("query"),
+            "value": result.get("value"), "covered": result.get("covered"), "rows": result.get("rows")}
 
 
 def _frames_line(trace) -> dict:

@@ -61,6 +61,10 @@ class JsonlReport:
         per_question: over the answered questions: ``answered``; ``seconds`` (``p50``, ``p90``, ``mean``,
             ``n``; agent seconds); ``steps`` and ``frames`` (``median``, ``mean``, ``n``); None values when
             no record has the field.
+        by_route: the perception-memory route each answer took (``host``, ``agent``, ``off``: a record's
+            ``route``; ``off`` when it has none) -> strict accuracy; ``route_seconds``: route -> ``p50``, ``p90``,
+            ``n`` of the answered questions' seconds.
+        yesno_truth: the yes/no questions by their truth (``yes`` / ``no``) -> strict accuracy.
         notes: the conventions, one line each.
     """
 
@@ -81,6 +85,9 @@ class JsonlReport:
     choice_letters: dict = field(default_factory=dict)
     interval: dict[str, Score] = field(default_factory=dict)
     per_question: dict = field(default_factory=dict)
+    by_route: dict[str, Score] = field(default_factory=dict)
+    route_seconds: dict = field(default_factory=dict)
+    yesno_truth: dict[str, Score] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
@@ -198,6 +205,20 @@ def score_jsonl(questions: list[JobQuestion], records: Iterable[dict] | dict[str
         "frames": _center(_numbers(ok, "frames")),
     }
 
+    routes: dict[str, list] = {}
+    route_secs: dict[str, list[float]] = {}
+    for q, f in scored:
+        rec = by_qid.get(q.qid) or {}
+        route = str(rec.get("route") or "off") if f["status"] == "ok" else "failed"
+        routes.setdefault(route, []).append((q, f))
+        sec = _seconds(rec) if f["status"] == "ok" else None
+        if sec is not None:
+            route_secs.setdefault(route, []).append(sec)
+    route_seconds = {r: {"p50": percentile(v, 50), "p90": percentile(v, 90), "n": len(v)}
+                     for r, v in route_secs.items()}
+    yesno_truth = {t: _acc(rows) for t in ("yes", "no")
+                   if (rows := [(q, f) for q, f in scored if f["type"] == "yesno" and f["gt"] == t])}
+
     qids = {q.qid for q in questions}
     counts = {
         "total": len(graded), "scored": len(scored), "not_scored": len(graded) - len(scored),
@@ -220,7 +241,8 @@ def score_jsonl(questions: list[JobQuestion], records: Iterable[dict] | dict[str
                        overall=_acc(scored), **{k: {n: _acc(v) for n, v in rows.items()} for k, rows in groups.items()},
                        split=split, lenient=lenient, cannot_tell_floor=floor, hedged=hedged,
                        choice_letters=choice_letters, interval=_interval(spans, "iou"), per_question=per_question,
-                       notes=notes)
+                       by_route={k: _acc(v) for k, v in sorted(routes.items())}, route_seconds=route_seconds,
+                       yesno_truth=yesno_truth, notes=notes)
 
 
 # ------------------------------------------------------------------------------------------------ text
@@ -266,6 +288,17 @@ def format_jsonl_report(report: JsonlReport) -> str:
         if rows:
             lines.append("")
             lines += _acc_rows(name.replace("_", " "), rows)
+    if report.yesno_truth:
+        lines.append("")
+        lines.append("yesno by truth: " + "; ".join(f"truth {t}: {_v(sc.value)} % ({sc.total:g} of {sc.n})"
+                                                    for t, sc in report.yesno_truth.items()))
+    if report.by_route and set(report.by_route) != {"off"}:
+        lines.append("")
+        table = [["route", "strict", "right", "n", "seconds p50", "seconds p90"]]
+        for r, sc in report.by_route.items():
+            sec = report.route_seconds.get(r) or {}
+            table.append([r, _v(sc.value), f"{sc.total:g}", str(sc.n), _v(sec.get("p50")), _v(sec.get("p90"))])
+        lines += text_grid(table, {1, 2, 3, 4, 5})
     floor, hedged = report.cannot_tell_floor, report.hedged
     if floor.get("n"):
         lines.append("")

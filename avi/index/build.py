@@ -239,7 +239,7 @@ def finish_index(index: VideoIndex, settings: Settings, backends: Backends, *, p
         OSError: the index directory cannot be written (a read-only index).
     """
     final = index.path
-    with _build_lock(final.parent, final.name):
+    with build_lock(final.parent, final.name):
         manifest = json.loads((final / "manifest.json").read_text())
         captions = [Caption.from_dict(d) for d in read_jsonl(final / "captions.jsonl")]
         todo = [s for s in manifest.get("pending") or [] if only is None or s in only]
@@ -275,7 +275,7 @@ def _report_broken(final: Path, exc: BrokenIndex) -> str:
 
 
 class IndexBusy(AviError):
-    """Another process holds the build lock of an index (:func:`_build_lock`).
+    """Another process holds the build lock of an index (:func:`build_lock`).
 
     Attributes:
         pid: the lock holder's process id as it wrote it ("?" when unreadable).
@@ -287,7 +287,7 @@ class IndexBusy(AviError):
 
 
 @contextlib.contextmanager
-def _build_lock(root: Path, key: str):
+def build_lock(root: Path, key: str):
     """Exclusive lock for building ``key``; raises :class:`IndexBusy` if another process holds it."""
     path = root / f".{key}.lock"
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -333,7 +333,7 @@ def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, back
     key = final.name
     components = components or index_components(info.path, settings, backends)
     work = root / f".{key}.partial"
-    with _build_lock(root, key):
+    with build_lock(root, key):
         salvage = False
         if not rebuild and (final / "manifest.json").exists():
             try:

@@ -162,7 +162,7 @@ def answer_job_question(q: JobQuestion, prepared: PreparedVideo, settings: Setti
             "answer": result.answer, "choice": result.choice, "choices": result.choices,
             "interval": result.interval, "order": result.order, "answer_type": result.answer_type,
             "note": result.note, "cannot_tell": result.cannot_tell, "choice_method": result.choice_method,
-            "rules": result.rules,
+            "rules": result.rules, "route": (getattr(trace, "memory", None) or {}).get("route"),
             "evidence": result.evidence,
             "trace": str(path), "index_dir": str(prepared.index.path),
             "duration_s": prepared.info.duration_s,

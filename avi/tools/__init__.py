@@ -3,13 +3,14 @@
 Retrieve tools search the database (captions, summary, entity graph,
 transcript); Perceive tools look at frames or read the speech of given ranges;
 Review has no tools (the agent answers or goes back to Perceive). The eight
-AVI tools (§3.3) plus the two transcript tools (beyond AVI).
+AVI tools (§3.3) plus the two transcript tools and the perception memory's ``memory_query`` (beyond AVI).
 """
 
 from __future__ import annotations
 
 from avi.tools.base import Observation, Tool, ToolContext, tool
 from avi.tools.boundary import boundary_detect
+from avi.tools.memory import memory_query
 from avi.tools.perceive import frame_analysis, object_detect, text_extract
 from avi.tools.retrieve import clip_merge, clip_retrieve, global_explore, graph_retrieve
 from avi.tools.timeline import overview, skim
@@ -19,7 +20,7 @@ PHASES = ("retrieve", "perceive", "review")
 
 PHASE_TOOLS: dict[str, list[Tool]] = {
     "retrieve": [clip_retrieve, global_explore, graph_retrieve, clip_merge, transcript_search],
-    "perceive": [text_extract, object_detect, boundary_detect, frame_analysis, transcript_read],
+    "perceive": [text_extract, object_detect, boundary_detect, frame_analysis, transcript_read, memory_query],
     "review": [],
 }
 

@@ -103,6 +103,10 @@ class MultiAgent(Agent):
     def tool_set(self) -> dict[str, Tool]:
         return video_tools(self.names)
 
+    def memory(self, st, trace):
+        """No perception-memory route over several videos yet: each memory belongs to one index."""
+        return None
+
     def typed_answers(self) -> VideoAnswers:
         return VideoAnswers(self.chat, self.ctx, self.names)
 

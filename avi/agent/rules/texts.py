@@ -53,17 +53,27 @@ def count_at_moment(r: RuleRun, answer: str) -> str:
 
 
 def cannot_tell(r: RuleRun, answer: str | None, choice: str | None) -> str | None:
-    """The answer when the question names something object_detect reported it has no class for
-    (:func:`unseen_labels`) and asks for no words (OCR and speech measure those): it says so, keeping the
-    model's answer (or letter) as a marked guess; None otherwise."""
-    unseen = unseen_labels(r.q.words, r.st.unsupported,
-                           getattr(getattr(r.ctx.backends, "frame_analyzer", None), "name", ""))
-    if not unseen:
-        return None
+    """The answer when what the question asks about is measured by no tool of this profile: it says so, keeping the
+    model's answer (or letter) as a marked guess; None otherwise. With the memory route (issue 53) this is decided
+    from the parsed query (its op ``unsupported``, or an object the detector has no class for) on a profile whose
+    frame analysis is a measurement; without it, from the labels object_detect reported it has no class for
+    (:func:`unseen_labels`) when the question asks for no words (OCR and speech measure those)."""
+    analyzer = getattr(getattr(r.ctx.backends, "frame_analyzer", None), "name", "")
     if choice and r.q.options:
         guess = f"; the option best supported is {choice}. {r.q.options.get(choice, '')} (a guess)"
     else:
         guess = f"; best guess: {answer} (not measured)" if answer else ""
+    routed = getattr(r.st, "memory", None)
+    if routed is not None and routed.unsupported is not None:  # issue 53: decided from the parsed query
+        if not routed.unsupported or not str(analyzer).startswith("perception") or r.q.about_speech:
+            return None
+        noun = (routed.parse.query.noun or "what the question asks").strip()
+        r.note(f"cannot tell: the parsed query ({routed.parse.query.short()}) asks about what no tool of this "
+               f"profile measures")
+        return f"Cannot tell on this profile: no tool here measures {noun}{guess}"
+    unseen = unseen_labels(r.q.words, r.st.unsupported, analyzer)
+    if not unseen:
+        return None
     r.note(f"cannot tell: object_detect has no class for {', '.join(unseen)}, which the question names, and no "
            f"text or speech evidence answers it")
     return f"Cannot tell on this profile: its detector ({r.ctx.backends.detector.name}) has no class for " \

@@ -1,0 +1,161 @@
+"""Routing (issue 53, item 4): the parse comes first; when the query is valid and the memory covers what it asks,
+the host answers from the evaluator's result; otherwise the Retrieve-Perceive-Review agent runs and receives the
+result as an observation.
+
+The host answers only where the evaluator's value has the type the question asks for (a yes/no for a yes/no
+question, a number for "how many", an interval for "when", a text for "what ... written / said / colour", an
+option for a multiple-choice question whose options name the measured value) and the memory covered the query: a
+detector class it has, a modality that was read over the asked time. Everything else goes to the agent.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from avi.agent.question import colours_named, is_yes_no
+from avi.memory.evaluate import Result
+from avi.memory.parse import Parse
+from avi.memory.store import normalise
+
+
+@dataclass
+class HostAnswer:
+    """An answer the host gives from the memory.
+
+    Attributes:
+        text: the answer as delivered (its leading statement is the answer).
+        choice: the option letter (multiple choice), else None.
+        interval: ``[start_s, end_s]`` (interval questions), else None.
+        evidence: ``[[start_s, end_s]]`` where the target was found.
+    """
+
+    text: str
+    choice: str | None = None
+    interval: list[float] | None = None
+    evidence: list[list[float]] = field(default_factory=list)
+
+
+@dataclass
+class Routed:
+    """The route one question took.
+
+    Attributes:
+        route: ``host`` (answered from the memory), ``agent`` (the agent answers, with the result as an
+            observation) or ``off`` (no memory for this question).
+        reason: one line: why this route.
+        parse: the parse (None when there was none).
+        result: the evaluator's result (None without a valid query and a memory).
+        answer: the host's answer (route ``host``).
+        memory_note: what was done to get the memory (read, built now, or why there is none).
+    """
+
+    route: str
+    reason: str
+    parse: Parse | None = None
+    result: Result | None = None
+    answer: HostAnswer | None = None
+    memory_note: str = ""
+
+    def to_dict(self) -> dict:
+        return {"route": self.route, "reason": self.reason,
+                "parse": None if self.parse is None else self.parse.to_dict(),
+                "result": None if self.result is None else self.result.to_dict(),
+                "answer": None if self.answer is None else self.answer.__dict__, "memory": self.memory_note}
+
+    @property
+    def unsupported(self) -> bool | None:
+        """Whether the parsed query asks about what no tool measures; None without a parse."""
+        if self.parse is None or self.parse.query is None:
+            return None
+        return self.parse.query.op == "unsupported" or bool(self.result is not None and self.result.unsupported)
+
+
+def question_wants(q: Any) -> str:
+    """What a question asks for: ``choice``, ``interval``, ``yesno``, ``number``, ``text`` or ``other`` (multi,
+    order)."""
+    if q.kind in ("multi", "order"):
+        return "other"
+    if q.kind in ("choice", "interval"):
+        return q.kind
+    if is_yes_no(q.text):
+        return "yesno"
+    if q.asks_count:
+        return "number"
+    return "text"
+
+
+def _unique(letters: list[str]) -> str | None:
+    return letters[0] if len(letters) == 1 else None
+
+
+def choice_for(q: Any, res: Result) -> str | None:
+    """The one option that names the measured value (a number, yes/no, a colour, the read text), or None."""
+    if res.value is None or not q.options:
+        return None
+    if res.kind == "number":
+        return _unique([k for k, v in q.option_numbers.items() if v == int(res.value)])
+    if res.kind == "yesno":
+        want = "yes" if res.value else "no"
+        return _unique([k for k, v in q.option_yes_no.items() if v == want])
+    if res.kind == "text" and res.query.op == "colour":
+        return _unique([k for k, v in q.options.items() if colours_named(v) == {res.value}])
+    if res.kind == "text":
+        got = normalise(str(res.value))
+        hits = [k for k, v in q.options.items() if normalise(v) and
+                (re.search(rf"\b{re.escape(normalise(v))}\b", got) or
+                 (len(got) >= 3 and re.search(rf"\b{re.escape(got)}\b", normalise(v))))]
+        return _unique(hits)
+    return None
+
+
+def host_answer(q: Any, res: Result) -> HostAnswer | None:
+    """The answer for the question ``q`` (an :class:`avi.agent.question.ParsedQuestion`) from a covered result,
+    or None when the result's type is not what the question asks for."""
+    if res.value is None or not res.covered:
+        return None
+    wants = question_wants(q)
+    ev = [list(map(float, e[:2])) for e in res.evidence[:16]]
+    if wants == "choice":
+        letter = choice_for(q, res)
+        return HostAnswer(f"{letter}. {q.options[letter]}", choice=letter, evidence=ev) if letter else None
+    if wants == "interval":
+        if res.kind != "interval":
+            return None
+        a, b = res.value
+        return HostAnswer(f"[{a:.1f}s, {b:.1f}s]", interval=[float(a), float(b)], evidence=ev)
+    if wants == "yesno":
+        if res.kind != "yesno":
+            return None
+        return HostAnswer("Yes." if res.value else "No.", evidence=ev)
+    if wants == "number":
+        return HostAnswer(str(int(res.value)), evidence=ev) if res.kind == "number" else None
+    if wants == "text":
+        if res.kind == "text":
+            return HostAnswer(str(res.value).strip() + ("" if str(res.value).strip().endswith(".") else "."),
+                              evidence=ev)
+        if res.kind == "number" and res.query.op in ("count", "max_count"):
+            return HostAnswer(str(int(res.value)), evidence=ev)
+    return None
+
+
+def decide(q: Any, parse: Parse | None, result: Result | None, memory_note: str = "") -> Routed:
+    """The route of a question given its parse and the evaluator's result (module docstring)."""
+    if parse is None:
+        return Routed("off", "no parse", memory_note=memory_note)
+    if parse.query is None:
+        return Routed("agent", parse.error or "no valid query", parse, memory_note=memory_note)
+    if result is None:
+        return Routed("agent", f"no perception memory ({memory_note})", parse, memory_note=memory_note)
+    if result.unsupported or parse.query.op == "unsupported":
+        return Routed("agent", "the query asks about what no tool of this profile measures", parse, result,
+                      memory_note=memory_note)
+    if not result.covered:
+        return Routed("agent", f"the memory does not cover the query ({result.why})", parse, result,
+                      memory_note=memory_note)
+    ans = host_answer(q, result)
+    if ans is None:
+        return Routed("agent", f"the measured {result.kind} is not what the question asks for "
+                               f"({question_wants(q)})", parse, result, memory_note=memory_note)
+    return Routed("host", "the memory covers the query", parse, result, ans, memory_note=memory_note)

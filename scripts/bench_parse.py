@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Parse accuracy of the memory route's query parser (issue 53, item 6) on the labelled question -> query pairs
+(``prompts/memory_examples.jsonl``: ``tune`` questions and invented ones, never ``report``), leave-one-out: each
+question is parsed with the bank's other pairs as its retrievable examples, so no question sees its own label.
+
+A field is right when the decoded value equals the label (unset = the field's default; ``noun`` and ``pattern``
+are compared as word sets after lower-casing, ``pattern`` right when every labelled word is in the parse and at
+most two more); a parse is right when ``target``, ``label``, ``op``, ``pattern``, ``colour``, the person
+attributes, ``region`` and ``compare`` are all right (``noun`` is reported, not required: it is the question's
+own words and feeds no evaluator).
+
+    .venv/bin/python scripts/bench_parse.py [--limit N] [--json] [--out FILE]
+
+Prints per-field accuracy, the whole-parse accuracy, seconds per parse (p50/p90) and each wrong parse.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+FIELDS = ("target", "label", "op", "pattern", "colour", "posture", "arms_raised", "expression", "holding", "region",
+          "compare")
+
+
+def _words(v) -> set[str]:
+    import re
+
+    return set(re.findall(r"[a-z0-9]+", str(v or "").lower()))
+
+
+def field_right(name: str, want, got) -> bool:
+    if name == "pattern":
+        w, g = _words(want), _words(got)
+        return (not w and not g) or (bool(w) and w <= g and len(g - w) <= 2)
+    if name == "noun":
+        return bool(_words(want) & _words(got)) or (not want and not got)
+    if name == "label":
+        return (want or None) == (got or None) or ({want, got} <= {None, "other"})
+    return want == got
+
+
+def main(argv: list[str] | None = None) -> int:
+    sys.path.insert(0, str(REPO))
+    from avi.agent.question import parse_question
+    from avi.backends import Backends
+    from avi.config import Settings
+    from avi.memory.parse import QueryParser, load_bank
+    from avi.memory.query import MemoryQuery
+    from avi.prompts import PromptLibrary
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--limit", type=int, default=0, help="only the first N pairs")
+    ap.add_argument("--json", action="store_true", help="print one JSON object")
+    ap.add_argument("--out", type=Path, help="also write the JSON object here")
+    args = ap.parse_args(argv)
+    settings = Settings()
+    prompts = PromptLibrary(settings.prompts_dir)
+    bank = load_bank(Path(settings.prompts_dir) / "memory_examples.jsonl")
+    pairs = bank[: args.limit] if args.limit else bank
+    backends = Backends(settings)
+    try:
+        parser = QueryParser(prompts, backends.embedder, list(getattr(backends.detector, "class_list", None) or []))
+        llm = backends.llm
+        rows, seconds = [], []
+        for i, pair in enumerate(pairs, 1):
+            q = parse_question(pair["question"], 600.0)
+            t0 = time.perf_counter()
+            got = parser.parse(llm, q, 600.0, exclude=pair["question"])
+            seconds.append(time.perf_counter() - t0)
+            want = MemoryQuery.model_validate({"label": None, **pair["query"], "time": {}}).model_dump(mode="json", exclude={"time"})
+            have = {} if got.query is None else got.query.model_dump(mode="json", exclude={"time"})
+            fields = {f: field_right(f, want.get(f), have.get(f)) if got.query else False for f in (*FIELDS, "noun")}
+            rows.append({"question": pair["question"], "source": pair.get("source"), "want": want,
+                         "got": have or None, "error": got.error, "fields": fields,
+                         "right": all(fields[f] for f in FIELDS), "seconds": round(seconds[-1], 2)})
+            if not args.json:
+                print(f"[{i}/{len(pairs)}] {'ok ' if rows[-1]['right'] else 'BAD'} {seconds[-1]:5.1f}s "
+                      f"{pair['question'][:80]}", file=sys.stderr, flush=True)
+    finally:
+        backends.close()
+    n = len(rows)
+    per_field = {f: round(100 * sum(r["fields"][f] for r in rows) / n, 1) for f in (*FIELDS, "noun")}
+    summary = {"pairs": n, "right": sum(r["right"] for r in rows),
+               "accuracy": round(100 * sum(r["right"] for r in rows) / n, 1), "per_field": per_field,
+               "seconds_p50": round(statistics.median(seconds), 2),
+               "seconds_p90": round(sorted(seconds)[int(0.9 * (n - 1))], 2),
+               "tune": round(100 * sum(r["right"] for r in rows if r["source"] != "invented")
+                             / max(1, sum(r["source"] != "invented" for r in rows)), 1),
+               "invented": round(100 * sum(r["right"] for r in rows if r["source"] == "invented")
+                                 / max(1, sum(r["source"] == "invented" for r in rows)), 1)}
+    report = {"summary": summary, "rows": rows}
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=1, ensure_ascii=False))
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False))
+        return 0
+    print(f"parse accuracy (leave-one-out): {summary['accuracy']} % ({summary['right']} of {n}); tune questions "
+          f"{summary['tune']} %, invented {summary['invented']} %; seconds p50 {summary['seconds_p50']}, "
+          f"p90 {summary['seconds_p90']}")
+    print("per field: " + ", ".join(f"{k} {v}" for k, v in per_field.items()))
+    for r in rows:
+        if not r["right"]:
+            bad = [f for f in FIELDS if not r["fields"][f]]
+            print(f"- {r['question'][:90]}\n    wrong: {', '.join(bad)}; want {json.dumps({f: r['want'].get(f) for f in bad})}"
+                  f" got {json.dumps({f: (r['got'] or {}).get(f) for f in bad})}{' (' + r['error'] + ')' if r['error'] else ''}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,235 @@
+"""The perception memory (avi/memory, issue 53): the store built from a real index of a synthetic video with known
+ground truth, the typed query's schema, the host evaluator's operations, the time grounding and the route."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from synth import Shape, Spec, Text, make_video
+
+from avi.agent.question import parse_question
+from avi.memory.evaluate import evaluate, runs, snap
+from avi.memory.parse import example_json, ground_time, load_bank
+from avi.memory.query import MemoryQuery, TimeScope, parse_model, parse_schema
+from avi.memory.route import decide, host_answer
+from avi.memory.store import MEMORY_FILE, MEMORY_VERSION, ensure_memory, memory_stale
+
+
+def memory_spec() -> Spec:
+    """30 s: navy 0-10 s, black 10-14 s, dark green 14-30 s (cuts at 10 and 14); "EXIT 42" 2-8 s, "ROOM 7B"
+    16-24 s; a red circle 1-9 s and a yellow one 4-9 s at the top right; a blue square 16-28 s at the bottom
+    left."""
+    return Spec(duration_s=30.0, scenes=[(0.0, "navy"), (10.0, "black"), (14.0, "darkgreen")],
+                texts=[Text("EXIT 42", 2.0, 8.0), Text("ROOM 7B", 16.0, 24.0)],
+                shapes=[Shape("circle", 1.0, 9.0, "red", x0=420, y=30), Shape("circle", 4.0, 9.0, "yellow", x0=530, y=30),
+                        Shape("square", 16.0, 28.0, "blue", x0=40, y=250)])
+
+
+@pytest.fixture(scope="module")
+def memory_index(tmp_path_factory, session_backends):
+    from avi.config import Settings
+    from avi.index.build import ensure_index
+
+    video = make_video(tmp_path_factory.mktemp("videos") / "memory.mp4", memory_spec())
+    s = Settings(index_root=tmp_path_factory.mktemp("indexes"), graph_llm=False, summary_llm=False)
+    return s, ensure_index(video, s, session_backends, progress=False)
+
+
+@pytest.fixture(scope="module")
+def mem(memory_index, session_backends):
+    s, index = memory_index
+    m, note = ensure_memory(index, s, session_backends)
+    assert m is not None, note
+    yield m
+    m.close()
+
+
+def q(**fields) -> MemoryQuery:
+    fields.setdefault("noun", "")
+    fields.setdefault("label", None)
+    time = fields.pop("time", None)
+    return MemoryQuery(**fields, time=TimeScope(start_s=time[0], end_s=time[1]) if time else TimeScope())
+
+
+# ------------------------------------------------------------------------------------------------ the store
+
+
+def test_memory_holds_every_modality_with_its_coverage(memory_index, mem):
+    s, index = memory_index
+    assert (index.path / MEMORY_FILE).stat().st_mode & 0o777 == 0o600
+    assert mem.meta["version"] == MEMORY_VERSION and mem.duration_s == pytest.approx(30.0, abs=0.1)
+    n_frames = mem.rows("SELECT COUNT(*) FROM frames")[0][0]
+    assert n_frames == index.manifest["counts"]["frames"]
+    assert [r[0] for r in mem.rows("SELECT t_s FROM cuts ORDER BY t_s")] == pytest.approx([10.0, 14.0], abs=0.15)
+    assert mem.rows("SELECT COUNT(*) FROM shots")[0][0] == 3
+    texts = {r["norm"] for r in mem.rows("SELECT norm FROM texts")}
+    assert {"exit 42", "room 7b"} <= texts
+    kinds = {r[0] for r in mem.rows("SELECT DISTINCT kind FROM shapes")}
+    assert {"circle", "square"} <= kinds
+    for modality in ("objects", "pixels", "shapes", "text", "cuts", "speech"):
+        assert mem.covered(modality), modality
+    dark = mem.rows("SELECT t_s FROM frames WHERE colour = 'black' AND colour_share > 0.85 ORDER BY t_s")
+    assert dark and dark[0][0] >= 9.9 and dark[-1][0] <= 14.0
+    assert memory_stale(index.path, people=True) is None
+    assert "switched differently" in memory_stale(index.path, people=False)
+
+
+def test_a_damaged_memory_is_rebuilt_alone(memory_index, session_backends, tmp_path):
+    import shutil
+
+    from avi.index.store import VideoIndex
+
+    s, index = memory_index
+    copy = tmp_path / index.path.name
+    shutil.copytree(index.path, copy)
+    (copy / MEMORY_FILE).write_bytes(b"not sqlite at all" * 100)
+    other = VideoIndex(copy)
+    assert memory_stale(copy, people=True).startswith("unreadable")
+    m, note = ensure_memory(other, s, session_backends)
+    assert m is not None and note.startswith("built now") and "unreadable" in note
+    assert m.rows("SELECT COUNT(*) FROM cuts")[0][0] == 2
+    m.close()
+    assert sorted(p.name for p in copy.iterdir()) == sorted(p.name for p in index.path.iterdir())  # nothing else
+
+
+# ------------------------------------------------------------------------------------------------ evaluator
+
+
+@pytest.mark.parametrize("query, kind, value", [
+    (dict(target="shape", label="circle", op="count", time=(6.0, 6.0)), "number", 2),
+    (dict(target="shape", label="circle", op="count", time=(2.0, 2.0)), "number", 1),
+    (dict(target="shape", label="circle", op="max_count"), "number", 2),
+    (dict(target="shape", op="exists", compare={"relation": "more_than", "value": 1}, time=(6.0, 6.0)), "yesno", True),
+    (dict(target="shape", op="exists", compare={"relation": "more_than", "value": 1}, time=(20.0, 20.0)), "yesno", False),
+    (dict(target="text", op="exists", pattern="EXIT", time=(0.0, 10.0)), "yesno", True),
+    (dict(target="text", op="exists", pattern="EXIT", time=(12.0, 30.0)), "yesno", False),
+    (dict(target="text", op="read", time=(16.0, 24.0)), "text", "ROOM 7B"),
+    (dict(target="cut", op="count"), "number", 2),
+    (dict(target="cut", op="exists", compare={"relation": "exactly", "value": 0}), "yesno", False),
+    (dict(target="cut", op="exists", time=(15.0, 30.0)), "yesno", False),
+    (dict(target="person", label="person", op="exists"), "yesno", False),
+    (dict(target="object", label="dog", op="exists"), "yesno", False),
+    (dict(target="shape", label="square", op="colour"), "text", "blue"),
+    (dict(target="frame", op="colour", time=(0.0, 9.0)), "text", "blue"),
+    (dict(target="shape", label="square", op="exists", region="bottom_left"), "yesno", True),
+    (dict(target="shape", label="square", op="exists", region="top_right"), "yesno", False),
+])
+def test_operations_on_known_truth(mem, query, kind, value):
+    r = evaluate(mem, q(**query))
+    assert r.kind == kind and r.value == value and r.covered, r.to_dict()
+    if value not in (None, False, 0):
+        assert r.rows or r.evidence
+
+
+@pytest.mark.parametrize("query, truth", [
+    (dict(target="shape", label="square", op="span"), (16.0, 28.0)),
+    (dict(target="frame", colour="black", op="span"), (10.0, 14.0)),
+    (dict(target="text", pattern="ROOM", op="span"), (16.0, 24.0)),
+    (dict(target="shape", label="circle", op="first"), (1.0, 9.0)),
+])
+def test_intervals_cover_the_truth(mem, query, truth):
+    from avi.video.spans import temporal_iou
+
+    r = evaluate(mem, q(**query))
+    assert r.kind == "interval" and r.covered
+    assert temporal_iou(list(truth), r.value) >= 0.6, (r.value, truth)
+
+
+def test_what_no_tool_measures_is_unsupported_and_never_a_no(mem):
+    r = evaluate(mem, q(target="object", noun="traffic cone", label="other", op="exists"))
+    assert r.unsupported and r.value is None and not r.covered
+    r = evaluate(mem, q(target="person", label="person", op="exists", posture="sitting"))
+    assert r.value is None and not r.covered  # attributes never give a "no"
+    r = evaluate(mem, q(target="frame", noun="kind of place", op="unsupported"))
+    assert r.unsupported and "no tool" in r.describe()
+
+
+def test_runs_and_snapping():
+    assert runs([1.0, 1.5, 2.0, 5.0, 5.5], 2.0) == [[1.0, 2.5], [5.0, 6.0]]
+    assert snap([9.6, 14.4], [10.0, 14.0], 30.0) == [10.0, 14.0]
+    assert snap([3.0, 6.0], [10.0], 30.0) == [3.0, 6.0]
+
+
+# ------------------------------------------------------------------------------------------------ the query
+
+
+def test_schema_is_generated_from_the_one_definition():
+    schema = parse_schema(["person", "car"])
+    assert schema["required"] == ["target", "noun", "label", "op"] and schema["additionalProperties"] is False
+    labels = next(a for a in schema["properties"]["label"]["anyOf"] if "enum" in a)["enum"]
+    assert labels[:2] == ["person", "car"] and "circle" in labels and "other" in labels
+    assert "time" not in schema["properties"]  # grounded by the host, never decoded
+    open_vocab = parse_schema(None)
+    assert "enum" not in json.dumps(open_vocab["properties"]["label"])
+    model = parse_model(["person", "car"])
+    with pytest.raises(ValueError):
+        model.model_validate_json('{"target": "object", "noun": "x", "label": "dog", "op": "exists"}')
+
+
+def test_bank_is_valid_and_holds_no_report_question():
+    from avi.config import Settings
+
+    s = Settings()
+    bank = load_bank(s.prompts_dir / "memory_examples.jsonl")
+    assert len(bank) >= 80
+    report = set()
+    for f in (s.prompts_dir.parent / "bench" / "questions").glob("*.jsonl"):
+        for line in f.read_text().splitlines():
+            rec = json.loads(line)
+            if rec.get("split") == "report":
+                report.add(parse_question(rec["question"]).stem.strip())
+    for pair in bank:
+        assert pair["question"].strip() not in report, pair["question"]
+        json.loads(example_json(pair["query"]))
+
+
+@pytest.mark.parametrize("question, scope", [
+    ("How many people are visible at 0:30?", (30.0, 30.0)),
+    ("Around 0:44, how many people can be seen?", (44.0, 44.0)),
+    ("In the first 40 seconds, does anyone walk onto the lawn?", (0.0, 40.0)),
+    ("Between 1:00 and 1:20, what colour is the car?", (60.0, 80.0)),
+    ("What colour is the car?", (None, None)),
+])
+def test_time_is_grounded_by_the_host(question, scope):
+    t = ground_time(parse_question(question, 120.0), 120.0)
+    assert (t.start_s, t.end_s) == scope
+
+
+# ------------------------------------------------------------------------------------------------ the route
+
+
+def _result(mem, question, **query):
+    pq = parse_question(question, 30.0)
+    query.setdefault("time", None)
+    r = evaluate(mem, q(**query))
+    return pq, r
+
+
+def test_host_answers_each_question_type(mem):
+    pq, r = _result(mem, "How many circles are on screen at 0:06?", target="shape", label="circle", op="count",
+                    time=(6.0, 6.0))
+    assert host_answer(pq, r).text == "2"
+    pq, r = _result(mem, "Is the word EXIT shown?", target="text", op="exists", pattern="EXIT")
+    assert host_answer(pq, r).text == "Yes."
+    pq, r = _result(mem, "When is the blue square on screen?", target="shape", label="square", op="span")
+    a = host_answer(pq, r)
+    assert a.interval and a.text.startswith("[")
+    pq, r = _result(mem, "How many cuts are there? A. one B. two C. three", target="cut", op="count")
+    assert host_answer(pq, r).choice == "B"
+    pq, r = _result(mem, "What colour is the square? A. red B. green C. blue", target="shape", label="square",
+                    op="colour")
+    assert host_answer(pq, r).choice == "C"
+
+
+def test_route_goes_to_the_agent_when_the_memory_does_not_cover(mem):
+    from avi.memory.parse import Parse
+
+    pq, r = _result(mem, "Is anyone sitting?", target="person", label="person", op="exists", posture="sitting")
+    routed = decide(pq, Parse(r.query), r, "read")
+    assert routed.route == "agent" and "does not cover" in routed.reason
+    pq, r = _result(mem, "When is the blue square on screen?", target="shape", label="square", op="count")
+    routed = decide(pq, Parse(r.query), r, "read")
+    assert routed.route == "agent" and "not what the question asks" in routed.reason
+    routed = decide(pq, Parse(None, error="the reply is not a valid query"), None, "read")
+    assert routed.route == "agent" and routed.unsupported is None
