@@ -19,11 +19,12 @@ from avi.memory.store import MEMORY_FILE, MEMORY_VERSION, ensure_memory, memory_
 def memory_spec() -> Spec:
     """30 s: navy 0-10 s, black 10-14 s, dark green 14-30 s (cuts at 10 and 14); "EXIT 42" 2-8 s, "ROOM 7B"
     16-24 s; a red circle 1-9 s and a yellow one 4-9 s at the top right; a blue square 16-28 s at the bottom
-    left."""
+    left; a yellow triangle moving right at the top 20-28 s."""
     return Spec(duration_s=30.0, scenes=[(0.0, "navy"), (10.0, "black"), (14.0, "darkgreen")],
                 texts=[Text("EXIT 42", 2.0, 8.0), Text("ROOM 7B", 16.0, 24.0)],
                 shapes=[Shape("circle", 1.0, 9.0, "red", x0=420, y=30), Shape("circle", 4.0, 9.0, "yellow", x0=530, y=30),
-                        Shape("square", 16.0, 28.0, "blue", x0=40, y=250)])
+                        Shape("square", 16.0, 28.0, "blue", x0=40, y=250),
+                        Shape("triangle", 20.0, 28.0, "yellow", x0=100, y=30, speed_px_s=50.0)])
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +102,9 @@ def test_a_damaged_memory_is_rebuilt_alone(memory_index, session_backends, tmp_p
     (dict(target="shape", label="circle", op="count", time=(2.0, 2.0)), "number", 1),
     (dict(target="shape", label="circle", op="max_count"), "number", 2),
     (dict(target="shape", op="exists", compare={"relation": "more_than", "value": 1}, time=(6.0, 6.0)), "yesno", True),
-    (dict(target="shape", op="exists", compare={"relation": "more_than", "value": 1}, time=(20.0, 20.0)), "yesno", False),
+    (dict(target="shape", op="exists", compare={"relation": "more_than", "value": 1}, time=(12.0, 12.0)), "yesno", False),
+    (dict(target="shape", label="triangle", op="direction"), "text", "right"),
+    (dict(target="shape", label="square", op="direction"), "text", None),
     (dict(target="text", op="exists", pattern="EXIT", time=(0.0, 10.0)), "yesno", True),
     (dict(target="text", op="exists", pattern="EXIT", time=(12.0, 30.0)), "yesno", False),
     (dict(target="text", op="read", time=(16.0, 24.0)), "text", "ROOM 7B"),
@@ -117,7 +120,7 @@ def test_a_damaged_memory_is_rebuilt_alone(memory_index, session_backends, tmp_p
 ])
 def test_operations_on_known_truth(mem, query, kind, value):
     r = evaluate(mem, q(**query))
-    assert r.kind == kind and r.value == value and r.covered, r.to_dict()
+    assert r.kind == kind and r.value == value and r.covered == (value is not None), r.to_dict()
     if value not in (None, False, 0):
         assert r.rows or r.evidence
 

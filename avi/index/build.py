@@ -11,7 +11,9 @@ that is killed or fails resumes where it stopped and redoes nothing finished):
 3. ``tracks`` and ``subjects``: the captioner's boxes linked in time (``tracks.json``, :mod:`avi.index.tracks`;
    cpu captioner only), its person tracks linked into one subject per person (each track's ``subject``,
    :mod:`avi.index.person_subjects`; their face descriptors in ``person_faces.npz``, for linking people across
-   videos) and the clips' subject registries merged into one (``subjects.json``);
+   videos) and the clips' subject registries merged into one (``subjects.json``); then the perception memory
+   (``memory.sqlite``, :mod:`avi.memory.store`: every measurement above in SQLite, plus one decode of the sampled
+   frames for colours, shapes and the people models; not part of the key, rebuilt alone when stale);
 4. ``embeddings``: captions and transcript lines into Chroma (``chroma/``);
 5. ``graph``: the entity graph, LLM extraction, super-nodes and importance
    inputs (``graph.json``, AVI §3.2.3 and §6.2);
@@ -80,6 +82,7 @@ from avi.index.store import (
 from avi.index.subjects import merge_subjects
 from avi.index.tracks import build_tracks, tracker_id
 from avi.index.transcript import attach_speech, transcript_fingerprint
+from avi.memory.store import build_memory, ensure_memory
 from avi.places import check_writable
 from avi.video.decode import DecodeStats, VideoInfo, VideoReader, file_sha256, probe
 
@@ -176,6 +179,10 @@ def ensure_index(video: Path, settings: Settings, backends: Backends, *, rebuild
         except BrokenIndex as exc:  # incomplete or damaged
             broken = _report_broken(final, exc)
         else:
+            if stages == "all":  # `avi index`: the perception memory too (a question would build it otherwise)
+                mem, _ = ensure_memory(index, settings, backends, progress=progress)
+                if mem is not None:
+                    mem.close()
             if stages == "all" and index.pending:
                 return finish_index(index, settings, backends, progress=progress)
             return index
@@ -376,6 +383,10 @@ def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, back
         write_jsonl(work / "captions.jsonl", [c.to_dict() for c in captions])
         write_atomic(work / "subjects.json", json.dumps(subjects, ensure_ascii=False, indent=1))
         t = time.perf_counter()
+        memory = build_memory(work, info.path, info.duration_s, transcript_info, settings, backends,
+                              people=bool(getattr(settings, "memory_people", True)), progress=progress)
+        times["memory"] = time.perf_counter() - t
+        t = time.perf_counter()
         stage_embeddings(work, captions, segments, backends)
         times["embeddings"] = time.perf_counter() - t
         # a stage whose file is already in the work directory (copied from a sibling or salvaged) is not pending
@@ -408,6 +419,7 @@ def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, back
                        "failed_clips": len(failed), "subjects": len(subjects), "tracks": len(tracks),
                        "entities": graph_info["nodes"], "relations": graph_info["edges"],
                        "summary_segments": len(summary.get("segments", []))},
+            "memory": {"id": memory["id"], "rows": memory["rows"], "bytes": memory["bytes"]},
             "failed_clips": failed,
             "decode": decode.to_dict(),
             "rebuilt_from_broken": broken,

@@ -565,6 +565,45 @@ def op_colour(mem: Memory, q: MemoryQuery) -> Result:
                   evidence=runs(sorted({r["t_s"] for r in rows}), mem.fps))
 
 
+#: a move shorter than this fraction of the frame's width (height) is no direction
+MIN_MOVE = 0.1
+
+
+def op_direction(mem: Memory, q: MemoryQuery) -> Result:
+    """Which way the target moves across the picture in the scope: from its track (people, objects: the longest
+    matching track's centre motion, first box to last) or its positions (shapes: the first and last frames it is
+    seen in); ``left``/``right`` when the horizontal move is the larger, else ``up``/``down``; none under
+    :data:`MIN_MOVE` of the frame."""
+    a, b = q.time.bounds(mem.duration_s)
+    dx = dy = None
+    rows: list[dict] = []
+    if q.target in ("person", "object", "face"):
+        label = box_label(q, mem)
+        if label is None:
+            return _no_target(q, f"the detector has no class for {q.noun or q.label or 'it'}", "text")
+        tracks = mem.rows("SELECT * FROM tracks WHERE label = ? AND last_s >= ? AND first_s <= ? "
+                          "ORDER BY (last_s - first_s) DESC", (label, a, b))
+        if tracks:
+            t = tracks[0]
+            dx, dy, rows = t["dx"], t["dy"], [_row(t)]
+    elif q.target == "shape":
+        fr = _Frames(mem, q)
+        shown = fr.shown() if fr.ok else []
+        if len(shown) >= MIN_FRAMES:
+            first = fr.by_t[shown[0]][0]
+            last = fr.by_t[shown[-1]][0]
+            dx, dy, rows = last["cx"] - first["cx"], last["cy"] - first["cy"], [_row(first), _row(last)]
+    else:
+        return Result(q, "text", None, False, "direction is measured on tracks and shapes")
+    if dx is None:
+        return Result(q, "text", None, False, "no track of it in that time")
+    if max(abs(dx), abs(dy)) < MIN_MOVE:
+        return Result(q, "text", None, False, f"it moves less than a tenth of the picture (dx {dx:.2f}, dy {dy:.2f})",
+                      rows=rows)
+    way = ("right" if dx > 0 else "left") if abs(dx) >= abs(dy) else ("down" if dy > 0 else "up")
+    return Result(q, "text", way, True, rows=rows)
+
+
 def op_order(mem: Memory, q: MemoryQuery) -> Result:
     """Order questions are answered by :func:`order_items` (the options are the items); alone, no value."""
     return Result(q, "order", None, False, "an order needs the items it orders (the options)")
@@ -576,7 +615,8 @@ def op_unsupported(mem: Memory, q: MemoryQuery) -> Result:
 
 
 OPERATIONS = {"exists": op_exists, "count": op_count, "max_count": op_max_count, "span": op_span,
-              "first": op_first, "last": op_last, "read": op_read, "colour": op_colour, "order": op_order,
+              "first": op_first, "last": op_last, "read": op_read, "colour": op_colour, "direction": op_direction,
+              "order": op_order,
               "unsupported": op_unsupported}
 """One function per operation of :data:`avi.memory.query.OPS`."""
 assert set(OPERATIONS) == set(__import__("avi.memory.query", fromlist=["OPS"]).OPS)

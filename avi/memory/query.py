@@ -22,6 +22,7 @@ span           when the target is seen (its longest run, snapped to shot edges) 
 first / last   the first / last run in which it is seen                                      interval
 read           the text read on screen, or the speech heard, in the scope (with pattern)     text
 colour         the main colour of the target's boxes (``frame``: of the picture)             text
+direction      which way the target moves across the picture (left, right, up, down)         text
 order          the order in which the options' things first appear                           order / choice
 unsupported    what the question asks is measured by no tool of this profile                 cannot tell
 =============  ============================================================================  =================
@@ -36,7 +37,8 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from avi.video.analysis import MEASURED_COLOURS
 
-OPS = ("exists", "count", "max_count", "span", "first", "last", "read", "colour", "order", "unsupported")
+OPS = ("exists", "count", "max_count", "span", "first", "last", "read", "colour", "direction", "order",
+       "unsupported")
 TARGETS = ("object", "person", "face", "text", "speech", "cut", "shape", "frame")
 REGIONS = ("any", "left", "right", "top", "bottom", "centre", "top_left", "top_right", "bottom_left", "bottom_right")
 SHAPES = ("circle", "square", "rectangle", "triangle")

@@ -101,6 +101,8 @@ def choice_for(q: Any, res: Result) -> str | None:
         return _unique([k for k, v in q.option_yes_no.items() if v == want])
     if res.kind == "text" and res.query.op == "colour":
         return _unique([k for k, v in q.options.items() if colours_named(v) == {res.value}])
+    if res.kind == "text" and res.query.op == "direction":
+        return _unique([k for k, v in q.options.items() if re.search(rf"\b{res.value}(?:wards?)?\b", v, re.I)])
     if res.kind == "text":
         got = normalise(str(res.value))
         hits = [k for k, v in q.options.items() if normalise(v) and
@@ -132,6 +134,9 @@ def host_answer(q: Any, res: Result) -> HostAnswer | None:
     if wants == "number":
         return HostAnswer(str(int(res.value)), evidence=ev) if res.kind == "number" else None
     if wants == "text":
+        if res.kind == "text" and res.query.op == "direction":
+            return HostAnswer(f"To the {res.value}." if res.value in ("left", "right") else f"{res.value.capitalize()}.",
+                              evidence=ev)
         if res.kind == "text":
             return HostAnswer(str(res.value).strip() + ("" if str(res.value).strip().endswith(".") else "."),
                               evidence=ev)

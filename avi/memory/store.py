@@ -276,10 +276,11 @@ def build_memory(index_dir: Path, video: Path, duration_s: float, transcript_inf
             "speech": _speech_coverage(transcript_info or {}, segments),
             "cuts": {"read": True, "method": cut_method},
         }
-        vocabulary = list(getattr(backends.detector, "class_list", None) or [])  # [] = open vocabulary
+        detector = getattr(backends, "detector", None)
+        vocabulary = list(getattr(detector, "class_list", None) or [])  # [] = open vocabulary
         meta = {"id": memory_id(reader is not None or not people), "version": MEMORY_VERSION,
                 "duration_s": duration, "fps": settings.fps, "width": width, "height": height,
-                "detector": getattr(backends.detector, "name", ""), "vocabulary": json.dumps(vocabulary),
+                "detector": getattr(detector, "name", ""), "vocabulary": json.dumps(vocabulary),
                 "coverage": json.dumps(coverage), "people_requested": json.dumps(bool(people))}
         db.executemany("INSERT INTO meta VALUES (?,?)", [(k, str(v)) for k, v in meta.items()])
         db.commit()

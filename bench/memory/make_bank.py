@@ -11,7 +11,8 @@ Conventions (what a right parse is):
 - op: exists for yes/no; count for "how many" (a moment or different ones); max_count for "the most / at the same
   time / at once"; span for "during which time / when is X on screen"; first/last for "when does X first/last";
   read for "what does it say / which word / what did the speaker say"; colour for "what colour"; unsupported for
-  what no target measures (activities, places, materials, camera motion, appearance, a shape's kind).
+  what no target measures (activities, places, materials, camera motion, appearance, a shape's kind);
+  direction for "which way / to the left or to the right".
 - "one continuous shot" is exists cut with compare exactly 0 (true when there is no cut).
 - pattern: the question's words for the text or speech to look for, without question words.
 """
@@ -85,7 +86,7 @@ PAIRS = [
     ("syn-shapes-10", "When are there five circles on screen at the same time?", dict(target="shape", noun="five circles", label="circle", op="span", compare=dict(relation="exactly", value=5))),
     ("syn-shapes-11", "When does the small red square move along the bottom of the screen?", dict(target="shape", noun="small red square", label="square", op="span", colour="red", region="bottom")),
     ("syn-shapes-12", "What shape is the big yellow object that slowly crosses the dark blue screen?", dict(target="shape", noun="big yellow object", op="unsupported", colour="yellow")),
-    ("syn-shapes-13", "Does the small red square at the bottom move to the left or to the right?", dict(target="shape", noun="small red square", label="square", op="unsupported", colour="red", region="bottom")),
+    ("syn-shapes-13", "Does the small red square at the bottom move to the left or to the right?", dict(target="shape", noun="small red square", label="square", op="direction", colour="red", region="bottom")),
     ("syn-shapes-14", "How many shapes are on screen at 1:35?", dict(target="shape", noun="shapes", op="count")),
     ("syn-shapes-15", "Between 7:40 and 8:40, what colour is the large triangle in the middle of the screen?", dict(target="shape", noun="large triangle", label="triangle", op="colour", region="centre")),
     # ---- invented (no video; written for the bank and the labelled set)
@@ -131,6 +132,8 @@ PAIRS = [
     ("invented", "What is the number on the player's shirt?", dict(target="text", noun="number on the shirt", op="read")),
     ("invented", "Does the word 'SALE' appear on a poster?", dict(target="text", noun="word SALE on a poster", op="exists", pattern="SALE")),
     ("invented", "Are fewer than five people on screen at 3:00?", dict(target="person", noun="people", label=P, op="exists", compare=dict(relation="fewer_than", value=5))),
+    ("invented", "Which way does the bus drive, left or right?", dict(target="object", noun="bus", label="bus", op="direction")),
+    ("invented", "In which direction does the woman in the red coat walk?", dict(target="person", noun="woman in the red coat", label=P, op="direction", colour="red")),
     ("invented", "What colour is the shirt of the person on the left?", dict(target="person", noun="person on the left", label=P, op="colour", region="left")),
     ("invented", "During which time span is the phone number on screen?", dict(target="text", noun="phone number", op="span", pattern="phone")),
 ]
