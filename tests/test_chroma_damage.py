@@ -89,15 +89,30 @@ def test_damaged_chroma_is_reported_and_rebuilt(kind, sign_index, sign_video, st
 
 
 def test_damaged_chroma_with_unreadable_captions_is_built_whole(sign_index, sign_video, stub_backends, tmp_path):
-    """Captions that do not parse are not taken over: the rebuild captions again (and so builds the graph)."""
+    """Captions that do not parse, in both files that hold them, are not taken over: the rebuild captions again
+    (and so builds the graph)."""
     root = tmp_path / "indexes"
     path = copy_index(sign_index, root)
     _truncate(path)
-    (path / "captions.jsonl").write_text((path / "captions.jsonl").read_text() + "{torn\n")
+    for name in ("captions.jsonl", "captions.partial.jsonl"):
+        (path / name).write_text((path / name).read_text() + "{torn\n")
     with pytest.raises(AviError):
         VideoIndex(path)
     idx = ensure_index(sign_video, S(root), stub_backends, progress=False)
     assert stub_backends.captioner.calls == len(idx.captions) == 4
+
+
+def test_unreadable_captions_are_taken_from_the_finished_clips_file(sign_index, sign_video, stub_backends, tmp_path):
+    """captions.jsonl torn, captions.partial.jsonl (the same captions before the speech) intact: the captions are
+    taken from it, nothing is captioned or embedded again, and captions.jsonl is whole again."""
+    root = tmp_path / "indexes"
+    path = copy_index(sign_index, root)
+    (path / "captions.jsonl").write_text((path / "captions.jsonl").read_text()[:-40])
+    idx = ensure_index(sign_video, S(root), stub_backends, progress=False)
+    assert stub_backends.captioner.calls == 0
+    assert [c.to_dict() for c in idx.captions] == [c.to_dict() for c in sign_index.captions]
+    assert set(idx.manifest["broken_files"]) == {"captions.jsonl"}
+    assert {"captions", "embeddings", "graph", "summary"} <= set(idx.manifest["reused"]["stages"])
 
 
 def test_verify_refuses_a_count_that_differs(sign_index):

@@ -20,9 +20,10 @@ from avi.backends.types import Caption
 from avi.config import Settings
 from avi.errors import AviError, InputError
 from avi.index.chroma_io import add_batched, verify_chroma, write_error
+from avi.index.chroma_panic import contain_panics
 from avi.index.graph import add_super_nodes, build_entity_graph, save_graph
+from avi.index.stage_schemas import CaptionRecord
 from avi.index.store import (
-    CHROMA_LOCK,
     COLLECTION,
     TRANSCRIPT_COLLECTION,
     ChromaEmbeddingFunction,
@@ -53,7 +54,9 @@ def read_jsonl(path: Path) -> list[dict]:
 
 
 def _read_partial_captions(path: Path) -> dict[int, Caption]:
-    """Captions finished by earlier attempts; a torn last line (killed mid-write) is cut off."""
+    """Captions finished by earlier attempts; from the first line that is torn (killed mid-write) or fails its
+    check (:class:`avi.index.stage_schemas.CaptionRecord`: shape and types) on, the file is cut off and those
+    clips are captioned again."""
     done: dict[int, Caption] = {}
     if not path.exists():
         return done
@@ -61,6 +64,7 @@ def _read_partial_captions(path: Path) -> dict[int, Caption]:
     with open(path, "rb") as f:
         for raw in f:
             try:
+                CaptionRecord.model_validate_json(raw)
                 cap = Caption.from_dict(json.loads(raw))
             except (ValueError, TypeError):
                 break
@@ -180,7 +184,7 @@ def stage_embeddings(work: Path, captions: list[Caption], segments: list[Transcr
     seg_vecs = embedder.embed([s.text for s in segments]) if segments else None
     what = "the clip embeddings"
     try:
-        with CHROMA_LOCK:
+        with contain_panics():
             client = chroma_client(chroma_dir)
             col = client.create_collection(COLLECTION, embedding_function=ChromaEmbeddingFunction(embedder),
                                            metadata={"hnsw:space": "cosine"})

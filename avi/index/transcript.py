@@ -95,20 +95,33 @@ def build_transcript(video: Path, settings, backends) -> tuple[list[TranscriptSe
     return segments, info
 
 
+SPEECH_MARK = ' Speech: "'
+"""What :func:`attach_speech` puts between a caption and the speech said during its clip."""
+
+
 def attach_speech(captions: list[Caption], segments: list[TranscriptSegment]) -> None:
     """Append to each caption what was said during its clip (in place).
 
-    A segment overlapping several clips is attached to each of them. The text
-    added to a caption is capped at ``SPEECH_CHARS_PER_CLIP`` characters; the
-    full segments stay in ``caption.data["speech"]``.
+    A segment overlapping several clips is attached to each of them. The text added to a caption is capped at
+    ``SPEECH_CHARS_PER_CLIP`` characters; ``caption.data["speech"]`` refers to the segments by their index in
+    the transcript (``{"segment", "start_s", "end_s", "source"}``), so a segment's text is stored once, in
+    ``transcript.jsonl``, however many clips it spans (a 6 MB subtitle cue over a whole video no longer makes every
+    clip's caption 6 MB). Attaching again (a caption taken over from a finished index) replaces the speech
+    attached before.
     """
     for cap in captions:
-        said = [s for s in segments if s.start_s < cap.end_s and s.end_s > cap.start_s]
+        if cap.data.pop("speech", None) is not None and SPEECH_MARK in cap.text:
+            cap.text = cap.text[:cap.text.rindex(SPEECH_MARK)]
+        said = [(i, s) for i, s in enumerate(segments) if s.start_s < cap.end_s and s.end_s > cap.start_s]
         if not said:
             continue
-        cap.data["speech"] = [{"start_s": s.start_s, "end_s": s.end_s, "text": s.text, "source": s.source}
-                              for s in said]
-        text = " ".join(s.text for s in said)
+        cap.data["speech"] = [{"segment": i, "start_s": s.start_s, "end_s": s.end_s, "source": s.source}
+                              for i, s in said]
+        text, most = "", SPEECH_CHARS_PER_CLIP + 1
+        for _, s in said:  # no more than the cap is joined, however long a segment is
+            text = f"{text} {s.text[:most]}" if text else s.text[:most]
+            if len(text) > SPEECH_CHARS_PER_CLIP:
+                break
         if len(text) > SPEECH_CHARS_PER_CLIP:
             text = text[: SPEECH_CHARS_PER_CLIP - 1] + "…"
-        cap.text = f'{cap.text} Speech: "{text}"'
+        cap.text = f'{cap.text}{SPEECH_MARK}{text}"'
