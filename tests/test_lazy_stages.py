@@ -242,6 +242,28 @@ def test_a_held_build_lock_answers_without_the_stage(lazy, backends):
     assert ALL_TOOLS["graph_retrieve"].run(ctx, {"query": "man in red shirt"}).data["index_stage"]["built"]
 
 
+def test_building_it_now_is_said_only_once_the_lock_is_held(lazy, capsys):
+    """Issue 55: "building it now" is printed after the build lock is taken, never while another process holds
+    it (the note then says who builds it)."""
+    settings, index, ctx = lazy
+    settings.llm_progress_s = 60.0  # not --quiet: the line is shown
+    lock = index.path.parent / f".{index.path.name}.lock"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, os, sys\n"
+         f"fd = os.open({str(lock)!r}, os.O_RDWR | os.O_CREAT)\nfcntl.flock(fd, fcntl.LOCK_EX)\n"
+         "print('locked', flush=True)\nsys.stdin.read()\n"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        obs = ALL_TOOLS["graph_retrieve"].run(ctx, {"query": "man in red shirt"})
+        assert obs.data["index_stage"]["reason"] == "busy"
+        assert "building it now" not in capsys.readouterr().err
+    finally:
+        holder.communicate("", timeout=10)
+    assert ALL_TOOLS["graph_retrieve"].run(ctx, {"query": "man in red shirt"}).data["index_stage"]["built"]
+    assert "needs the entity graph" in capsys.readouterr().err
+
+
 def test_a_read_only_index_says_the_stage_cannot_be_built_there(lazy, backends, monkeypatch):
     """The index folder cannot be written (a read-only index, queried from a private copy of its Chroma database):
     graph_retrieve is not offered, and a call says the graph is not built and cannot be built there."""

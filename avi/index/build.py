@@ -50,7 +50,7 @@ import shutil
 import time
 import uuid
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from avi import __version__
 from avi.backends import Backends
@@ -187,7 +187,7 @@ def ensure_index(video: Path, settings: Settings, backends: Backends, *, rebuild
 
 
 def finish_index(index: VideoIndex, settings: Settings, backends: Backends, *, progress: bool = True,
-                 only: Sequence[str] | None = None) -> VideoIndex:
+                 only: Sequence[str] | None = None, on_locked: Callable[[], None] | None = None) -> VideoIndex:
     """Build the pending LLM stages of ``index`` (built with ``stages="search"``) into its directory.
 
     A stage that a sibling index of the same video built from equal inputs is copied from it instead
@@ -200,6 +200,8 @@ def finish_index(index: VideoIndex, settings: Settings, backends: Backends, *, p
     Args:
         only: build just these of the pending stages (a tool that needs one of them; :mod:`avi.index.lazy`);
             None builds every pending stage.
+        on_locked: called once the build lock is held, before any stage is built (the lazy build's "building it
+            now" line: never said when another process holds the lock).
 
     Returns:
         the index opened again (no stage pending, or none of ``only``).
@@ -211,6 +213,8 @@ def finish_index(index: VideoIndex, settings: Settings, backends: Backends, *, p
     """
     final = index.path
     with _build_lock(final.parent, final.name):
+        if on_locked is not None:
+            on_locked()
         manifest = json.loads((final / "manifest.json").read_text())
         captions = [Caption.from_dict(d) for d in read_jsonl(final / "captions.jsonl")]
         todo = [s for s in manifest.get("pending") or [] if only is None or s in only]
