@@ -14,6 +14,8 @@ content too; the segments are also searchable on their own (transcript_search).
 
 from __future__ import annotations
 
+import logging
+import math
 import time
 from pathlib import Path
 
@@ -24,6 +26,8 @@ from avi.hashing import sha256_file
 from avi.index.subtitles import find_sidecar, load_subtitles
 from avi.input_paths import check_input_path
 from avi.video.audio import load_audio
+
+log = logging.getLogger(__name__)
 
 SPEECH_CHARS_PER_CLIP = 400
 
@@ -63,11 +67,19 @@ def transcript_fingerprint(video: Path, settings) -> dict:
     return fp
 
 
-def build_transcript(video: Path, settings, backends) -> tuple[list[TranscriptSegment], dict]:
+def build_transcript(video: Path, settings, backends,
+                     duration_s: float | None = None) -> tuple[list[TranscriptSegment], dict]:
     """Transcript segments of ``video`` in time order, and facts for the manifest.
 
+    Every segment has finite times with ``0 <= start_s <= end_s`` (what the index check of ``transcript.jsonl``
+    requires; a subtitle file with a bad cue is refused, :func:`avi.index.subtitles.load_subtitles`).
+
+    Args:
+        duration_s: the video's duration in seconds: subtitle cues far past it are refused (None: not checked).
+
     Raises:
-        InputError: a subtitle file is required but missing, or cannot be parsed.
+        InputError: a subtitle file is required but missing, cannot be parsed, holds a bad cue, or (``transcript =
+            "subtitles"``) holds no cue with text.
         AviError: the audio track exists but cannot be decoded at all.
     """
     info: dict = {"mode": settings.transcript, "sources": [], "segments": 0}
@@ -76,7 +88,14 @@ def build_transcript(video: Path, settings, backends) -> tuple[list[TranscriptSe
     segments: list[TranscriptSegment] = []
     subs = subtitle_file(video, settings)
     if subs is not None:
-        segments += load_subtitles(subs, offset_s=float(getattr(settings, "subtitles_offset_s", 0.0) or 0.0))
+        cues = load_subtitles(subs, offset_s=float(getattr(settings, "subtitles_offset_s", 0.0) or 0.0),
+                              duration_s=duration_s)
+        if not cues:
+            if settings.transcript == "subtitles":
+                raise InputError(f"subtitles {subs} hold no cue with text: with --transcript subtitles the video "
+                                 f"would have no transcript; give another file or --transcript auto")
+            log.warning("subtitles %s hold no cue with text: they add nothing to the transcript", subs)
+        segments += cues
         info["sources"].append(f"subtitles:{subs.name}")
     if uses_asr(video, settings):
         t0 = time.perf_counter()
@@ -90,6 +109,9 @@ def build_transcript(video: Path, settings, backends) -> tuple[list[TranscriptSe
             segments += asr.transcribe(audio, language=settings.asr_language)
             info["sources"].append(f"asr:{asr.name}")
         info["asr_seconds"] = round(time.perf_counter() - t0, 2)
+    for seg in segments:  # a recogniser's times, made what the index check requires
+        seg.start_s = max(0.0, seg.start_s) if math.isfinite(seg.start_s) else 0.0
+        seg.end_s = max(seg.start_s, seg.end_s) if math.isfinite(seg.end_s) else seg.start_s
     segments.sort(key=lambda s: (s.start_s, s.end_s))
     info["segments"] = len(segments)
     return segments, info
