@@ -44,6 +44,7 @@ from avi.errors import AviError
 from avi.index import stage_schemas as sch
 from avi.index.chroma_io import DiskFullError, verify_chroma
 from avi.index.person_subjects import load_subject_faces
+from avi.index.stage_schemas import validation_cause
 from avi.index.store import SCHEMA_VERSION, release_chroma
 
 log = logging.getLogger(__name__)
@@ -84,16 +85,6 @@ def _validate_lines(path: Path, model) -> list:
         except ValidationError as exc:
             raise StageFileError(f"line {n}: {validation_cause(exc)}") from None
     return out
-
-
-def validation_cause(exc: ValidationError) -> str:
-    """The first problem of a pydantic validation error, as ``where: what`` on one line."""
-    err = exc.errors()[0]
-    if err.get("type") == "json_invalid":
-        return f"not valid JSON ({err.get('msg', '').removeprefix('Invalid JSON: ')})"
-    where = ".".join(str(p) for p in err.get("loc", ())) or "the record"
-    more = len(exc.errors()) - 1
-    return f"{where}: {err.get('msg', 'invalid')}" + (f" (and {more} more problem{'s' * (more > 1)})" if more else "")
 
 
 def _check_json(model) -> Callable[[Path, Path], None]:

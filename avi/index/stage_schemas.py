@@ -15,12 +15,22 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 Seconds = Annotated[float, Field(ge=0)]
 """A time in seconds from the start of the video."""
-Span = Annotated[list[Seconds], Field(min_length=2, max_length=2)]
-"""``[start_s, end_s]``."""
+Span = Annotated[list[float], Field(min_length=2, max_length=2)]
+"""``[start_s, end_s]`` (finite; not bounded: graph and subject spans may come from a model's reading)."""
+
+
+def validation_cause(exc: ValidationError) -> str:
+    """The first problem of a pydantic validation error, as ``where: what`` on one line."""
+    err = exc.errors()[0]
+    if err.get("type") == "json_invalid":
+        return f"not valid JSON ({err.get('msg', '').removeprefix('Invalid JSON: ')})"
+    where = ".".join(str(p) for p in err.get("loc", ())) or "the record"
+    more = len(exc.errors()) - 1
+    return f"{where}: {err.get('msg', 'invalid')}" + (f" (and {more} more problem{'s' * (more > 1)})" if more else "")
 
 
 class Record(BaseModel):
@@ -109,8 +119,10 @@ class CaptionRecord(Timed):
     data: CaptionData
 
 
-class WordRecord(Timed):
+class WordRecord(Record):
     word: str
+    start_s: float
+    end_s: float
     probability: float
 
 
@@ -143,7 +155,7 @@ class Subject(Record):
     name: str
     appearance: list[str] = []
     identity: list[str] = []
-    first_seen: Seconds | None = None
+    first_seen: float | None = None
     spans: list[Span] = []
     clips: list[Annotated[int, Field(ge=0)]] = []
 
@@ -151,8 +163,8 @@ class Subject(Record):
 class Track(Record):
     id: str = Field(min_length=1)
     label: str
-    first_s: Seconds
-    last_s: Seconds
+    first_s: float
+    last_s: float
     frames: Annotated[int, Field(ge=0)]
     boxes: list[Annotated[list[float], Field(min_length=5, max_length=5)]]
     subject: str | None = None

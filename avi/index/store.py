@@ -33,6 +33,7 @@ from typing import Sequence
 
 import networkx as nx
 import numpy as np
+from pydantic import ValidationError
 
 from avi.backends.asr import TranscriptSegment
 from avi.backends.embedder import Embedder, embed_query
@@ -40,6 +41,7 @@ from avi.backends.types import Caption
 from avi.errors import AviError
 from avi.index.chroma_panic import CHROMA_LOCK, ChromaPanic, contain_panics
 from avi.index.person_subjects import FACES_FILE, load_subject_faces
+from avi.index.stage_schemas import Graph, validation_cause
 
 log = logging.getLogger(__name__)
 
@@ -307,7 +309,12 @@ class VideoIndex:
                 raise AviError(f"the entity graph of {self.path} is not built yet (avi index builds it, or "
                                f"the first graph_retrieve call)")
             try:
+                Graph.model_validate_json((self.path / "graph.json").read_bytes())  # shape and types first
                 g = load_graph(self.path / "graph.json")
+            except ValidationError as exc:
+                cause = f"graph.json: {validation_cause(exc)}"
+                self.note_problem("entity graph (graph.json)", cause, "graph_retrieve is not offered")
+                raise AviError(f"the entity graph of {self.path} cannot be read: {cause}") from None
             except (OSError, ValueError, TypeError, KeyError, AttributeError, nx.NetworkXError) as exc:
                 cause = f"{type(exc).__name__}: {exc}"
                 self.note_problem("entity graph (graph.json)", cause, "graph_retrieve is not offered")
