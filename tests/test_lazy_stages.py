@@ -190,6 +190,9 @@ def test_graph_retrieve_builds_a_pending_graph(lazy, backends):
     calls = backends.llm.calls
     again = ALL_TOOLS["graph_retrieve"].run(ctx, {"query": "man in red shirt"})
     assert "index_stage" not in again.data and backends.llm.calls == calls  # built once
+    from avi.index.stage_files import check_index_files
+
+    assert check_index_files(index.path, pending=index.pending) == {}  # an LLM-built graph passes its own check
 
 
 def test_global_explore_builds_a_pending_summary(lazy):
@@ -200,6 +203,9 @@ def test_global_explore_builds_a_pending_summary(lazy):
     assert "summary" in obs.data["index_stage"]["note"]
     assert manifest_pending(index) == ["graph"] == index.pending
     assert (index.path / "summary.json").exists() and not (index.path / "graph.json").exists()
+    from avi.index.stage_files import check_index_files
+
+    assert check_index_files(index.path, pending=index.pending) == {}  # an LLM-built summary passes its own check
 
 
 def test_trace_notes_say_the_stage_was_built(lazy):

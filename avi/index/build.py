@@ -309,6 +309,8 @@ def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, back
             except BrokenIndex as exc:
                 broken, salvage = (exc.cause if broken else report_broken(final, exc)), exc.salvage
                 problems = exc.problems
+        if work.exists() and not work.is_dir():  # a file in its place: no unfinished build to resume
+            work.unlink()
         if rebuild and work.exists():
             release_chroma(work / "chroma")
             shutil.rmtree(work)

@@ -176,13 +176,13 @@ class Track(Record):
 class GraphNode(Record):
     id: str | int
     kind: str = "entity"
-    name: str | int = ""
+    name: Any = ""
     spans: list[Span] = []
     clips: list[Annotated[int, Field(ge=0)]] = []
     members: list[str | int] = []
     attributes: list[Any] = []
     actions: list[Any] = []
-    max_count: Annotated[int, Field(ge=0)] | None = None
+    max_count: Any = None
     freq: float | None = None
     centrality: float | None = None
 
