@@ -100,8 +100,10 @@ def contain_panics():
                 os.close(saved)
             if held is not None:
                 held.seek(0)
-                rest = strip_panic_output(held.read().decode(errors="replace"))
+                rest = held.read().decode(errors="replace")
                 held.close()
+                if "panicked at" in rest:
+                    rest = strip_panic_output(rest)
                 if rest:
                     with contextlib.suppress(OSError):
                         os.write(2, rest.encode())

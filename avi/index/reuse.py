@@ -136,8 +136,11 @@ def seed_work(work: Path, root: Path, key: str, settings_fields: dict, component
 
     Captions are copied as ``captions.partial.jsonl`` (the finished-clips file the caption stage resumes from);
     embeddings as the ``chroma/`` folder with the ``embeddings.done`` marker; the graph and the summary as their
-    files, which their stages then open instead of building. A copy that fails part way is removed again, so the
-    build then runs the stage itself.
+    files, which their stages then open instead of building. Each copy is checked where it lands
+    (:func:`avi.index.stage_files.check_stage_file`: the Chroma copy answers with the copied captions' and
+    transcript's counts); a copy that fails part way or fails its check is removed again, with one warning naming
+    the cause, so the build then runs the stage itself (and, for the transcript, captions and embeddings, the
+    stages after it).
 
     Returns:
         ``{"from": sibling key, "stages": [...]}`` for the manifest, or None when nothing was copied.
