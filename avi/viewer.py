@@ -20,6 +20,21 @@ import math
 from html import escape
 from pathlib import Path
 
+from avi.trace_values import (
+    argument_ranges,
+    as_dict,
+    as_float,
+    as_int,
+    as_num,
+    pair,
+    step_frames,
+    trace_steps,
+    trace_totals,
+)
+
+__all__ = ["argument_ranges", "as_num", "render_trace_html", "load_trace", "step_frames", "trace_steps",
+           "trace_totals"]
+
 PHASE_COLOURS = {"retrieve": "#3b6fd4", "perceive": "#e07b16", "review": "#2e9d4f"}
 """Fill colour of each agent phase on the timeline and on step headers."""
 OTHER_COLOUR = "#888888"
@@ -32,65 +47,6 @@ THUMB_SIDE = 320
 def esc(value) -> str:
     """Escape anything for HTML text or a quoted attribute."""
     return escape("" if value is None else str(value), quote=True)
-
-
-def as_num(value) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
-def _pair(value) -> list[float] | None:
-    if isinstance(value, (list, tuple)) and len(value) == 2:
-        a, b = as_num(value[0]), as_num(value[1])
-        if a is not None and b is not None:
-            return [min(a, b), max(a, b)]
-    return None
-
-
-def argument_ranges(arguments) -> list[list[float]]:
-    """Time ranges ``[start_s, end_s]`` (seconds) named in a tool call's arguments.
-
-    Takes every ``[s, e]`` pair or list of pairs under a key containing
-    ``range`` (``time_ranges``, ``time_range``, …), and ``start_s``/``end_s``.
-    """
-    out: list[list[float]] = []
-    if not isinstance(arguments, dict):
-        return out
-    for key, value in arguments.items():
-        if "range" not in str(key).lower():
-            continue
-        pair = _pair(value)
-        if pair is not None:
-            out.append(pair)
-        elif isinstance(value, (list, tuple)):
-            out += [p for p in (_pair(v) for v in value) if p is not None]
-    s, e = as_num(arguments.get("start_s")), as_num(arguments.get("end_s"))
-    if s is not None and e is not None:
-        out.append([min(s, e), max(s, e)])
-    return out
-
-
-def trace_steps(trace: dict) -> list[dict]:
-    steps = trace.get("steps") or []
-    return [s for s in steps if isinstance(s, dict)]
-
-
-def step_frames(step: dict) -> list[float]:
-    return [t for t in (as_num(v) for v in (step.get("frames_s") or [])) if t is not None]
-
-
-def trace_totals(trace: dict) -> dict:
-    steps = trace_steps(trace)
-    t = dict(trace.get("totals") or {})
-    t.setdefault("prompt_tokens", sum(int(s.get("prompt_tokens") or 0) for s in steps))
-    t.setdefault("completion_tokens", sum(int(s.get("completion_tokens") or 0) for s in steps))
-    t.setdefault("llm_seconds", round(sum(float(s.get("llm_seconds") or 0) for s in steps), 3))
-    t.setdefault("tool_seconds", round(sum(float(s.get("tool_seconds") or 0) for s in steps), 3))
-    t.setdefault("tool_calls", sum(1 for s in steps if s.get("kind") == "tool_call"))
-    t.setdefault("frames_looked_at", len({t for s in steps for t in step_frames(s)}))
-    t.setdefault("frames_spent", sum(len(step_frames(s)) for s in steps))
-    return t
 
 
 def fmt_t(t_s: float) -> str:
@@ -121,7 +77,7 @@ def timeline_svg(trace: dict, duration_s: float, width: int = 1100) -> str:
     calls = [s for s in trace_steps(trace) if s.get("tool")]
     label_w, row_h, top, pad_r = 190, 22, 28, 24
     plot_w = width - label_w - pad_r
-    interval = _pair(trace.get("interval"))
+    interval = pair(trace.get("interval"))
     rows = len(calls) + 1 + (1 if interval else 0)
     height = top + rows * row_h + 8
     dur = max(duration_s, 1e-3)
@@ -166,7 +122,7 @@ def timeline_svg(trace: dict, duration_s: float, width: int = 1100) -> str:
                          f'height="{row_h - 6}" fill="{colour}"><title>{esc(label)}: {a:.1f}s–{b:.1f}s</title></rect>')
         y += row_h
 
-    evidence = [p for p in (_pair(v) for v in (trace.get("evidence") or [])) if p is not None]
+    evidence = [p for p in (pair(v) for v in (trace.get("evidence") or [])) if p is not None]
     range_row("evidence", evidence, EVIDENCE_COLOUR)
     if interval:
         range_row("answer interval", [interval], INTERVAL_COLOUR)
@@ -271,7 +227,8 @@ def thumbnails(trace: dict, video: Path, max_thumbs: int = 48, side: int = THUMB
     times = thin_uniform(times, max_thumbs)
     if not times:
         return []
-    max_side = int((trace.get("settings") or {}).get("max_side") or 1280)
+    settings = trace.get("settings") if isinstance(trace.get("settings"), dict) else {}
+    max_side = as_int(settings.get("max_side"), 1280) or 1280
     analysed = target_size(info.width, info.height, max_side)
     overlays = _overlays(trace)
     by_time: dict[float, list[int]] = {}
@@ -334,9 +291,9 @@ def step_html(s: dict, thumb_times: set[float]) -> str:
     colour = PHASE_COLOURS.get(phase, OTHER_COLOUR)
     idx = s.get("index", "?")
     title = f"#{idx} · {phase} · {s.get('kind') or ''}" + (f" · {s['tool']}" if s.get("tool") else "")
-    meta = (f"iteration {s.get('iteration', '?')} · LLM {float(s.get('llm_seconds') or 0):.2f} s · tool "
-            f"{float(s.get('tool_seconds') or 0):.2f} s · tokens {int(s.get('prompt_tokens') or 0)} prompt + "
-            f"{int(s.get('completion_tokens') or 0)} completion")
+    meta = (f"iteration {s.get('iteration', '?')} · LLM {as_float(s.get('llm_seconds')):.2f} s · tool "
+            f"{as_float(s.get('tool_seconds')):.2f} s · tokens {as_int(s.get('prompt_tokens'))} prompt + "
+            f"{as_int(s.get('completion_tokens'))} completion")
     parts = [f'<section class="step" id="step-{esc(idx)}" style="border-left-color:{colour}">'
              f"<h3>{esc(title)}</h3><div class=meta>{esc(meta)}</div>"]
     if s.get("thought"):
@@ -391,8 +348,8 @@ def _duration(trace: dict, video_duration_s: float | None) -> float:
         return video_duration_s
     ts = [t for s in trace_steps(trace) for t in step_frames(s)]
     ts += [v for s in trace_steps(trace) for r in argument_ranges(s.get("arguments")) for v in r]
-    ts += [v for r in (trace.get("evidence") or []) for v in (_pair(r) or [])]
-    ts += _pair(trace.get("interval")) or []
+    ts += [v for r in (trace.get("evidence") or []) for v in (pair(r) or [])]
+    ts += pair(trace.get("interval")) or []
     return max(ts + [1.0]) * 1.05
 
 
@@ -409,7 +366,7 @@ def render_trace_html(trace: dict, out: Path, video: Path | None = None, max_thu
             uniformly over the distinct frame times (seconds) in ``frames_s``.
     """
     out = Path(out)
-    video_path = Path(video) if video else (Path(trace["video"]) if trace.get("video") else None)
+    video_path = Path(video) if video else (Path(str(trace["video"])) if trace.get("video") else None)
     thumbs: list[dict] = []
     thumb_note = ""
     duration_s = None
@@ -429,12 +386,12 @@ def render_trace_html(trace: dict, out: Path, video: Path | None = None, max_thu
     duration = _duration(trace, duration_s)
     totals = trace_totals(trace)
     steps = trace_steps(trace)
-    llm = trace.get("llm") or {}
-    seconds = trace.get("seconds") or {}
+    llm = as_dict(trace.get("llm"))
+    seconds = as_dict(trace.get("seconds"))
 
     answer = trace.get("answer")
-    interval = _pair(trace.get("interval"))
-    evidence = [p for p in (_pair(v) for v in (trace.get("evidence") or [])) if p is not None]
+    interval = pair(trace.get("interval"))
+    evidence = [p for p in (pair(v) for v in (trace.get("evidence") or [])) if p is not None]
     ans_rows = [("choice", trace.get("choice")),
                 ("interval", f"{interval[0]:.1f} s – {interval[1]:.1f} s" if interval else None),
                 ("evidence", ", ".join(f"{a:.1f} s – {b:.1f} s" for a, b in evidence) or None),
@@ -446,7 +403,7 @@ def render_trace_html(trace: dict, out: Path, video: Path | None = None, max_thu
                  ("index", trace.get("index_dir")), ("prompts sha256", trace.get("prompts_sha256")),
                  ("settings", json.dumps(trace.get("settings"), ensure_ascii=False, default=str)
                   if trace.get("settings") else None)]
-    tokens = int(totals.get("prompt_tokens") or 0) + int(totals.get("completion_tokens") or 0)
+    tokens = totals["prompt_tokens"] + totals["completion_tokens"]
     boxes = [("steps", len(steps)), ("tool calls", totals.get("tool_calls")),
              ("frames looked at", f"{totals.get('frames_looked_at')} distinct / {totals.get('frames_spent', '?')}"),
              ("tokens", f"{tokens} ({totals.get('prompt_tokens')} + {totals.get('completion_tokens')})"),
@@ -470,7 +427,7 @@ def render_trace_html(trace: dict, out: Path, video: Path | None = None, max_thu
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; "
         "style-src 'unsafe-inline'\">",
         "<meta name=viewport content=\"width=device-width, initial-scale=1\">",
-        f"<title>avi trace: {esc((trace.get('question') or '')[:80])}</title><style>{CSS}</style></head><body>",
+        f"<title>avi trace: {esc(str(trace.get('question') or '')[:80])}</title><style>{CSS}</style></head><body>",
         "<h1>avi trace</h1>",
         f"<div class=q>{esc(trace.get('question') or '(no question)')}</div>",
         f"<div class=ans>Answer: <b>{esc(answer if answer is not None else '(no answer)')}</b></div>",
@@ -483,7 +440,7 @@ def render_trace_html(trace: dict, out: Path, video: Path | None = None, max_thu
         timeline_svg(trace, duration),
         f"<h2>Steps ({len(steps)})</h2>",
         "".join(step_html(s, thumb_times) for s in steps) or "<p>No steps.</p>",
-        f"<h2>Frames looked at ({len(thumbs)} shown of {totals.get('frames_looked_at')})</h2>",
+        f"<h2>Frames looked at ({len(thumbs)} shown of {esc(totals['frames_looked_at'])})</h2>",
         (f"<p class=note>{esc(thumb_note)}</p>" if thumb_note else ""),
         ("<p>Red boxes: object_detect; yellow boxes: text_extract (OCR).</p><div class=thumbs>" + "".join(fig)
          + "</div>") if fig else "",

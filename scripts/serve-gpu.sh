@@ -70,15 +70,16 @@ wait_ready() {  # wait_ready ROLE PID PORT NAME: until GET /v1/models lists NAME
   echo "ready  $role  http://127.0.0.1:$port/v1  ($name)"
 }
 
+# --host/--port come last (as avi serve puts them): nothing before them can bind another address
 start orchestrator 0,1 vllm serve "$MODELS/llm/Qwen3-32B" --served-model-name qwen3-32b \
-  --host 127.0.0.1 --port 8000 --tensor-parallel-size 2 --max-model-len 32768 \
-  --enable-auto-tool-choice --tool-call-parser hermes --reasoning-parser qwen3
+  --tensor-parallel-size 2 --max-model-len 32768 \
+  --enable-auto-tool-choice --tool-call-parser hermes --reasoning-parser qwen3 --host 127.0.0.1 --port 8000
 start vlm 2,3,4,5,6 vllm serve "$MODELS/vlm/Qwen3-VL-8B-Instruct" --served-model-name qwen3-vl-8b \
-  --host 127.0.0.1 --port 8001 --data-parallel-size 5 --max-model-len 65536 --allowed-local-media-path "$MEDIA" \
-  --limit-mm-per-prompt '{"image": 64, "video": 0}'
+  --data-parallel-size 5 --max-model-len 65536 --allowed-local-media-path "$MEDIA" \
+  --limit-mm-per-prompt '{"image": 64, "video": 0}' --host 127.0.0.1 --port 8001
 start embedder 7 vllm serve "$MODELS/embedder/Qwen3-Embedding-4B" --served-model-name qwen3-embedding-4b \
-  --host 127.0.0.1 --port 8002 --max-model-len 8192 --gpu-memory-utilization 0.45 \
-  --runner pooling
+  --max-model-len 8192 --gpu-memory-utilization 0.45 \
+  --runner pooling --host 127.0.0.1 --port 8002
 
 wait_ready orchestrator "${PIDS[0]}" 8000 qwen3-32b
 wait_ready vlm "${PIDS[1]}" 8001 qwen3-vl-8b

@@ -89,15 +89,30 @@ def test_damaged_chroma_is_reported_and_rebuilt(kind, sign_index, sign_video, st
 
 
 def test_damaged_chroma_with_unreadable_captions_is_built_whole(sign_index, sign_video, stub_backends, tmp_path):
-    """Captions that do not parse are not taken over: the rebuild captions again (and so builds the graph)."""
+    """Captions that do not parse, in both files that hold them, are not taken over: the rebuild captions again
+    (and so builds the graph)."""
     root = tmp_path / "indexes"
     path = copy_index(sign_index, root)
     _truncate(path)
-    (path / "captions.jsonl").write_text((path / "captions.jsonl").read_text() + "{torn\n")
+    for name in ("captions.jsonl", "captions.partial.jsonl"):
+        (path / name).write_text((path / name).read_text() + "{torn\n")
     with pytest.raises(AviError):
         VideoIndex(path)
     idx = ensure_index(sign_video, S(root), stub_backends, progress=False)
     assert stub_backends.captioner.calls == len(idx.captions) == 4
+
+
+def test_unreadable_captions_are_taken_from_the_finished_clips_file(sign_index, sign_video, stub_backends, tmp_path):
+    """captions.jsonl torn, captions.partial.jsonl (the same captions before the speech) intact: the captions are
+    taken from it, nothing is captioned or embedded again, and captions.jsonl is whole again."""
+    root = tmp_path / "indexes"
+    path = copy_index(sign_index, root)
+    (path / "captions.jsonl").write_text((path / "captions.jsonl").read_text()[:-40])
+    idx = ensure_index(sign_video, S(root), stub_backends, progress=False)
+    assert stub_backends.captioner.calls == 0
+    assert [c.to_dict() for c in idx.captions] == [c.to_dict() for c in sign_index.captions]
+    assert set(idx.manifest["broken_files"]) == {"captions.jsonl"}
+    assert {"captions", "embeddings", "graph", "summary"} <= set(idx.manifest["reused"]["stages"])
 
 
 def test_verify_refuses_a_count_that_differs(sign_index):
@@ -147,3 +162,49 @@ def test_mount_of_finds_the_file_system(tmp_path):
     device, mount = mount_of(tmp_path / "not" / "yet")
     assert device and Path(tmp_path).resolve().is_relative_to(mount)
     assert shutil.disk_usage(mount).total > 0
+
+
+def _panic_type():
+    """A stand-in for pyo3's ``pyo3_runtime.PanicException`` (a BaseException, as pyo3 makes it)."""
+    return type("PanicException", (BaseException,), {"__module__": "pyo3_runtime"})
+
+
+def test_a_panic_becomes_one_error_and_its_report_stays_off_stderr(capfd):
+    """Issue 55, item 1: a Rust panic inside a Chroma call is a ChromaPanic (an AviError); the lines Rust's panic
+    hook writes to file descriptor 2 are dropped, anything else written there meanwhile is kept."""
+    from avi.index.chroma_panic import ChromaPanic, contain_panics, is_panic
+
+    panic = _panic_type()
+    assert is_panic(panic("x")) and not is_panic(RuntimeError("x"))
+    with pytest.raises(ChromaPanic, match="Chroma's native code failed: Expect it to be fetched: malformed"):
+        with contain_panics():
+            os.write(2, b"\nthread '<unnamed>' (1) panicked at rust/sqlite/src/db.rs:245:14:\n"
+                        b"Expect it to be fetched: malformed\nstack backtrace:\nnote: run with `RUST_BACKTRACE=1`\n"
+                        b"kept line\n")
+            raise panic("Expect it to be fetched: malformed")
+    assert capfd.readouterr().err == "kept line\n"
+    with contain_panics():  # no panic: everything written is kept, as written
+        os.write(2, b"   3: a numbered line\n")
+    assert capfd.readouterr().err == "   3: a numbered line\n"
+
+
+def test_a_panic_in_verify_is_a_damaged_database(tmp_path, monkeypatch):
+    """verify_chroma reports a panic as the database not working (the index check then rebuilds it)."""
+    panic = _panic_type()
+
+    def explode(path):
+        raise panic("Expect it to be fetched: database disk image is malformed")
+    monkeypatch.setattr(chroma_io, "chroma_client", explode)
+    monkeypatch.setattr(chroma_io, "free_bytes", lambda path: 50 * 2**30)
+    with pytest.raises(AviError, match="does not work: Chroma's native code failed: .*malformed"):
+        verify_chroma(tmp_path / "chroma", 3, 0)
+
+
+def test_a_full_disk_during_verify_is_no_damage(tmp_path, monkeypatch):
+    """Issue 55, item 11: Chroma's 'database or disk is full' while checking is a DiskFullError, not damage."""
+    def full(path):
+        raise RuntimeError("error returned from database: (code: 13) database or disk is full")
+    monkeypatch.setattr(chroma_io, "chroma_client", full)
+    monkeypatch.setattr(chroma_io, "free_bytes", lambda path: 300 * 1024)
+    with pytest.raises(chroma_io.DiskFullError, match=r"no space left on .*0\.3 MiB free.*could not be checked"):
+        verify_chroma(tmp_path / "chroma", 3, 0)

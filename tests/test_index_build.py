@@ -351,18 +351,30 @@ def _drop_captions(path: Path) -> None:
     (path / "captions.jsonl").unlink()
 
 
-@pytest.mark.parametrize("damage", [_set_incomplete, _break_manifest, _drop_captions])
+def _drop_both_captions(path: Path) -> None:
+    (path / "captions.jsonl").unlink()
+    (path / "captions.partial.jsonl").unlink()
+
+
+@pytest.mark.parametrize("damage", [_set_incomplete, _break_manifest, _drop_captions, _drop_both_captions])
 def test_untrusted_directory_is_rebuilt(sign_index, sign_video, stub_backends, root, damage):
+    """A directory at the index's place that fails its checks is rebuilt, taking over every stage whose files
+    pass (issue 55): a damaged manifest keeps the captions; captions.jsonl alone lost keeps them too (taken from
+    the finished-clips file); both caption files lost caption again."""
     path = copy_index(sign_index, root)
     damage(path)
-    if damage is not _drop_captions:
+    if damage not in (_drop_captions, _drop_both_captions):
         with pytest.raises(AviError):
             VideoIndex(path)
     idx = ensure_index(sign_video, S(root), stub_backends, progress=False)
     assert idx.path == path
-    assert stub_backends.captioner.calls == 4
-    assert json.loads((path / "manifest.json").read_text())["complete"] is True
-    assert idx.captions[0].text.startswith("Stub caption")
+    manifest = json.loads((path / "manifest.json").read_text())
+    assert manifest["complete"] is True and manifest["rebuilt_from_broken"] and manifest["broken_files"]
+    if damage is _drop_both_captions:
+        assert stub_backends.captioner.calls == 4 and idx.captions[0].text.startswith("Stub caption")
+    else:
+        assert stub_backends.captioner.calls == 0
+        assert [c.text for c in idx.captions] == [c.text for c in sign_index.captions]
     assert hidden(root) == []  # the replaced directory is gone too
 
 

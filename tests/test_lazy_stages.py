@@ -190,6 +190,9 @@ def test_graph_retrieve_builds_a_pending_graph(lazy, backends):
     calls = backends.llm.calls
     again = ALL_TOOLS["graph_retrieve"].run(ctx, {"query": "man in red shirt"})
     assert "index_stage" not in again.data and backends.llm.calls == calls  # built once
+    from avi.index.stage_files import check_index_files
+
+    assert check_index_files(index.path, pending=index.pending) == {}  # an LLM-built graph passes its own check
 
 
 def test_global_explore_builds_a_pending_summary(lazy):
@@ -200,6 +203,9 @@ def test_global_explore_builds_a_pending_summary(lazy):
     assert "summary" in obs.data["index_stage"]["note"]
     assert manifest_pending(index) == ["graph"] == index.pending
     assert (index.path / "summary.json").exists() and not (index.path / "graph.json").exists()
+    from avi.index.stage_files import check_index_files
+
+    assert check_index_files(index.path, pending=index.pending) == {}  # an LLM-built summary passes its own check
 
 
 def test_trace_notes_say_the_stage_was_built(lazy):
@@ -240,6 +246,28 @@ def test_a_held_build_lock_answers_without_the_stage(lazy, backends):
         holder.communicate("", timeout=10)
     # the lock released: the next call builds it
     assert ALL_TOOLS["graph_retrieve"].run(ctx, {"query": "man in red shirt"}).data["index_stage"]["built"]
+
+
+def test_building_it_now_is_said_only_once_the_lock_is_held(lazy, capsys):
+    """Issue 55: "building it now" is printed after the build lock is taken, never while another process holds
+    it (the note then says who builds it)."""
+    settings, index, ctx = lazy
+    settings.llm_progress_s = 60.0  # not --quiet: the line is shown
+    lock = index.path.parent / f".{index.path.name}.lock"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, os, sys\n"
+         f"fd = os.open({str(lock)!r}, os.O_RDWR | os.O_CREAT)\nfcntl.flock(fd, fcntl.LOCK_EX)\n"
+         "print('locked', flush=True)\nsys.stdin.read()\n"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        obs = ALL_TOOLS["graph_retrieve"].run(ctx, {"query": "man in red shirt"})
+        assert obs.data["index_stage"]["reason"] == "busy"
+        assert "building it now" not in capsys.readouterr().err
+    finally:
+        holder.communicate("", timeout=10)
+    assert ALL_TOOLS["graph_retrieve"].run(ctx, {"query": "man in red shirt"}).data["index_stage"]["built"]
+    assert "needs the entity graph" in capsys.readouterr().err
 
 
 def test_a_read_only_index_says_the_stage_cannot_be_built_there(lazy, backends, monkeypatch):

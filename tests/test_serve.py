@@ -137,6 +137,36 @@ def test_a_host_that_is_not_loopback_needs_allow_remote(kw):
     assert dict(layout.exports())["AVI_LLM_BASE_URL"].startswith("http://")
 
 
+@pytest.mark.parametrize("extra", [["--hos", "0.0.0.0"], ["--ho=0.0.0.0"], ["--h", "0.0.0.0"],
+                                   ["--max-num-seqs", "8", "--host", "127.0.0.1", "--hos=0.0.0.0"],
+                                   ["--config", "vllm.yaml", "--ho", "0.0.0.0", "--max-num-seqs", "8"]])
+def test_an_abbreviated_host_in_extra_args_is_the_servers_host(extra):
+    """Issue 55, item 9: vLLM's argparse takes any unambiguous prefix of --host; so does avi's reading of
+    extra_args, and avi's own --host/--port come last on the command line: no spelling binds 0.0.0.0 behind a
+    table that says 127.0.0.1."""
+    spec = ServerSpec(role="orchestrator", model="m", served_model_name="o", port=8000, extra_args=extra)
+    assert spec.host == "0.0.0.0" and not spec.loopback
+    assert not any(a.startswith("--h") for a in spec.extra_args)
+    with pytest.raises(InputError, match="would listen on 0.0.0.0:8000.*allow_remote = true"):
+        ServeLayout(servers=[spec], tools_gpus=[]).validate_layout()
+    cmd = vllm_command(spec)
+    assert cmd[-4:] == ["--host", "0.0.0.0", "--port", "8000"]
+    with pytest.raises(ValueError, match="expected one argument"):
+        ServerSpec(role="vlm", model="m", served_model_name="v", port=8001, extra_args=["--max-num-seqs", "8", "--ho"])
+
+
+def test_avis_own_host_and_port_come_last():
+    """Whatever extra_args hold, the last --host/--port of the command are avi's (argparse: the last one wins)."""
+    import argparse
+
+    spec = ServerSpec(role="vlm", model="m", served_model_name="v", port=8001, extra_args=["--max-num-seqs", "8"])
+    parser = argparse.ArgumentParser(allow_abbrev=True)
+    parser.add_argument("--host")
+    parser.add_argument("--port")
+    got, _ = parser.parse_known_args(vllm_command(spec)[3:])
+    assert (got.host, got.port) == ("127.0.0.1", "8001")
+
+
 def test_extra_args_port_and_host_become_the_servers_own():
     spec = ServerSpec(role="vlm", model="m", served_model_name="v", port=8001,
                       extra_args=["--max-num-seqs", "8", "--port=9001", "--host", "127.0.0.5"])

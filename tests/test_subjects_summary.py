@@ -40,6 +40,17 @@ def test_merge_by_name_and_spans():
     assert caps[1].data["subject_registry"]["b"]["global_id"] == man["id"] == "S1"
 
 
+def test_a_subject_seen_at_nan_is_seen_at_its_clip():
+    """A VLM's NaN first_seen would make subjects.json fail the index check (finite times) on every open."""
+    import json
+
+    from avi.index.stage_schemas import SUBJECTS
+
+    subjects = merge_subjects([cap(2, {"a": {"name": "Dog", "first_seen": float("nan")}})])
+    assert subjects[0]["first_seen"] == 10.0
+    SUBJECTS.validate_json(json.dumps(subjects))
+
+
 def test_merge_by_description_with_an_embedder():
     caps = [cap(0, {"p1": {"name": "person A", "appearance": ["red hat"]}}),
             cap(2, {"p9": {"name": "someone", "appearance": ["wears a red hat"]}}),

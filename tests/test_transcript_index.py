@@ -100,4 +100,9 @@ def test_attach_speech():
     attach_speech(caps, segs)
     assert caps[0].text.endswith('Speech: "across two clips"') and caps[1].text.startswith("People: none. Speech:")
     assert len(caps[1].data["speech"]) == 1
-    assert caps[2].text.endswith('…"') and len(caps[2].text) < 450 and len(caps[2].data["speech"][0]["text"]) == 500
+    assert caps[2].text.endswith('…"') and len(caps[2].text) < 450
+    # the text is stored once, in the transcript: the caption refers to the segment
+    assert caps[2].data["speech"] == [{"segment": 1, "start_s": 11.0, "end_s": 12.0, "source": "asr:x"}]
+    before = [c.text for c in caps]
+    attach_speech(caps, segs)  # a caption taken over from a finished index gets its speech once, not twice
+    assert [c.text for c in caps] == before

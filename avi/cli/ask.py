@@ -8,6 +8,7 @@ from pathlib import Path
 
 from avi.cli.common import add_answer_rules, add_common, settings_from_args
 from avi.errors import AviError, InputError
+from avi.input_paths import check_input_path
 from avi.places import check_places, permission_message, question_places
 from avi.videos.naming import expand_videos
 from avi.videos.output import evidence_text, many_json
@@ -39,6 +40,8 @@ def cmd_ask(args) -> int:
         raise InputError("--max-iterations must be at least 1")
     if not (args.question or "").strip():
         raise InputError("the question is empty")
+    if args.trace is not None:  # a name the file system refuses is found now, not after the question ran
+        check_input_path(args.trace, "--trace")
     settings = settings_from_args(args)
     check_places(question_places(settings, args.trace))  # before any work: the answer must not be lost
     videos = expand_videos(args.video)

@@ -33,12 +33,39 @@ def quiet_libraries() -> None:
     os.environ.setdefault("ORT_LOG_LEVEL", "3")
 
 
+class Terminated(SystemExit):
+    """SIGTERM arrived (:func:`guard` says so in one line and exits 143). A ``SystemExit``, so that code which
+    cleans up on the way out (``finally``, context managers) runs and nothing catches it as an error."""
+
+
 def _on_sigterm(signum, frame):  # pragma: no cover - exercised by signal tests
-    raise SystemExit(128 + signum)
+    raise Terminated(128 + signum)
+
+
+class StderrLines(logging.Handler):
+    """Warnings (and errors) logged by avi and its libraries as one ``avi: warning: ...`` line each on stderr,
+    what the user sees with or without ``--quiet`` (Python's own last-resort output has no prefix)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            print(f"avi: {record.levelname.lower()}: {' '.join(record.getMessage().split())}", file=sys.stderr,
+                  flush=True)
+        except Exception:  # noqa: BLE001 - logging must never end the command
+            self.handleError(record)
 
 
 def guard(fn, args) -> int:
-    """Run a command; turn every failure into one stderr line and an exit status."""
+    """Run a command; turn every failure into one stderr line and an exit status; log warnings as ``avi:
+    warning:`` lines while it runs (:class:`StderrLines`)."""
+    lines = StderrLines(logging.WARNING)
+    logging.getLogger().addHandler(lines)
+    try:
+        return _guarded(fn, args)
+    finally:
+        logging.getLogger().removeHandler(lines)
+
+
+def _guarded(fn, args) -> int:
     from avi.offline import enforce_offline_env
     from avi.places import apply_private_umask, permission_message
 
@@ -51,6 +78,10 @@ def guard(fn, args) -> int:
     except AviError as exc:
         print(f"avi: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return exc.exit_code
+    except Terminated as exc:
+        print("avi: terminated (SIGTERM); what was finished is kept (an index build resumes where it stopped)",
+              file=sys.stderr)
+        return int(exc.code)
     except KeyboardInterrupt:
         print("avi: interrupted", file=sys.stderr)
         return 130
@@ -66,6 +97,12 @@ def guard(fn, args) -> int:
         print(f"avi: error: {' '.join(msg.split())}", file=sys.stderr)
         return 1
     except Exception as exc:  # noqa: BLE001 - last line of defence for the user
+        return _internal_error(exc, args)
+    except BaseException as exc:  # a Rust panic of a native library (pyo3's PanicException) is no Exception
+        from avi.index.chroma_panic import is_panic
+
+        if not is_panic(exc):
+            raise
         return _internal_error(exc, args)
 
 

@@ -52,7 +52,7 @@ import shutil
 import time
 import uuid
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from avi import __version__
 from avi.backends import Backends
@@ -61,9 +61,10 @@ from avi.backends.types import Caption
 from avi.config import Settings, fingerprint
 from avi.errors import AviError
 from avi.hashing import sha256_file
-from avi.index.chroma_io import verify_index
+from avi.index.opening import BrokenIndex, open_checked, report_broken
 from avi.index.person_subjects import FACES_FILE, link_person_tracks, linker_id, save_subject_faces
 from avi.index.reuse import copy_pending_stages, has_stage, salvage_work, seed_work
+from avi.index.stage_files import discard_broken
 from avi.index.stages import (
     read_jsonl,
     stage_captions,
@@ -150,10 +151,11 @@ def ensure_index(video: Path, settings: Settings, backends: Backends, *, rebuild
                  progress: bool = True, stages: str = "all") -> VideoIndex:
     """Open the index of ``video``, building (or resuming) it first if there is no complete one.
 
-    A complete index is checked when it is opened (:func:`open_checked`: captions and Chroma collections hold
-    what the manifest counts, one query answers); one that fails is reported with its cause (a warning, and
-    ``rebuilt_from_broken`` in the new manifest) and rebuilt, taking over what still works when only its Chroma
-    database failed (then only the embeddings are computed again).
+    A complete index is checked when it is opened (:func:`avi.index.opening.open_checked`: every stage file
+    questions read passes its check of shape and types, the Chroma collections hold what the captions and the
+    transcript count, one query answers); one that fails is reported with its cause (one warning, and
+    ``rebuilt_from_broken`` and ``broken_files`` in the new manifest) and rebuilt, taking over every stage that
+    passed (only the failing stages, and those built from them, are built again).
 
     Args:
         video: path of the video file.
@@ -166,6 +168,7 @@ def ensure_index(video: Path, settings: Settings, backends: Backends, *, rebuild
 
     Raises:
         InputError: the video cannot be read or has zero length.
+        DiskFullError: the file system filled up while the index was checked or written.
         AviError: a model backend fails, or another process is building this index.
         ValueError: ``stages`` is neither ``"all"`` nor ``"search"``.
     """
@@ -173,11 +176,11 @@ def ensure_index(video: Path, settings: Settings, backends: Backends, *, rebuild
         raise ValueError(f"stages must be 'all' or 'search', not {stages!r}")
     final, info, sha, components = find_index(video, settings, backends)
     broken = None
-    if not rebuild and (final / "manifest.json").exists():
+    if not rebuild and final.is_dir():
         try:
             index = open_checked(final)
         except BrokenIndex as exc:  # incomplete or damaged
-            broken = _report_broken(final, exc)
+            broken = report_broken(final, exc)
         else:
             if stages == "all":  # `avi index`: the perception memory too (a question would build it otherwise)
                 mem, _ = ensure_memory(index, settings, backends, progress=progress)
@@ -190,40 +193,8 @@ def ensure_index(video: Path, settings: Settings, backends: Backends, *, rebuild
                        broken=broken, stages=stages)
 
 
-class BrokenIndex(AviError):
-    """A complete index that cannot be used (:func:`open_checked`).
-
-    Attributes:
-        cause: why, as one line.
-        salvage: True when only its Chroma database failed: its transcript, captions, graph and summary are
-            taken over by the rebuild (:func:`avi.index.reuse.salvage_work`), so only the embeddings are redone.
-    """
-
-    def __init__(self, cause: str, salvage: bool):
-        super().__init__(cause)
-        self.cause, self.salvage = cause, salvage
-
-
-def open_checked(final: Path) -> VideoIndex:
-    """Open the complete index at ``final`` and check that it works (:func:`avi.index.chroma_io.verify_index`:
-    the captions and the Chroma collections hold what the manifest counts, one query answers).
-
-    Raises:
-        BrokenIndex: the manifest, the captions or the Chroma database cannot be used (with the cause).
-    """
-    try:
-        index = VideoIndex(final)
-    except (AviError, OSError, ValueError, TypeError, KeyError) as exc:
-        raise BrokenIndex(f"{type(exc).__name__}: {exc}", salvage=False) from None
-    try:
-        verify_index(index)
-    except AviError as exc:
-        raise BrokenIndex(str(exc), salvage=True) from None
-    return index
-
-
 def finish_index(index: VideoIndex, settings: Settings, backends: Backends, *, progress: bool = True,
-                 only: Sequence[str] | None = None) -> VideoIndex:
+                 only: Sequence[str] | None = None, on_locked: Callable[[], None] | None = None) -> VideoIndex:
     """Build the pending LLM stages of ``index`` (built with ``stages="search"``) into its directory.
 
     A stage that a sibling index of the same video built from equal inputs is copied from it instead
@@ -236,6 +207,8 @@ def finish_index(index: VideoIndex, settings: Settings, backends: Backends, *, p
     Args:
         only: build just these of the pending stages (a tool that needs one of them; :mod:`avi.index.lazy`);
             None builds every pending stage.
+        on_locked: called once the build lock is held, before any stage is built (the lazy build's "building it
+            now" line: never said when another process holds the lock).
 
     Returns:
         the index opened again (no stage pending, or none of ``only``).
@@ -247,6 +220,8 @@ def finish_index(index: VideoIndex, settings: Settings, backends: Backends, *, p
     """
     final = index.path
     with build_lock(final.parent, final.name):
+        if on_locked is not None:
+            on_locked()
         manifest = json.loads((final / "manifest.json").read_text())
         captions = [Caption.from_dict(d) for d in read_jsonl(final / "captions.jsonl")]
         todo = [s for s in manifest.get("pending") or [] if only is None or s in only]
@@ -268,14 +243,6 @@ def finish_index(index: VideoIndex, settings: Settings, backends: Backends, *, p
             manifest["pending"] = [p for p in manifest["pending"] if p != stage]
             write_atomic(final / "manifest.json", json.dumps(manifest, indent=1))
     return VideoIndex(final)
-
-
-def _report_broken(final: Path, exc: BrokenIndex) -> str:
-    """Log why the index at ``final`` cannot be used (it is rebuilt next); returns the cause as text."""
-    cause = exc.cause
-    log.warning("the index %s cannot be used (%s); rebuilding it (the cause is kept in the new manifest as "
-                "'rebuilt_from_broken')", final, cause)
-    return cause
 
 
 # ---------------------------------------------------------------- work directory
@@ -325,7 +292,8 @@ def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, back
     (:func:`pending_stages`, :func:`finish_index`); ``"all"`` builds every stage first.
 
     ``broken``: why the complete index already at ``final`` could not be opened (kept in the manifest as
-    ``rebuilt_from_broken``); an index that cannot be opened here, under the lock, is reported the same way.
+    ``rebuilt_from_broken``, each failing file's cause as ``broken_files``); an index that cannot be opened here,
+    under the lock, is reported the same way, and its stages that passed their checks are taken over.
     The manifest's ``decode`` says how many undecodable packets the caption stage of this run skipped.
 
     Raises:
@@ -341,20 +309,25 @@ def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, back
     components = components or index_components(info.path, settings, backends)
     work = root / f".{key}.partial"
     with build_lock(root, key):
-        salvage = False
-        if not rebuild and (final / "manifest.json").exists():
+        salvage, problems = False, None
+        if not rebuild and final.is_dir():
             try:
                 return open_checked(final)  # another process finished it while we waited to start
             except BrokenIndex as exc:
-                broken, salvage = (exc.cause if broken else _report_broken(final, exc)), exc.salvage
+                broken, salvage = (exc.cause if broken else report_broken(final, exc)), exc.salvage
+                problems = exc.problems
+        if work.exists() and not work.is_dir():  # a file in its place: no unfinished build to resume
+            work.unlink()
         if rebuild and work.exists():
             release_chroma(work / "chroma")
             shutil.rmtree(work)
         resumed = work.exists()
+        if resumed:  # a stage file damaged since (or seeded by an older avi) is built again, never trusted
+            discard_broken(work)
         work.mkdir(exist_ok=True)
         reused = None
-        if salvage and not resumed:  # only the Chroma database failed: keep the rest, redo the embeddings
-            reused = salvage_work(final, work)
+        if salvage and not resumed:  # keep every stage that passed its check, redo the failing ones
+            reused = salvage_work(final, work, problems)
         if reused is None and not (resumed or rebuild):
             reused = seed_work(work, root, key, settings.index_fingerprint_fields(), components)
         times: dict[str, float] = {}
@@ -423,6 +396,7 @@ def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, back
             "failed_clips": failed,
             "decode": decode.to_dict(),
             "rebuilt_from_broken": broken,
+            "broken_files": problems,
             "graph": graph_info,
             "build_seconds": {k: round(v, 2) for k, v in times.items()} | {
                 "total": round(time.perf_counter() - t0, 2)},

@@ -10,6 +10,11 @@
 * :func:`write_error`: a failed Chroma write as one line. A full disk shows up inside Chroma as "database or
   disk is full" or as "Error in compaction: Failed to apply logs to the hnsw segment writer"; both are named
   "no space left on DEVICE (mounted at PATH)" with the free space, when the file system is (nearly) full.
+  The check of :func:`verify_chroma` writes too (Chroma writes to its database when it opens it): a full disk
+  met there is the same :class:`DiskFullError`, never taken for a damaged database (issue 55, item 11).
+
+Every Chroma call here runs under :func:`avi.index.chroma_panic.contain_panics`: a panic of Chroma's native code
+on a damaged page is a :class:`~avi.index.chroma_panic.ChromaPanic`, reported as a damaged database (item 1).
 """
 
 from __future__ import annotations
@@ -19,8 +24,8 @@ from pathlib import Path
 from typing import Sequence
 
 from avi.errors import AviError
+from avi.index.chroma_panic import contain_panics
 from avi.index.store import (
-    CHROMA_LOCK,
     COLLECTION,
     TRANSCRIPT_COLLECTION,
     ChromaEmbeddingFunction,
@@ -32,6 +37,13 @@ from avi.index.store import (
 _FULL_WORDS = ("disk is full", "no space left", "os error 28", "enospc", "quota exceeded")
 #: a file system with less free space than this after a failed write is taken as full (bytes)
 FULL_BELOW_BYTES = 64 * 2**20
+#: phrases that mean the database itself is damaged (never taken for a full disk, whatever the free space)
+_DAMAGE_WORDS = ("malformed", "not a database", "does not exist", "native code failed", "holds ")
+
+
+class DiskFullError(AviError):
+    """The file system holding an index filled up while Chroma wrote to it (exit 1; nothing is rebuilt: the
+    finished stages are kept and the next run resumes or checks again)."""
 
 
 def add_batched(client, collection, ids: Sequence[str], embeddings, metadatas: Sequence[dict],
@@ -72,12 +84,13 @@ def verify_chroma(folder: Path, clips: int, segments: int) -> None:
         segments: its transcript segment count.
 
     Raises:
-        AviError: the database cannot be opened, a collection is missing, holds another count, or a query
-            fails; the message gives the cause (e.g. "database disk image is malformed").
+        DiskFullError: the file system is full (Chroma writes to its database when it opens it).
+        AviError: the database cannot be opened, a collection is missing, holds another count, a query fails or
+            Chroma's native code panics; the message gives the cause (e.g. "database disk image is malformed").
     """
     want = [(COLLECTION, clips)] + ([(TRANSCRIPT_COLLECTION, segments)] if segments else [])
     try:
-        with CHROMA_LOCK:
+        with contain_panics():
             client = chroma_client(folder)
             for name, n in want:
                 col = client.get_collection(name, embedding_function=ChromaEmbeddingFunction(None))
@@ -91,6 +104,10 @@ def verify_chroma(folder: Path, clips: int, segments: int) -> None:
                         raise AviError(f"a query of its '{name}' collection found nothing")
     except Exception as exc:  # noqa: BLE001 - Chroma raises many kinds; each is reported with its cause
         release_chroma(folder)
+        full = full_disk_error(exc, folder, f"the index's Chroma database {folder} could not be checked",
+                               "nothing was changed")
+        if full is not None:
+            raise full from None
         cause = str(exc) if isinstance(exc, AviError) else f"{type(exc).__name__}: {exc}"
         raise AviError(f"the index's Chroma database {folder} does not work: {' '.join(cause.split())}") from None
 
@@ -144,23 +161,45 @@ def free_bytes(path: Path) -> int | None:
     return st.f_bavail * st.f_frsize
 
 
+def full_disk_error(exc: BaseException, folder: Path, what: str, after: str) -> DiskFullError | None:
+    """The one line for ``exc`` when it means the file system holding ``folder`` is full, else None.
+
+    Full: Chroma's or SQLite's message says so, or (unless the message names a damaged database) fewer than
+    :data:`FULL_BELOW_BYTES` are free after the failure.
+
+    Args:
+        what: what failed ("the clip embeddings could not be written to PATH").
+        after: what the user should know about the index ("the finished stages are kept").
+
+    Returns:
+        "no space left on DEVICE (mounted at PATH, N MiB free): WHAT (Chroma: ...); free some space and run
+        again: AFTER", or None.
+    """
+    msg = " ".join(str(exc).split())
+    low = msg.lower()
+    free = free_bytes(folder)
+    full = any(w in low for w in _FULL_WORDS) or (
+        not any(w in low for w in _DAMAGE_WORDS) and free is not None and free < FULL_BELOW_BYTES)
+    if not full:
+        return None
+    device, mount = mount_of(folder)
+    left = f"{free / 2**20:.1f} MiB free" if free is not None else "free space unknown"
+    return DiskFullError(f"no space left on {device} (mounted at {mount}, {left}): {what} (Chroma: {msg[:160]}); "
+                         f"free some space and run again: {after}")
+
+
 def write_error(exc: BaseException, folder: Path, what: str) -> AviError:
     """One line for a failed write of ``what`` (e.g. "the clip embeddings") into the Chroma database ``folder``.
 
-    A full file system (Chroma's message says so, or less than :data:`FULL_BELOW_BYTES` are free after the
-    failure) reads "no space left on DEVICE (mounted at PATH, N MiB free): ..."; anything else names Chroma's
-    own error.
+    A full file system (:func:`full_disk_error`) reads "no space left on DEVICE (mounted at PATH, N MiB free):
+    ..."; anything else names Chroma's own error.
 
     Returns:
         the :class:`AviError` to raise (exit 1; the build's finished stages are kept and a rerun resumes).
     """
+    full = full_disk_error(exc, folder, f"{what} could not be written to {folder}", "the finished stages are kept")
+    if full is not None:
+        return full
     msg = " ".join(str(exc).split())
-    free = free_bytes(folder)
-    if any(w in msg.lower() for w in _FULL_WORDS) or (free is not None and free < FULL_BELOW_BYTES):
-        device, mount = mount_of(folder)
-        left = f"{free / 2**20:.1f} MiB free" if free is not None else "free space unknown"
-        return AviError(f"no space left on {device} (mounted at {mount}, {left}): {what} could not be written "
-                        f"to {folder} (Chroma: {msg[:160]}); free some space and run again: the finished "
-                        f"stages are kept")
     return AviError(f"{what} could not be written to the Chroma database {folder}: {type(exc).__name__}: "
                     f"{msg[:300]}")

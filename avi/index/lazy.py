@@ -119,11 +119,13 @@ def build_if_pending(index: Any, stage: str, settings: Any, backends: Any) -> St
             waited = round(time.perf_counter() - t0, 1)
             return StageNote(stage, True, waited, "waited",
                              f"waited {waited:g} s for the {title} another question was building")
-        if getattr(settings, "llm_progress_s", 0):  # not with --quiet
-            print(f"avi: this question needs the {title} of {index.path.name}, not built yet: building it now "
-                  f"(the question waits; `avi index` builds it ahead of questions)", file=sys.stderr, flush=True)
+        def announce() -> None:  # once the lock is ours: a busy lock is said by the note, not by this line
+            if getattr(settings, "llm_progress_s", 0):  # not with --quiet
+                print(f"avi: this question needs the {title} of {index.path.name}, not built yet: building it now "
+                      f"(the question waits; `avi index` builds it ahead of questions)", file=sys.stderr, flush=True)
+
         try:
-            finish_index(index, settings, backends, progress=False, only=[stage])
+            finish_index(index, settings, backends, progress=False, only=[stage], on_locked=announce)
         except IndexBusy as exc:
             return StageNote(stage, False, round(time.perf_counter() - t0, 1), "busy",
                              f"the {title} of this index is not built yet and another avi process (pid {exc.pid}) "

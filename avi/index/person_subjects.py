@@ -48,6 +48,7 @@ side by side leave a person's pieces overlapping in time by a frame, which the c
 from __future__ import annotations
 
 import os
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -56,6 +57,7 @@ import cv2
 import numpy as np
 
 from avi.backends.embedder import normalise_rows
+from avi.backends.people.face_descriptor import FaceDescriber
 
 #: Boxes sampled per track (spread over its span).
 SAMPLES = 8
@@ -79,6 +81,8 @@ HEAD_SIDE = 192
 FRAME_BATCH = 64
 #: Face descriptors kept per person subject in the index (``person_faces.npz``, for linking across videos).
 KEPT_FACES = 16
+#: Width of one face descriptor (HSE FaceRes).
+FACE_DIM = FaceDescriber.dim
 #: The index file that keeps them.
 FACES_FILE = "person_faces.npz"
 
@@ -353,20 +357,28 @@ def save_subject_faces(path: Path, subjects: list[dict]) -> None:
 
 
 def load_subject_faces(path: Path) -> dict[str, np.ndarray]:
-    """The face descriptors :func:`save_subject_faces` wrote: subject id -> float32 (K, 1024), rows L2-normalised
-    again (float16 storage); {} when ``path`` does not exist.
+    """The face descriptors :func:`save_subject_faces` wrote: subject id -> float32 (K, :data:`FACE_DIM`), rows
+    L2-normalised again (float16 storage); {} when ``path`` does not exist.
 
     Raises:
-        ValueError: the file is not such an archive (or an array is not two-dimensional).
+        ValueError: the file is not such an archive: truncated, empty, not a zip, holding pickles, or an array
+            that is not (K >= 1, :data:`FACE_DIM`) of finite numbers (the message names the subject and shape).
         OSError: it cannot be read.
     """
     if not path.exists():
         return {}
-    with np.load(path, allow_pickle=False) as archive:
-        out = {}
-        for sid in archive.files:
-            rows = archive[sid].astype(np.float32)
-            if rows.ndim != 2 or not len(rows):
-                raise ValueError(f"{path.name}: {sid} holds an array of shape {rows.shape}, not (K, dim)")
-            out[sid] = normalise_rows(rows)
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            raw = {sid: archive[sid] for sid in archive.files}
+    except (zipfile.BadZipFile, EOFError, KeyError) as exc:
+        raise ValueError(f"{path.name} is not an npz archive ({type(exc).__name__}: {exc})") from None
+    out = {}
+    for sid, rows in raw.items():
+        if rows.ndim != 2 or not len(rows) or rows.shape[1] != FACE_DIM or rows.dtype.kind != "f":
+            raise ValueError(f"{path.name}: {sid} holds an array of shape {rows.shape} ({rows.dtype}), not "
+                             f"(K, {FACE_DIM}) numbers")
+        rows = rows.astype(np.float32)
+        if not np.isfinite(rows).all():
+            raise ValueError(f"{path.name}: {sid} holds values that are not finite")
+        out[sid] = normalise_rows(rows)
     return out

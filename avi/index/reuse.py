@@ -22,6 +22,11 @@ too; the graph and the summary are copied only from a sibling that built them (n
 prompt or LLM change is about is built again. :func:`salvage_work` is the other case: the index of the *same*
 key whose Chroma database no longer works gives its transcript, captions, graph and summary to its rebuild, so
 only the embeddings are computed again.
+
+Nothing is copied unchecked (issue 55): every file a sibling gives is checked on its copy with the check its
+file has in :data:`avi.index.stage_files.STAGE_FILES` (shape and types; the Chroma database answers with the
+right counts), and a copy that fails is removed and its stage built instead, so a damaged sibling never
+poisons the new index or its work directory. A sibling whose manifest fails its check is no sibling.
 """
 
 from __future__ import annotations
@@ -32,7 +37,9 @@ import shutil
 from pathlib import Path
 from typing import Sequence
 
-from avi.index.store import SCHEMA_VERSION
+from avi.index.stage_files import STAGE_FILES as CHECKS
+from avi.index.stage_files import check_stage_file, describe, stages_to_rebuild
+from avi.index.store import release_chroma
 
 log = logging.getLogger(__name__)
 
@@ -107,12 +114,9 @@ def find_sibling(root: Path, key: str, settings_fields: dict, components: dict,
     for other in sorted(root.glob(f"{key.split('-')[0]}-*")):
         if other.name == key or not other.is_dir():
             continue
-        try:
-            manifest = json.loads((other / "manifest.json").read_text())
-        except (OSError, ValueError):
+        if check_stage_file(other, "manifest.json") is not None:  # unreadable, incomplete, of another schema
             continue
-        if not manifest.get("complete") or manifest.get("schema") != SCHEMA_VERSION:
-            continue
+        manifest = json.loads((other / "manifest.json").read_text())
         have = stage_inputs(manifest.get("settings") or {}, manifest.get("components") or {})
         stages: list[str] = []
         for stage in LEADING_STAGES:
@@ -132,8 +136,11 @@ def seed_work(work: Path, root: Path, key: str, settings_fields: dict, component
 
     Captions are copied as ``captions.partial.jsonl`` (the finished-clips file the caption stage resumes from);
     embeddings as the ``chroma/`` folder with the ``embeddings.done`` marker; the graph and the summary as their
-    files, which their stages then open instead of building. A copy that fails part way is removed again, so the
-    build then runs the stage itself.
+    files, which their stages then open instead of building. Each copy is checked where it lands
+    (:func:`avi.index.stage_files.check_stage_file`: the Chroma copy answers with the copied captions' and
+    transcript's counts); a copy that fails part way or fails its check is removed again, with one warning naming
+    the cause, so the build then runs the stage itself (and, for the transcript, captions and embeddings, the
+    stages after it).
 
     Returns:
         ``{"from": sibling key, "stages": [...]}`` for the manifest, or None when nothing was copied.
@@ -151,12 +158,12 @@ def seed_work(work: Path, root: Path, key: str, settings_fields: dict, component
             else:
                 for name in STAGE_FILES[stage]:
                     _copy_atomic(other / name, work / name)
+            cause = _copies_cause(work, stage)
         except OSError as exc:
-            log.warning("could not reuse the %s stage of %s (%s); building it", stage, other, exc)
-            for name in STAGE_FILES.get(stage, ()):
-                (work / name).unlink(missing_ok=True)
-            if stage == "embeddings":
-                shutil.rmtree(work / "chroma", ignore_errors=True)
+            cause = f"{type(exc).__name__}: {exc}"
+        if cause is not None:
+            log.warning("could not reuse the %s stage of %s (%s); building it", stage, other, cause)
+            _remove_stage(work, stage)
             if stage in LEADING_STAGES:
                 break  # the later stages are built from this one
             continue
@@ -165,6 +172,27 @@ def seed_work(work: Path, root: Path, key: str, settings_fields: dict, component
         return None
     log.info("reusing the %s stages of %s", ", ".join(copied), other.name)
     return {"from": other.name, "stages": copied}
+
+
+def _stage_names(stage: str) -> tuple[str, ...]:
+    """The :data:`~avi.index.stage_files.STAGE_FILES` rows a copied stage is checked by."""
+    return ("chroma",) if stage == "embeddings" else STAGE_FILES[stage]
+
+
+def _copies_cause(work: Path, stage: str) -> str | None:
+    """Why the copy of ``stage`` in ``work`` cannot be used (its files' checks), or None."""
+    problems = {n: c for n in _stage_names(stage) if (c := check_stage_file(work, n)) is not None}
+    return describe(problems) if problems else None
+
+
+def _remove_stage(work: Path, stage: str) -> None:
+    """Remove the copied files of ``stage`` from ``work``."""
+    if stage == "embeddings":
+        (work / "embeddings.done").unlink(missing_ok=True)
+        release_chroma(work / "chroma")
+        shutil.rmtree(work / "chroma", ignore_errors=True)
+    for name in STAGE_FILES.get(stage, ()):
+        (work / name).unlink(missing_ok=True)
 
 
 def copy_pending_stages(final: Path, manifest: dict, wanted: list[str]) -> dict[str, str]:
@@ -188,8 +216,8 @@ def copy_pending_stages(final: Path, manifest: dict, wanted: list[str]) -> dict[
     for stage in (s for s in wanted if s in stages and s in LLM_STAGE_INPUTS):
         try:
             for name in STAGE_FILES[stage]:
-                _copy_atomic(other / name, final / name)
-        except OSError as exc:
+                _copy_atomic(other / name, final / name, check=True)
+        except (OSError, ValueError) as exc:
             log.warning("could not reuse the %s stage of %s (%s); building it", stage, other, exc)
             continue
         copied[stage] = other.name
@@ -198,54 +226,81 @@ def copy_pending_stages(final: Path, manifest: dict, wanted: list[str]) -> dict[
     return copied
 
 
-def _copy_atomic(src: Path, dst: Path) -> None:
+def _copy_atomic(src: Path, dst: Path, check: bool = False) -> None:
     """Copy ``src`` to ``dst`` through a temporary name, so a build killed mid-copy never leaves a torn file
-    that a resumed build would take for a finished stage."""
+    that a resumed build would take for a finished stage.
+
+    Args:
+        check: run the check of ``dst``'s name (:data:`~avi.index.stage_files.STAGE_FILES`) on the copy before
+            it takes the name.
+
+    Raises:
+        OSError: the copy failed.
+        ValueError: ``check`` and the copy fails its check (nothing is left at ``dst`` or the temporary name).
+    """
     tmp = dst.with_name(f".{dst.name}.copy")
     shutil.copy2(src, tmp)
+    cause = check_stage_file(dst.parent, dst.name, tmp) if check and dst.name in CHECKS else None
+    if cause is not None:
+        tmp.unlink(missing_ok=True)
+        raise ValueError(f"{src.name}: {cause}")
     tmp.replace(dst)
 
 
-SALVAGE_FILES = {
-    "transcript": (("transcript.jsonl", "transcript.jsonl"), ("transcript_info.json", "transcript_info.json")),
-    "captions": (("captions.jsonl", "captions.partial.jsonl"),),
-    "graph": (("graph.json", "graph.json"),),
-    "summary": (("summary.json", "summary.json"),),
-}
+SALVAGE_ORDER = ("transcript", "captions", "embeddings", "graph", "summary")
+"""The stages a rebuild of the same key can take over, in build order."""
 
 
-def salvage_work(final: Path, work: Path) -> dict | None:
-    """Copy what the complete index ``final`` (same key) still holds into the new work directory ``work``, when
-    only its Chroma database failed: transcript, captions (as the finished-clips file the caption stage resumes
-    from), entity graph and summary, each only when its files are all there and parse as JSON. The build then
-    embeds again and redoes nothing else.
+def salvage_work(final: Path, work: Path, problems: dict[str, str] | None = None) -> dict | None:
+    """Copy what the complete index ``final`` (same key) still holds into the new work directory ``work``: every
+    stage whose files passed their check, less the stages built from a failing one
+    (:func:`avi.index.stage_files.stages_to_rebuild`). The build then redoes only the failing stages (the
+    object tracks, person subjects and subject registry are always computed again from the captions).
+
+    The captions are taken as the finished-clips file the caption stage resumes from: ``captions.partial.jsonl``
+    (the captions before the speech was attached) when it passes its check, else ``captions.jsonl`` (the
+    speech is attached again idempotently, :func:`avi.index.transcript.attach_speech`). Each copy is checked
+    again in ``work``; one that fails is removed and its stage built.
+
+    Args:
+        problems: ``{file: cause}`` of ``final``'s failing files (:func:`avi.index.stage_files.check_index_files`);
+            None: only its Chroma database failed.
 
     Returns:
         ``{"from": key, "stages": [...], "salvaged": True}`` for the manifest's ``reused``, or None when nothing
         could be taken.
     """
+    problems = dict(problems) if problems is not None else {"chroma": ""}
+    partial = final / "captions.partial.jsonl"
+    partial_ok = partial.is_file() and check_stage_file(final, partial.name) is None
+    if partial_ok:  # captions.jsonl is written again from it; what was built from the captions still holds
+        problems.pop("captions.jsonl", None)
+    skip = stages_to_rebuild(problems)
     copied: list[str] = []
-    for stage, files in SALVAGE_FILES.items():
-        if stage in ("graph", "summary") and "captions" not in copied:
-            continue  # built from the captions: only with them
+    for stage in SALVAGE_ORDER:
+        if stage in skip or (stage in ("embeddings", "graph", "summary")
+                             and not {"transcript", "captions"} <= set(copied)):
+            continue  # failed, or built from what is built again
         try:
-            for src, _ in files:
-                text = (final / src).read_text()
-                if src.endswith(".jsonl"):
-                    for line in text.splitlines():
-                        if line.strip():
-                            json.loads(line)
-                else:
-                    json.loads(text)
-            for src, dst in files:
-                shutil.copy2(final / src, work / dst)
-        except (OSError, ValueError) as exc:
-            log.info("not taking the %s stage of %s over (%s)", stage, final, exc)
-            for _, dst in files:
-                (work / dst).unlink(missing_ok=True)
+            if stage == "embeddings":
+                shutil.copytree(final / "chroma", work / "chroma")
+                (work / "embeddings.done").touch()
+            elif stage == "captions":
+                shutil.copy2(partial if partial_ok else final / "captions.jsonl", work / "captions.partial.jsonl")
+            else:
+                if not has_stage(final, stage):
+                    continue
+                for name in STAGE_FILES[stage]:
+                    shutil.copy2(final / name, work / name)
+            cause = _copies_cause(work, stage)
+        except OSError as exc:
+            cause = f"{type(exc).__name__}: {exc}"
+        if cause is not None:
+            log.info("not taking the %s stage of %s over (%s)", stage, final, cause)
+            _remove_stage(work, stage)
             continue
         copied.append(stage)
     if not copied:
         return None
-    log.info("taking the %s stages of %s over; its embeddings are built again", ", ".join(copied), final.name)
+    log.info("taking the %s stages of %s over; the rest is built again", ", ".join(copied), final.name)
     return {"from": final.name, "stages": copied, "salvaged": True}

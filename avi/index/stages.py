@@ -20,9 +20,10 @@ from avi.backends.types import Caption
 from avi.config import Settings
 from avi.errors import AviError, InputError
 from avi.index.chroma_io import add_batched, verify_chroma, write_error
+from avi.index.chroma_panic import contain_panics
 from avi.index.graph import add_super_nodes, build_entity_graph, save_graph
+from avi.index.stage_schemas import CaptionRecord
 from avi.index.store import (
-    CHROMA_LOCK,
     COLLECTION,
     TRANSCRIPT_COLLECTION,
     ChromaEmbeddingFunction,
@@ -53,7 +54,9 @@ def read_jsonl(path: Path) -> list[dict]:
 
 
 def _read_partial_captions(path: Path) -> dict[int, Caption]:
-    """Captions finished by earlier attempts; a torn last line (killed mid-write) is cut off."""
+    """Captions finished by earlier attempts; from the first line that is torn (killed mid-write) or fails its
+    check (:class:`avi.index.stage_schemas.CaptionRecord`: shape and types) on, the file is cut off and those
+    clips are captioned again."""
     done: dict[int, Caption] = {}
     if not path.exists():
         return done
@@ -61,6 +64,7 @@ def _read_partial_captions(path: Path) -> dict[int, Caption]:
     with open(path, "rb") as f:
         for raw in f:
             try:
+                CaptionRecord.model_validate_json(raw)
                 cap = Caption.from_dict(json.loads(raw))
             except (ValueError, TypeError):
                 break
@@ -79,7 +83,7 @@ def stage_transcript(work: Path, info: VideoInfo, settings: Settings, backends: 
         return [TranscriptSegment.from_dict(d) for d in read_jsonl(seg_path)], json.loads(info_path.read_text())
     if progress:
         print(f"transcript of {info.path.name} ({settings.transcript})…", file=sys.stderr, flush=True)
-    segments, tinfo = build_transcript(info.path, settings, backends)
+    segments, tinfo = build_transcript(info.path, settings, backends, duration_s=info.duration_s)
     write_jsonl(seg_path, [s.to_dict() for s in segments])
     write_atomic(info_path, json.dumps(tinfo))
     return segments, tinfo
@@ -158,11 +162,21 @@ def stage_captions(work: Path, info: VideoInfo, settings: Settings, backends: Ba
     return captions, len(todo)
 
 
+EMBED_CHARS = 32_000
+"""Most characters of one caption or transcript segment that are embedded (about 8k tokens, the longest context of
+the embedders avi uses; a longer text, a 6 MB subtitle cue, is cut: the models would truncate it anyway)."""
+DOCUMENT_CHARS = 1_000
+"""Most characters of a text kept in Chroma beside its vector: avi reads the texts from captions.jsonl and
+transcript.jsonl, never from Chroma, so a long cue is stored once (Chroma would keep it again in its full-text
+index)."""
+
+
 def stage_embeddings(work: Path, captions: list[Caption], segments: list[TranscriptSegment],
                       backends: Backends) -> None:
     """Captions and transcript lines into the work directory's Chroma database (``chroma/``), in batches under
     the client's limit (:func:`avi.index.chroma_io.add_batched`: no limit on the video's length), then
-    checked (:func:`avi.index.chroma_io.verify_chroma`); ``embeddings.done`` marks it finished.
+    checked (:func:`avi.index.chroma_io.verify_chroma`); ``embeddings.done`` marks it finished. Texts are
+    embedded up to :data:`EMBED_CHARS` characters and kept in Chroma up to :data:`DOCUMENT_CHARS`.
 
     Raises:
         AviError: a Chroma write or the check fails (a full disk: "no space left on DEVICE (mounted at PATH,
@@ -175,18 +189,19 @@ def stage_embeddings(work: Path, captions: list[Caption], segments: list[Transcr
     release_chroma(chroma_dir)
     shutil.rmtree(chroma_dir, ignore_errors=True)  # a half-written collection from a killed attempt
     embedder = backends.embedder
-    texts = [c.text or "(no caption)" for c in captions]
+    texts = [(c.text or "(no caption)")[:EMBED_CHARS] for c in captions]
+    seg_texts = [s.text[:EMBED_CHARS] for s in segments]
     vecs = embedder.embed(texts)  # the embeddings first: the Chroma lock is held only for Chroma's own calls
-    seg_vecs = embedder.embed([s.text for s in segments]) if segments else None
+    seg_vecs = embedder.embed(seg_texts) if segments else None
     what = "the clip embeddings"
     try:
-        with CHROMA_LOCK:
+        with contain_panics():
             client = chroma_client(chroma_dir)
             col = client.create_collection(COLLECTION, embedding_function=ChromaEmbeddingFunction(embedder),
                                            metadata={"hnsw:space": "cosine"})
             add_batched(client, col, [f"clip-{c.clip_index:05d}" for c in captions], vecs,
                         [{"clip_index": c.clip_index, "start_s": c.start_s, "end_s": c.end_s} for c in captions],
-                        texts)
+                        [t[:DOCUMENT_CHARS] for t in texts])
             if segments:
                 what = "the transcript embeddings"
                 tcol = client.create_collection(TRANSCRIPT_COLLECTION,
@@ -194,7 +209,7 @@ def stage_embeddings(work: Path, captions: list[Caption], segments: list[Transcr
                                                 metadata={"hnsw:space": "cosine"})
                 add_batched(client, tcol, [f"seg-{i:05d}" for i in range(len(segments))], seg_vecs,
                             [{"segment_index": i, "start_s": s.start_s, "end_s": s.end_s, "source": s.source}
-                             for i, s in enumerate(segments)], [s.text for s in segments])
+                             for i, s in enumerate(segments)], [t[:DOCUMENT_CHARS] for t in seg_texts])
                 del tcol
             del col, client
     except Exception as exc:  # noqa: BLE001 - Chroma's errors have many types; write_error names the cause

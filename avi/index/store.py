@@ -26,7 +26,6 @@ import logging
 import os
 import shutil
 import tempfile
-import threading
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,12 +33,15 @@ from typing import Sequence
 
 import networkx as nx
 import numpy as np
+from pydantic import ValidationError
 
 from avi.backends.asr import TranscriptSegment
 from avi.backends.embedder import Embedder, embed_query
 from avi.backends.types import Caption
 from avi.errors import AviError
+from avi.index.chroma_panic import CHROMA_LOCK, ChromaPanic, contain_panics
 from avi.index.person_subjects import FACES_FILE, load_subject_faces
+from avi.index.stage_schemas import Graph, validation_cause
 
 log = logging.getLogger(__name__)
 
@@ -101,19 +103,16 @@ class ChromaEmbeddingFunction:
         return None
 
 
-CHROMA_LOCK = threading.RLock()
-"""Held around every Chroma call of this process. Chroma 1.x's client set-up is not thread-safe: it caches a path's
-client system before starting it, so a second thread opening the same index in between (two questions of one video
-answered at once by avi.jobs.local) fails with "'RustBindingsAPI' object has no attribute 'bindings'". Chroma calls
-take milliseconds here; the embeddings are computed outside the lock."""
-
-
 def chroma_client(path: Path):
-    """A Chroma ``PersistentClient`` at ``path`` with anonymized telemetry off (made under :data:`CHROMA_LOCK`)."""
+    """A Chroma ``PersistentClient`` at ``path`` with anonymized telemetry off (made under :data:`CHROMA_LOCK`).
+
+    Raises:
+        ChromaPanic: Chroma's native code panicked opening a damaged database (:mod:`avi.index.chroma_panic`).
+    """
     import chromadb
     from chromadb.config import Settings as ChromaSettings
 
-    with CHROMA_LOCK:
+    with contain_panics():
         return chromadb.PersistentClient(path=str(path), settings=ChromaSettings(anonymized_telemetry=False,
                                                                                  allow_reset=False))
 
@@ -207,22 +206,26 @@ class VideoIndex:
         manifest_path = self.path / "manifest.json"
         try:
             self.manifest = json.loads(manifest_path.read_text())
-        except (OSError, json.JSONDecodeError):
+        except (OSError, ValueError):
             raise AviError(f"not a complete avi index: {self.path}") from None
-        if not self.manifest.get("complete") or self.manifest.get("schema") != SCHEMA_VERSION:
+        if not isinstance(self.manifest, dict) or not self.manifest.get("complete") \
+                or self.manifest.get("schema") != SCHEMA_VERSION:
             raise AviError(f"index is incomplete or from another avi version: {self.path}")
         try:
             self.captions: list[Caption] = [
                 Caption.from_dict(json.loads(line))
                 for line in (self.path / "captions.jsonl").read_text().splitlines() if line.strip()
             ]
-        except (OSError, ValueError, TypeError):
+        except (OSError, ValueError, TypeError, AttributeError):
             raise AviError(f"index is damaged (captions unreadable): {self.path}") from None
         tpath = self.path / "transcript.jsonl"
-        self.transcript: list[TranscriptSegment] = [
-            TranscriptSegment.from_dict(json.loads(line))
-            for line in (tpath.read_text().splitlines() if tpath.exists() else []) if line.strip()
-        ]
+        try:
+            self.transcript: list[TranscriptSegment] = [
+                TranscriptSegment.from_dict(json.loads(line))
+                for line in (tpath.read_text().splitlines() if tpath.exists() else []) if line.strip()
+            ]
+        except (OSError, ValueError, TypeError, AttributeError):
+            raise AviError(f"index is damaged (transcript unreadable): {self.path}") from None
         #: LLM stages not built yet (``avi index`` builds them, or the first tool call that needs one;
         #: avi/index/build.py, finish_index; avi/index/lazy.py)
         self.pending: list[str] = list(self.manifest.get("pending") or [])
@@ -245,7 +248,9 @@ class VideoIndex:
         """
         try:
             manifest = json.loads((self.path / "manifest.json").read_text())
-        except (OSError, json.JSONDecodeError):
+        except (OSError, ValueError):
+            return []
+        if not isinstance(manifest, dict) or not isinstance(manifest.get("pending") or [], list):
             return []
         pending = list(manifest.get("pending") or [])
         built = [s for s in self.pending if s not in pending]
@@ -304,8 +309,13 @@ class VideoIndex:
                 raise AviError(f"the entity graph of {self.path} is not built yet (avi index builds it, or "
                                f"the first graph_retrieve call)")
             try:
+                Graph.model_validate_json((self.path / "graph.json").read_bytes())  # shape and types first
                 g = load_graph(self.path / "graph.json")
-            except (OSError, ValueError, TypeError, KeyError, nx.NetworkXError) as exc:
+            except ValidationError as exc:
+                cause = f"graph.json: {validation_cause(exc)}"
+                self.note_problem("entity graph (graph.json)", cause, "graph_retrieve is not offered")
+                raise AviError(f"the entity graph of {self.path} cannot be read: {cause}") from None
+            except (OSError, ValueError, TypeError, KeyError, AttributeError, nx.NetworkXError) as exc:
                 cause = f"{type(exc).__name__}: {exc}"
                 self.note_problem("entity graph (graph.json)", cause, "graph_retrieve is not offered")
                 raise AviError(f"the entity graph of {self.path} cannot be read: {cause}") from exc
@@ -399,7 +409,11 @@ class VideoIndex:
         """Chroma's own errors (a database damaged after the index was opened and checked) as one AviError naming
         the index and the cause; ``avi index`` rebuilds such an index (avi/index/build.py, open_checked)."""
         try:
-            yield
+            with contain_panics():
+                yield
+        except ChromaPanic as exc:
+            raise AviError(f"the Chroma database of index {self.path} does not work ({exc}); `avi index` rebuilds "
+                           f"it") from None
         except AviError:
             raise
         except Exception as exc:  # noqa: BLE001 - chromadb raises many kinds

@@ -13,6 +13,7 @@ merged into.
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -82,6 +83,8 @@ def merge_subjects(captions: list[Caption], embedder=None, threshold: float = 0.
         try:
             seen = float(seen) if seen is not None else cap.start_s
         except (TypeError, ValueError):
+            seen = cap.start_s
+        if not math.isfinite(seen):  # a VLM's NaN: subjects.json holds finite times (avi/index/stage_schemas.py)
             seen = cap.start_s
         s["first_seen"] = seen if s["first_seen"] is None else min(s["first_seen"], seen)
         s["spans"].append([cap.start_s, cap.end_s])

@@ -14,6 +14,8 @@ content too; the segments are also searchable on their own (transcript_search).
 
 from __future__ import annotations
 
+import logging
+import math
 import time
 from pathlib import Path
 
@@ -24,6 +26,8 @@ from avi.hashing import sha256_file
 from avi.index.subtitles import find_sidecar, load_subtitles
 from avi.input_paths import check_input_path
 from avi.video.audio import load_audio
+
+log = logging.getLogger(__name__)
 
 SPEECH_CHARS_PER_CLIP = 400
 
@@ -63,11 +67,19 @@ def transcript_fingerprint(video: Path, settings) -> dict:
     return fp
 
 
-def build_transcript(video: Path, settings, backends) -> tuple[list[TranscriptSegment], dict]:
+def build_transcript(video: Path, settings, backends,
+                     duration_s: float | None = None) -> tuple[list[TranscriptSegment], dict]:
     """Transcript segments of ``video`` in time order, and facts for the manifest.
 
+    Every segment has finite times with ``0 <= start_s <= end_s`` (what the index check of ``transcript.jsonl``
+    requires; a subtitle file with a bad cue is refused, :func:`avi.index.subtitles.load_subtitles`).
+
+    Args:
+        duration_s: the video's duration in seconds: subtitle cues far past it are refused (None: not checked).
+
     Raises:
-        InputError: a subtitle file is required but missing, or cannot be parsed.
+        InputError: a subtitle file is required but missing, cannot be parsed, holds a bad cue, or (``transcript =
+            "subtitles"``) holds no cue with text.
         AviError: the audio track exists but cannot be decoded at all.
     """
     info: dict = {"mode": settings.transcript, "sources": [], "segments": 0}
@@ -76,7 +88,14 @@ def build_transcript(video: Path, settings, backends) -> tuple[list[TranscriptSe
     segments: list[TranscriptSegment] = []
     subs = subtitle_file(video, settings)
     if subs is not None:
-        segments += load_subtitles(subs, offset_s=float(getattr(settings, "subtitles_offset_s", 0.0) or 0.0))
+        cues = load_subtitles(subs, offset_s=float(getattr(settings, "subtitles_offset_s", 0.0) or 0.0),
+                              duration_s=duration_s)
+        if not cues:
+            if settings.transcript == "subtitles":
+                raise InputError(f"subtitles {subs} hold no cue with text: with --transcript subtitles the video "
+                                 f"would have no transcript; give another file or --transcript auto")
+            log.warning("subtitles %s hold no cue with text: they add nothing to the transcript", subs)
+        segments += cues
         info["sources"].append(f"subtitles:{subs.name}")
     if uses_asr(video, settings):
         t0 = time.perf_counter()
@@ -90,25 +109,41 @@ def build_transcript(video: Path, settings, backends) -> tuple[list[TranscriptSe
             segments += asr.transcribe(audio, language=settings.asr_language)
             info["sources"].append(f"asr:{asr.name}")
         info["asr_seconds"] = round(time.perf_counter() - t0, 2)
+    for seg in segments:  # a recogniser's times, made what the index check requires
+        seg.start_s = max(0.0, seg.start_s) if math.isfinite(seg.start_s) else 0.0
+        seg.end_s = max(seg.start_s, seg.end_s) if math.isfinite(seg.end_s) else seg.start_s
     segments.sort(key=lambda s: (s.start_s, s.end_s))
     info["segments"] = len(segments)
     return segments, info
 
 
+SPEECH_MARK = ' Speech: "'
+"""What :func:`attach_speech` puts between a caption and the speech said during its clip."""
+
+
 def attach_speech(captions: list[Caption], segments: list[TranscriptSegment]) -> None:
     """Append to each caption what was said during its clip (in place).
 
-    A segment overlapping several clips is attached to each of them. The text
-    added to a caption is capped at ``SPEECH_CHARS_PER_CLIP`` characters; the
-    full segments stay in ``caption.data["speech"]``.
+    A segment overlapping several clips is attached to each of them. The text added to a caption is capped at
+    ``SPEECH_CHARS_PER_CLIP`` characters; ``caption.data["speech"]`` refers to the segments by their index in
+    the transcript (``{"segment", "start_s", "end_s", "source"}``), so a segment's text is stored once, in
+    ``transcript.jsonl``, however many clips it spans (a 6 MB subtitle cue over a whole video no longer makes every
+    clip's caption 6 MB). Attaching again (a caption taken over from a finished index) replaces the speech
+    attached before.
     """
     for cap in captions:
-        said = [s for s in segments if s.start_s < cap.end_s and s.end_s > cap.start_s]
+        if cap.data.pop("speech", None) is not None and SPEECH_MARK in cap.text:
+            cap.text = cap.text[:cap.text.rindex(SPEECH_MARK)]
+        said = [(i, s) for i, s in enumerate(segments) if s.start_s < cap.end_s and s.end_s > cap.start_s]
         if not said:
             continue
-        cap.data["speech"] = [{"start_s": s.start_s, "end_s": s.end_s, "text": s.text, "source": s.source}
-                              for s in said]
-        text = " ".join(s.text for s in said)
+        cap.data["speech"] = [{"segment": i, "start_s": s.start_s, "end_s": s.end_s, "source": s.source}
+                              for i, s in said]
+        text, most = "", SPEECH_CHARS_PER_CLIP + 1
+        for _, s in said:  # no more than the cap is joined, however long a segment is
+            text = f"{text} {s.text[:most]}" if text else s.text[:most]
+            if len(text) > SPEECH_CHARS_PER_CLIP:
+                break
         if len(text) > SPEECH_CHARS_PER_CLIP:
             text = text[: SPEECH_CHARS_PER_CLIP - 1] + "…"
-        cap.text = f'{cap.text} Speech: "{text}"'
+        cap.text = f'{cap.text}{SPEECH_MARK}{text}"'

@@ -528,10 +528,21 @@ def op_read(mem: Memory, q: MemoryQuery) -> Result:
         return Result(q, "text", None, False, why or "nothing read there")
     if q.target == "text":
         best = max(hits, key=lambda h: (h.get("score") or 0.0, len(h["text"])))
+        value = best["text"]
     else:
         best = hits[0]
+        value = best_sentence(best["text"], _pattern_words(q.pattern))
     evidence = [[h["start_s"], h["end_s"]] for h in hits[:8]]
-    return Result(q, "text", best["text"], True, rows=hits[:MAX_ROWS], evidence=evidence)
+    return Result(q, "text", value, True, rows=hits[:MAX_ROWS], evidence=evidence)
+
+
+def best_sentence(text: str, words: list[str]) -> str:
+    """The sentence of ``text`` holding the most pattern ``words`` (the first on a tie; the whole text when it has
+    one sentence or no words are given): an answer's leading statement is what a reader takes as the answer."""
+    parts = [p.strip() for p in re.split(r"(?<=[.!?])\s+", str(text).strip()) if p.strip()]
+    if len(parts) <= 1 or not words:
+        return str(text).strip()
+    return max(parts, key=lambda p: sum(_matches(normalise(p), [w]) for w in words))
 
 
 def op_colour(mem: Memory, q: MemoryQuery) -> Result:

@@ -4,8 +4,9 @@ The flags are the ones the stack relies on (README.md, "gpu profile on an 8-GPU 
 lists them per server): the orchestrator needs tool calling with the hermes parser
 and the qwen3 reasoning parser; the VLM takes images only; the embedder runs vLLM's
 pooling runner (``--runner pooling``; vLLM before 0.10 spelled it ``--task embed``).
-Every server binds 127.0.0.1: a server's ``host`` (or a ``--host`` in its ``extra_args``) that is not a loopback
-address is refused unless the layout says ``allow_remote = true`` (vLLM's API has no authentication of its own).
+Every server binds 127.0.0.1: a server's ``host`` (or a ``--host`` in its ``extra_args``, however abbreviated) that is
+not a loopback address is refused unless the layout says ``allow_remote = true`` (vLLM's API has no authentication of
+its own); the command gives ``--host``/``--port`` last, so nothing before them can bind another address.
 
 A :class:`ServeLayout` is the ``[serve]`` table of the config: the servers and the GPUs
 of the in-process CV tools. :func:`default_layout` is the one for one 8-GPU node:
@@ -21,6 +22,7 @@ GPU   what                                        why
 
 from __future__ import annotations
 
+import argparse
 import ipaddress
 import shlex
 from pathlib import Path
@@ -46,6 +48,35 @@ HOST = "127.0.0.1"
 VLLM_DEFAULT_GPU_MEMORY = 0.9  # vLLM's --gpu-memory-utilization when the flag is not given
 
 
+def split_endpoint_args(extra_args: list[str]) -> tuple[str | None, str | None, list[str]]:
+    """Find the address a server would bind in its ``extra_args``, read the way its own argparse reads them.
+
+    vLLM's ``FlexibleArgumentParser`` and llama.cpp's server parse with Python's argparse, which takes any
+    unambiguous prefix of a long option (``--hos 0.0.0.0``, ``--ho=0.0.0.0``) and lets the last occurrence win.
+    A parser with just ``--host`` and ``--port`` reads them the same way here (a prefix the server would find
+    ambiguous, ``--h``, is taken as ``--host`` too: never less strict than the server); everything else is kept,
+    in its order. :func:`vllm_command` then puts avi's own ``--host``/``--port`` last, so whatever the rest
+    says (a ``--config`` file included: the command line wins over it), the server binds what the table shows.
+
+    Args:
+        extra_args: the server's extra arguments, as in the config.
+
+    Returns:
+        ``(host or None, port or None, the other arguments)``.
+
+    Raises:
+        ValueError: ``--host``/``--port`` (or a prefix of them) without a value.
+    """
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=True, exit_on_error=False)
+    parser.add_argument("--host", action="append")
+    parser.add_argument("--port", action="append")
+    try:
+        found, rest = parser.parse_known_args(list(extra_args))
+    except argparse.ArgumentError as exc:
+        raise ValueError(f"extra_args: {exc}") from None
+    return (found.host[-1] if found.host else None), (found.port[-1] if found.port else None), rest
+
+
 class ServerSpec(BaseModel):
     """One vLLM server.
 
@@ -56,9 +87,10 @@ class ServerSpec(BaseModel):
         served_model_name: the name clients ask for.
         port: TCP port (``--port``).
         host: the address the server binds (``--host``; default 127.0.0.1). Anything but a loopback address
-            needs ``allow_remote = true`` in the layout. A ``--host`` or ``--port`` in ``extra_args`` is taken
-            into these fields (the last one given wins, as vLLM's parser does), so the table and the command
-            show what will run.
+            needs ``allow_remote = true`` in the layout. A ``--host`` or ``--port`` in ``extra_args``, however
+            abbreviated (:func:`split_endpoint_args`), is taken into these fields (the last one given wins, as
+            vLLM's parser does), and the command gives them last, so the table and the command show what will
+            run.
         gpus: CUDA device indices (CUDA_VISIBLE_DEVICES); empty = no GPU pinning. With the ray
             backend across nodes: the GPUs of each node.
         tensor_parallel: --tensor-parallel-size.
@@ -95,27 +127,15 @@ class ServerSpec(BaseModel):
 
     @model_validator(mode="after")
     def _host_and_port_from_extra_args(self) -> "ServerSpec":
-        """Take ``--host``/``--port`` (also ``--host=...``) out of ``extra_args`` into ``host``/``port``."""
-        rest: list[str] = []
-        args = list(self.extra_args)
-        i = 0
-        while i < len(args):
-            flag, _, inline = args[i].partition("=")
-            if flag in ("--host", "--port"):
-                value = inline if inline else (args[i + 1] if i + 1 < len(args) else None)
-                if value is None:
-                    raise ValueError(f"extra_args ends with {flag} and no value")
-                if flag == "--host":
-                    self.host = value
-                elif not value.isdigit() or not 1 <= int(value) <= 65535:
-                    raise ValueError(f"extra_args --port {value}: not a port number (1..65535)")
-                else:
-                    self.port = int(value)
-                i += 1 if inline else 2
-                continue
-            rest.append(args[i])
-            i += 1
-        self.extra_args = rest
+        """Take ``--host``/``--port`` out of ``extra_args`` into ``host``/``port``, spelled as the server's own
+        argparse reads them (:func:`split_endpoint_args`: ``--hos 0.0.0.0``, ``--ho=0.0.0.0``)."""
+        host, port, self.extra_args = split_endpoint_args(self.extra_args)
+        if host is not None:
+            self.host = host
+        if port is not None:
+            if not port.isdigit() or not 1 <= int(port) <= 65535:
+                raise ValueError(f"extra_args --port {port}: not a port number (1..65535)")
+            self.port = int(port)
         return self
 
     @property
@@ -159,7 +179,7 @@ def vllm_command(spec: ServerSpec, *, python: str | None = None) -> list[str]:
     --model MODEL …`` when ``python`` is given (a venv without the ``vllm`` script on PATH)."""
     head = ([python, "-m", "vllm.entrypoints.openai.api_server", "--model", spec.model] if python
             else ["vllm", "serve", spec.model])
-    argv = head + ["--served-model-name", spec.served_model_name, "--host", spec.host, "--port", str(spec.port)]
+    argv = head + ["--served-model-name", spec.served_model_name]
     if spec.tensor_parallel > 1:
         argv += ["--tensor-parallel-size", str(spec.tensor_parallel)]
     if spec.pipeline_parallel > 1:
@@ -174,7 +194,8 @@ def vllm_command(spec: ServerSpec, *, python: str | None = None) -> list[str]:
         argv += ["--gpu-memory-utilization", f"{spec.gpu_memory_utilization:g}"]
     if spec.allowed_local_media_path:
         argv += ["--allowed-local-media-path", spec.allowed_local_media_path]
-    return argv + ROLE_FLAGS[spec.role] + list(spec.extra_args)
+    # the address last: no spelling in extra_args (nor a --config file) can bind another (split_endpoint_args)
+    return argv + ROLE_FLAGS[spec.role] + list(spec.extra_args) + ["--host", spec.host, "--port", str(spec.port)]
 
 
 def server_env(spec: ServerSpec) -> dict[str, str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import tempfile
 from dataclasses import dataclass
@@ -76,10 +77,16 @@ def _read_cache(path: Path, duration_s: float) -> ShotList | None:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    if data.get("detector") != DETECTOR or data.get("threshold") != THRESHOLD \
+    if not isinstance(data, dict) or data.get("detector") != DETECTOR or data.get("threshold") != THRESHOLD \
             or data.get("min_shot_frames") != MIN_SHOT_FRAMES or not isinstance(data.get("cuts_s"), list):
         return None
-    return ShotList(tuple(float(t) for t in data["cuts_s"]), duration_s)
+    try:
+        cuts = tuple(float(t) for t in data["cuts_s"])
+    except (TypeError, ValueError):
+        return None
+    if not all(math.isfinite(t) for t in cuts) or list(cuts) != sorted(cuts):
+        return None  # a damaged cache: detected again
+    return ShotList(cuts, duration_s)
 
 
 def video_shots(video: str | Path, duration_s: float, cache_dir: str | Path | None = None) -> ShotList | None:

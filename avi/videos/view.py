@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from avi.trace_values import as_dict, as_float, as_list
 from avi.viewer import (
     CSS,
     EVIDENCE_COLOUR,
@@ -58,7 +59,7 @@ def videos_timeline_svg(trace: dict, width: int = 1100) -> str:
     videos = [v for v in trace.get("videos") or [] if isinstance(v, dict)]
     label_w, row_h, top, pad_r = 190, 34, 28, 24
     plot_w = width - label_w - pad_r
-    dur = max([float(v.get("duration_s") or 0) for v in videos] + [1e-3])
+    dur = max([as_float(v.get("duration_s")) for v in videos] + [1e-3])
     height = top + len(videos) * row_h + 8
 
     def x(t: float) -> float:
@@ -74,7 +75,7 @@ def videos_timeline_svg(trace: dict, width: int = 1100) -> str:
     evidence = labelled_evidence(trace)
     y = top
     for v in videos:
-        name, vd = str(v.get("name")), float(v.get("duration_s") or 0)
+        name, vd = str(v.get("name")), as_float(v.get("duration_s"))
         parts.append(f'<text x="4" y="{y + 20}" class="rowlabel">{esc(name[:24])}<title>{esc(v.get("path"))} '
                      f'({vd:.1f} s)</title></text>'
                      f'<rect x="{label_w}" y="{y + 2}" width="{x(vd) - label_w:.1f}" height="{row_h - 4}" class="lane"/>')
@@ -126,20 +127,20 @@ def render_videos_html(trace: dict, out: Path, max_thumbs: int = 48) -> Path:
                            f"{esc(name)} {esc(fmt_t(t['t_s']))} ({t['t_s']:.2f} s) · steps {esc(steps_txt)}"
                            + (f" · {t['boxes']} boxes" if t["boxes"] else "") + "</figcaption></figure>")
     evidence = ", ".join(f"{v} {a:.1f} s – {b:.1f} s" for v, a, b in labelled_evidence(trace))
-    ans_rows = [("answer videos", ", ".join(trace.get("answer_videos") or []) or None),
-                ("order", " → ".join(trace.get("order") or []) or None), ("evidence", evidence or None),
+    ans_rows = [("answer videos", ", ".join(map(str, as_list(trace.get("answer_videos")))) or None),
+                ("order", " → ".join(map(str, as_list(trace.get("order")))) or None), ("evidence", evidence or None),
                 ("forced answer", "yes (iteration limit reached)" if trace.get("forced") else None)]
-    llm = trace.get("llm") or {}
-    video_rows = [(str(v.get("name")), f"{float(v.get('duration_s') or 0):.1f} s · {v.get('path')} · index "
+    llm = as_dict(trace.get("llm"))
+    video_rows = [(str(v.get("name")), f"{as_float(v.get('duration_s')):.1f} s · {v.get('path')} · index "
                    f"{v.get('index_dir')}") for v in videos]
     info_rows = [("profile", trace.get("profile")), ("model", llm.get("model")), ("started", trace.get("started")),
                  ("iterations", trace.get("iterations")), ("prompts sha256", trace.get("prompts_sha256")),
                  ("settings", json.dumps(trace.get("settings"), ensure_ascii=False, default=str)
                   if trace.get("settings") else None)]
-    tokens = int(totals.get("prompt_tokens") or 0) + int(totals.get("completion_tokens") or 0)
+    tokens = totals["prompt_tokens"] + totals["completion_tokens"]
     boxes = [("videos", len(videos)), ("steps", len(steps)), ("tool calls", totals.get("tool_calls")),
              ("frames looked at", totals.get("frames_spent")), ("tokens", tokens),
-             *[(f"{k} seconds", v) for k, v in (trace.get("seconds") or {}).items()]]
+             *[(f"{k} seconds", v) for k, v in as_dict(trace.get("seconds")).items()]]
     legend = "".join(f'<span><i style="background:{c}"></i>{esc(p)}</span>'
                      for p, c in [*PHASE_COLOURS.items(), ("evidence", EVIDENCE_COLOUR)])
     answer = trace.get("answer")
@@ -148,7 +149,7 @@ def render_videos_html(trace: dict, out: Path, max_thumbs: int = 48) -> Path:
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; "
         "style-src 'unsafe-inline'\">",
         "<meta name=viewport content=\"width=device-width, initial-scale=1\">",
-        f"<title>avi trace: {esc((trace.get('question') or '')[:80])}</title><style>{CSS}</style></head><body>",
+        f"<title>avi trace: {esc(str(trace.get('question') or '')[:80])}</title><style>{CSS}</style></head><body>",
         f"<h1>avi trace over {len(videos)} videos</h1>",
         f"<div class=q>{esc(trace.get('question') or '(no question)')}</div>",
         f"<div class=ans>Answer: <b>{esc(answer if answer is not None else '(no answer)')}</b></div>",

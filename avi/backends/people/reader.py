@@ -180,14 +180,28 @@ class PeopleReader:
 
 def face_model_paths(settings) -> tuple[Path, Path] | None:
     """The verified ``(blazeface, faceres-descriptor)`` ONNX paths of ``settings``' models directory, for linking an
-    index's person tracks by face (:mod:`avi.index.person_subjects`), or None when
-    either is not installed or does not match weights.lock (logged), or a custom detector directory is set (the
-    gpu profile's Grounding-DINO).
+    index's person tracks by face (:mod:`avi.index.person_subjects`), or None when either is not installed (nor
+    listed in weights.lock), or a custom detector directory is set (the gpu profile's Grounding-DINO): the tracks
+    are then linked by clothing only.
 
     Args:
-        settings: :class:`avi.config.Settings` (``models_dir``, ``weights_lock``, ``detector_model_dir``)."""
+        settings: :class:`avi.config.Settings` (``models_dir``, ``weights_lock``, ``detector_model_dir``).
+
+    Raises:
+        WeightsError: a face model is installed but fails its size or sha256 check (issue 55: a tampered file
+            ends the run with exit 4, as every other weight does, instead of switching face linking off).
+    """
     if settings.detector_model_dir:
         return None
+    from avi.weights import load_lock, resolve
+
+    entries = load_lock(settings.weights_lock)
+    names = ("blazeface", "faceres-descriptor")
+    if any(n not in entries or not entries[n].checked_file(settings.models_dir).exists() for n in names):
+        log.info("person tracks linked by clothing only: the face models (%s) are not installed", ", ".join(names))
+        return None
+    return resolve(names[0], settings.models_dir, settings.weights_lock), \
+        resolve(names[1], settings.models_dir, settings.weights_lock)
     from avi.errors import AviError
     from avi.weights import resolve
 

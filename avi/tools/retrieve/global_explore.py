@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from avi.errors import AviError
+from avi.index.stage_schemas import Summary
 from avi.prompts import PromptLibrary
 from avi.replies import strip_think
 from avi.tools.base import Observation, Query, ToolContext, tool
@@ -54,7 +55,9 @@ def load_summary(index: Any) -> dict | None:
     """The index's hierarchical summary (``summary.json``, see :mod:`avi.index.summary`), or None.
 
     Uses ``index.summary`` when the index object has one, else reads
-    ``<index.path>/summary.json``. None when there is none or it is unreadable.
+    ``<index.path>/summary.json``. None when there is none, or it is unreadable or of the wrong shape
+    (:class:`avi.index.stage_schemas.Summary`; opening the index rebuilds such a file, this catches one damaged
+    since).
     """
     s = getattr(index, "summary", None)
     if isinstance(s, dict):
@@ -63,7 +66,9 @@ def load_summary(index: Any) -> dict | None:
     if path is None:
         return None
     try:
-        return json.loads((path / "summary.json").read_text())
+        summary = json.loads((path / "summary.json").read_text())
+        Summary.model_validate(summary)  # shape and types: a damaged file is no summary, never a traceback
+        return summary
     except (OSError, ValueError):
         return None
 
