@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             got = parser.parse(llm, q, 600.0, exclude=pair["question"])
             seconds.append(time.perf_counter() - t0)
-            want = MemoryQuery.model_validate({"label": None, **pair["query"], "time": {}}).model_dump(mode="json", exclude={"time"})
+            want = MemoryQuery.model_validate({"label": None, "pattern": None, "colour": None, **pair["query"], "time": {}}).model_dump(mode="json", exclude={"time"})
             have = {} if got.query is None else got.query.model_dump(mode="json", exclude={"time"})
             fields = {f: field_right(f, want.get(f), have.get(f)) if got.query else False for f in (*FIELDS, "noun")}
             rows.append({"question": pair["question"], "source": pair.get("source"), "want": want,

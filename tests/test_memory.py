@@ -48,7 +48,8 @@ def mem(memory_index, session_backends):
 
 def q(**fields) -> MemoryQuery:
     fields.setdefault("noun", "")
-    fields.setdefault("label", None)
+    for name in ("label", "pattern", "colour"):
+        fields.setdefault(name, None)
     time = fields.pop("time", None)
     return MemoryQuery(**fields, time=TimeScope(start_s=time[0], end_s=time[1]) if time else TimeScope())
 
@@ -159,7 +160,8 @@ def test_runs_and_snapping():
 
 def test_schema_is_generated_from_the_one_definition():
     schema = parse_schema(["person", "car"])
-    assert schema["required"] == ["target", "noun", "label", "op"] and schema["additionalProperties"] is False
+    assert schema["required"] == ["target", "noun", "label", "op", "pattern", "colour", "region"]
+    assert schema["additionalProperties"] is False
     labels = next(a for a in schema["properties"]["label"]["anyOf"] if "enum" in a)["enum"]
     assert labels[:2] == ["person", "car"] and "circle" in labels and "other" in labels
     assert "time" not in schema["properties"]  # grounded by the host, never decoded

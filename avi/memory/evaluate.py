@@ -116,8 +116,9 @@ def _region_sql(region: str) -> tuple[str, tuple]:
 def box_label(q: MemoryQuery, mem: Memory) -> str | None:
     """The detector class a box query reads: ``person``/``face`` for those targets, else the query's label when the
     memory's detector has it (None: not measured by boxes)."""
-    if q.target == "person":
-        return "person"
+    if q.target == "person" or (q.target == "face" and (q.expression or q.posture or q.holding
+                                                         or q.arms_raised is not None)):
+        return "person"  # the people models read a person's face, posture and hands on the person box
     if q.target == "face":
         return "face"
     label = (q.label or "").strip().lower()

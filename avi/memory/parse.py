@@ -103,9 +103,14 @@ def nearest_examples(question: str, bank: list[dict], vecs: np.ndarray, embedder
 def example_json(query: dict) -> str:
     """An example's query as the model should write it: the decoded fields only, unset ones left out, in the
     schema's order."""
-    fields = MemoryQuery.model_validate({"label": None, **query, "time": {}}).model_dump(
-        mode="json", exclude={"time"}, exclude_defaults=True)
-    return json.dumps(fields, ensure_ascii=False)
+    from avi.memory.query import ALWAYS_WRITTEN
+
+    q = MemoryQuery.model_validate({"label": None, "pattern": None, "colour": None, **query, "time": {}})
+    fields = q.model_dump(mode="json", exclude={"time"}, exclude_defaults=True)
+    for name in ("pattern", "colour", *ALWAYS_WRITTEN):
+        fields.setdefault(name, getattr(q, name))
+    order = list(type(q).model_fields)
+    return json.dumps(dict(sorted(fields.items(), key=lambda kv: order.index(kv[0]))), ensure_ascii=False)
 
 
 def ground_time(q: Any, duration_s: float) -> TimeScope:

@@ -45,6 +45,8 @@ SHAPES = ("circle", "square", "rectangle", "triangle")
 POSTURES = ("standing", "sitting", "lying")
 EXPRESSIONS = ("angry", "disgust", "fear", "happy", "sad", "surprise", "neutral")
 RELATIONS = ("more_than", "at_least", "exactly", "fewer_than", "at_most")
+#: fields with a default that the decoding still has to write (the parse schema requires them)
+ALWAYS_WRITTEN = ("region",)
 #: the label of a thing the detector has no class for (the query is then not answered from boxes)
 OTHER = "other"
 
@@ -84,8 +86,9 @@ class TimeScope(BaseModel):
 
 class QueryFields(BaseModel):
     """The fields the orchestrator decodes (their order is the order it writes them in: what the question is about
-    first, then what is wanted of it). ``target``, ``noun``, ``label`` (null when none) and ``op`` are always
-    written; the rest only when the question gives them. The label's allowed values depend on the detector:
+    first, then what is wanted of it). ``target``, ``noun``, ``label``, ``op``, ``pattern``, ``colour`` (null when
+    none) and ``region`` (``any`` when none) are always written: a small model left out the ones it could skip even
+    where the question gives them (bench/memory); the person attributes and ``compare`` only when given. The label's allowed values depend on the detector:
     :func:`parse_schema`."""
 
     model_config = ConfigDict(extra="forbid")
@@ -93,13 +96,13 @@ class QueryFields(BaseModel):
     noun: str = Field(max_length=40)
     label: str | None = Field(max_length=40)
     op: Literal[OPS]  # type: ignore[valid-type]
-    pattern: str | None = Field(None, max_length=80)
-    colour: Literal[MEASURED_COLOURS] | None = None  # type: ignore[valid-type]
+    pattern: str | None = Field(max_length=80)
+    colour: Literal[MEASURED_COLOURS] | None  # type: ignore[valid-type]
+    region: Literal[REGIONS] = "any"  # type: ignore[valid-type]
     posture: Literal[POSTURES] | None = None  # type: ignore[valid-type]
     arms_raised: bool | None = None
     expression: Literal[EXPRESSIONS] | None = None  # type: ignore[valid-type]
     holding: str | None = Field(None, max_length=40)
-    region: Literal[REGIONS] = "any"  # type: ignore[valid-type]
     compare: Compare | None = None
 
 
@@ -139,6 +142,7 @@ def parse_schema(vocabulary: list[str] | None) -> dict:
 
     schema = inline_refs(parse_model(vocabulary).model_json_schema())
     schema["additionalProperties"] = False
+    schema["required"] = [*schema["required"], *ALWAYS_WRITTEN]
     return schema
 
 

@@ -99,7 +99,7 @@ PAIRS = [
     ("invented", "Does anyone raise their arms?", dict(target="person", noun="anyone raising arms", label=P, op="exists", arms_raised=True)),
     ("invented", "Is anybody sitting in the first half of the video?", dict(target="person", noun="anybody sitting", label=P, op="exists", posture="sitting")),
     ("invented", "During which time span is someone holding a cup?", dict(target="person", noun="someone holding a cup", label=P, op="span", holding="cup")),
-    ("invented", "Does the woman smile at any point?", dict(target="face", noun="woman smiling", label="face", op="exists", expression="happy")),
+    ("invented", "Does the woman smile at any point?", dict(target="person", noun="woman smiling", label=P, op="exists", expression="happy")),
     ("invented", "How many faces can be seen at 2:10?", dict(target="face", noun="faces", label="face", op="count")),
     ("invented", "What does the sign above the door say?", dict(target="text", noun="sign above the door", op="read", region="top")),
     ("invented", "Is the word EXIT written anywhere?", dict(target="text", noun="word EXIT", op="exists", pattern="EXIT")),
