@@ -8,7 +8,7 @@ LongVideoBench's own setting interleaves the subtitles with the frames (the pape
 gets its subtitle files and no speech recognition. The clip length and fps are this project's defaults already
 and are part of the index key, so the preset only checks them (changing them would rebuild every index). The
 paper's agent delivers its Review answer: ``answer_rules = none`` (no host rule changes it; the answer is still
-read for its type).
+read for its type), and the host does not answer from the perception memory (``memory_route = false``).
 """
 
 from __future__ import annotations
@@ -96,8 +96,10 @@ def apply_paper_preset(bench: str, settings, options: dict, explicit: dict) -> t
         raise InputError(f"--preset paper needs 5 s clips at 2 fps (AVI §4.1); these settings have "
                          f"clip_seconds = {settings.clip_seconds:g}, fps = {settings.fps:g}")
     settings = settings.model_copy(update={"transcript": preset.transcript, "frame_budget": preset.frame_budget,
-                                           "max_iterations": preset.max_iterations, "answer_rules": "none"})
+                                           "max_iterations": preset.max_iterations, "answer_rules": "none",
+                                           "memory_route": False})
     record = {"name": "paper", **asdict(preset), "clip_seconds": 5.0, "fps": 2.0, "answer_rules": "none",
+              "memory_route": False,
               "source": "AVI arXiv 2511.14446 §4.1 and Table 1 (avi/eval/preset.py)"}
     return settings, options, record
 
