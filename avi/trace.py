@@ -65,7 +65,7 @@ class Trace:
     """Everything about one answered question (written as JSON); ``rules``: each answer rule that answered, with
     the answer ``before`` and ``after`` it and whether it ``changed`` (:func:`avi.agent.rules.deliver`); ``memory``:
     the perception-memory route (the parse, the typed query, the evaluator's rows and the route taken:
-    :meth:`avi.memory.route.Routed.to_dict`), empty when there was none."""
+    :meth:`avi.agent.memory_route.Routed.to_dict`), empty when there was none."""
 
     question: str
     video: str = ""

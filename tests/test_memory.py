@@ -8,12 +8,14 @@ import json
 import pytest
 from synth import Shape, Spec, Text, make_video
 
+from avi.agent.memory_route import decide, host_answer
 from avi.agent.question import parse_question
-from avi.memory.evaluate import evaluate, runs, snap
+from avi.index.memory_stage import ensure_memory, memory_stale
+from avi.memory.evaluate import evaluate
+from avi.memory.match import runs, snap
 from avi.memory.parse import example_json, ground_time, load_bank
 from avi.memory.query import MemoryQuery, TimeScope, parse_model, parse_schema
-from avi.memory.route import decide, host_answer
-from avi.memory.store import MEMORY_FILE, MEMORY_VERSION, ensure_memory, memory_stale
+from avi.memory.store import MEMORY_FILE, MEMORY_VERSION
 
 
 def memory_spec() -> Spec:

@@ -92,8 +92,8 @@ LAYERS = [
     {"avi", "errors", "hashing", "offline", "places", "questions", "prompts", "replies", "tfjs_convert", "untrusted",
      "input_paths"},
     {"weights"}, {"serve"}, {"budget", "config_devices", "config_embedders", "config_agent", "config_file", "config"},
-    {"video"}, {"backends"}, {"index"}, {"tools"}, {"trace", "trace_values"}, {"agent"}, {"pipeline"}, {"viewer"},
-    {"videos"}, {"jobs"}, {"eval"}, {"doctor"}, {"cli"},
+    {"video"}, {"backends"}, {"memory"}, {"index"}, {"tools"}, {"trace", "trace_values"}, {"agent"}, {"pipeline"},
+    {"viewer"}, {"videos"}, {"jobs"}, {"eval"}, {"doctor"}, {"cli"},
 ]
 """README's code map, bottom up: a module may import from its own row and the rows before it."""
 

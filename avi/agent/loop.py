@@ -116,11 +116,11 @@ class Agent:
                                    answer_format=answer_format)
 
     def memory(self, st: State, trace: Trace):
-        """The perception-memory route (:func:`avi.memory.step.memory_step`; ``memory_route`` setting): the model
+        """The perception-memory route (:func:`avi.agent.memory_step.memory_step`; ``memory_route`` setting): the model
         parses the question into a typed query and the host answers when the memory covers it. None when off."""
         if not getattr(self.settings, "memory_route", False) or getattr(self.ctx, "index", None) is None:
             return None
-        from avi.memory.step import memory_step
+        from avi.agent.memory_step import memory_step
 
         return memory_step(self.chat.llm, self.prompts, self.ctx, st.q, trace)
 

@@ -34,7 +34,7 @@ class State:
     repeats: int = 0  # model calls that repeated an earlier call exactly (not re-asked; see Agent._decide)
     measured: tuple | None = None  # (answer, letter or None) measured by the host before any LLM step
     unsupported: list = field(default_factory=list)  # labels object_detect reported it has no class for
-    memory: Any = None  # the perception-memory route of this question (avi.memory.route.Routed), None when off
+    memory: Any = None  # the perception-memory route of this question (avi.agent.memory_route.Routed), None when off
 
     @property
     def question(self) -> str:

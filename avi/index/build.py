@@ -43,8 +43,6 @@ pending); ``rebuild`` builds everything.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import logging
 import os
@@ -59,8 +57,9 @@ from avi.backends import Backends
 from avi.backends.people.reader import face_model_paths
 from avi.backends.types import Caption
 from avi.config import Settings, fingerprint
-from avi.errors import AviError
 from avi.hashing import sha256_file
+from avi.index.locking import IndexBusy, build_lock  # noqa: F401 - IndexBusy re-exported: callers catch it here
+from avi.index.memory_stage import ensure_memory
 from avi.index.opening import BrokenIndex, open_checked, report_broken
 from avi.index.person_subjects import FACES_FILE, link_person_tracks, linker_id, save_subject_faces
 from avi.index.reuse import copy_pending_stages, has_stage, salvage_work, seed_work
@@ -83,7 +82,7 @@ from avi.index.store import (
 from avi.index.subjects import merge_subjects
 from avi.index.tracks import build_tracks, tracker_id
 from avi.index.transcript import attach_speech, transcript_fingerprint
-from avi.memory.store import build_memory, ensure_memory
+from avi.memory.store import build_memory
 from avi.places import check_writable
 from avi.video.decode import DecodeStats, VideoInfo, VideoReader, file_sha256, probe
 
@@ -246,38 +245,6 @@ def finish_index(index: VideoIndex, settings: Settings, backends: Backends, *, p
 
 
 # ---------------------------------------------------------------- work directory
-
-
-class IndexBusy(AviError):
-    """Another process holds the build lock of an index (:func:`build_lock`).
-
-    Attributes:
-        pid: the lock holder's process id as it wrote it ("?" when unreadable).
-    """
-
-    def __init__(self, message: str, pid: str):
-        super().__init__(message)
-        self.pid = pid
-
-
-@contextlib.contextmanager
-def build_lock(root: Path, key: str):
-    """Exclusive lock for building ``key``; raises :class:`IndexBusy` if another process holds it."""
-    path = root / f".{key}.lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            other = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
-            raise IndexBusy(f"another avi process (pid {other}) is building this index: {root / key}",
-                            other) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
-        yield
-        path.unlink(missing_ok=True)  # still held: a builder that starts later creates a fresh lock file
-    finally:
-        os.close(fd)  # closing releases the lock
 
 
 # ---------------------------------------------------------------- the build

@@ -22,7 +22,6 @@ first's build (a lock per index in this process), then uses it.
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from avi.errors import AviError, LLMUnavailableError, WeightsError
+from avi.index.locking import index_writable
 
 STAGE_TITLES = {"graph": "entity graph", "summary": "summary"}
 """What an LLM stage is called in notes."""
@@ -61,14 +61,6 @@ class StageNote:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-def index_writable(path: Path) -> bool:
-    """Whether a pending stage can be built into the index at ``path``: its folder (the stage's file, the
-    manifest) and the index root (the build lock file) can be written."""
-    path = Path(path)
-    return all(os.access(p, os.W_OK | os.X_OK) for p in (path, path.parent)) and \
-        os.access(path / "manifest.json", os.W_OK)
 
 
 def will_build(index: Any, stage: str) -> bool:

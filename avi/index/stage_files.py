@@ -29,7 +29,7 @@ What each check requires (besides that the file can be read):
 * ``summary.json``: :class:`~avi.index.stage_schemas.Summary`;
 * ``shots.json``: the cached hard cuts, finite and ascending (a cache: detected again when it does not read);
 * ``memory.sqlite``: the perception memory opens with every table (:class:`avi.memory.store.Memory`; checked on
-  copies and resumed builds; a question's :func:`avi.memory.store.ensure_memory` rebuilds a damaged one alone).
+  copies and resumed builds; a question's :func:`avi.index.memory_stage.ensure_memory` rebuilds a damaged one alone).
 """
 
 from __future__ import annotations
@@ -166,7 +166,7 @@ def _check_chroma(directory: Path, path: Path) -> None:
 
 def _check_memory(directory: Path, path: Path) -> None:
     """The perception memory opens read-only with every table of its schema (:class:`avi.memory.store.Memory`);
-    questions do not check it here: :func:`avi.memory.store.ensure_memory` rebuilds a stale or damaged one alone."""
+    questions do not check it here: :func:`avi.index.memory_stage.ensure_memory` rebuilds a stale or damaged one alone."""
     from avi.memory.store import Memory, MemoryUnreadable
 
     try:

@@ -88,8 +88,8 @@ class QueryFields(BaseModel):
     """The fields the orchestrator decodes (their order is the order it writes them in: what the question is about
     first, then what is wanted of it). ``target``, ``noun``, ``label``, ``op``, ``pattern``, ``colour`` (null when
     none) and ``region`` (``any`` when none) are always written: a small model left out the ones it could skip even
-    where the question gives them (bench/memory); the person attributes and ``compare`` only when given. The label's allowed values depend on the detector:
-    :func:`parse_schema`."""
+    where the question gives them (bench/memory); the person attributes and ``compare`` only when given. The label's
+    allowed values depend on the detector: :func:`parse_schema`."""
 
     model_config = ConfigDict(extra="forbid")
     target: Literal[TARGETS]  # type: ignore[valid-type]

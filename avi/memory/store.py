@@ -6,7 +6,7 @@ sampled frames for what only pixels give (per-frame brightness and main colour, 
 and the people models' readings on frames with a person). Nothing in it is generated text: every row is a
 measurement, with the time it was made. It is not part of the index key: a memory of another version
 (:data:`MEMORY_VERSION`) or with the people models switched differently is rebuilt in place, alone
-(:func:`ensure_memory`), so adding the memory never rebuilds an index.
+(:func:`avi.index.memory_stage.ensure_memory`), so adding the memory never rebuilds an index.
 
 Schema (times in seconds on the video's timeline, boxes in pixels of the analysed frame, xyxy; ``cx``/``cy`` the
 box centre as a fraction of the frame's width/height, 0 = left/top)::
@@ -363,62 +363,4 @@ class Memory:
 
 
 class MemoryUnreadable(Exception):
-    """A memory file that cannot be read (it is rebuilt by :func:`ensure_memory`)."""
-
-
-def memory_stale(index_dir: Path, people: bool) -> str | None:
-    """Why ``index_dir``'s memory must be (re)built, or None when it is there, readable and of this build."""
-    path = Path(index_dir) / MEMORY_FILE
-    if not path.exists():
-        return "not built"
-    try:
-        mem = Memory(path)
-    except MemoryUnreadable as exc:
-        return f"unreadable ({exc})"
-    try:
-        requested = json.loads(mem.meta.get("people_requested", "false"))
-        if mem.meta.get("version") != MEMORY_VERSION:
-            return f"built by {mem.meta.get('version')}, not {MEMORY_VERSION}"
-        if bool(requested) != bool(people):
-            return "built with the people models switched differently"
-        return None
-    finally:
-        mem.close()
-
-
-def ensure_memory(index: Any, settings: Any, backends: Any, *, progress: bool = False) -> tuple[Memory | None, str]:
-    """The memory of ``index`` (an :class:`avi.index.store.VideoIndex`), built into its directory first when it is
-    missing, unreadable or of another version (under the index's build lock, written atomically).
-
-    Returns:
-        ``(memory, note)``: the memory or None, and one line saying what was done (``"read"``, ``"built now
-        (N s)"``) or why there is none (read-only index, another process building it, the build failed).
-
-    Raises:
-        WeightsError: a model's weights are missing or damaged (the run ends, exit 4).
-    """
-    from avi.errors import AviError, WeightsError
-    from avi.index.build import IndexBusy, build_lock
-    from avi.index.lazy import index_writable
-
-    people = bool(getattr(settings, "memory_people", True))
-    why = memory_stale(index.path, people)
-    if why is None:
-        return Memory(index.path / MEMORY_FILE), "read"
-    if not index_writable(index.path):
-        return None, f"the perception memory of this index is {why} and cannot be built here (read-only index)"
-    t0 = time.perf_counter()
-    try:
-        with build_lock(index.path.parent, index.path.name):
-            if memory_stale(index.path, people) is None:
-                return Memory(index.path / MEMORY_FILE), "read (built by another question meanwhile)"
-            m = index.manifest
-            build_memory(index.path, Path(m["video"]["path"]), float(m["video"]["duration_s"]),
-                         m.get("transcript") or {}, settings, backends, people=people, progress=progress)
-    except IndexBusy as exc:
-        return None, f"the perception memory is {why} and another avi process (pid {exc.pid}) holds the index"
-    except WeightsError:
-        raise
-    except (AviError, OSError, sqlite3.Error, ValueError, KeyError) as exc:
-        return None, f"the perception memory could not be built ({type(exc).__name__}: {' '.join(str(exc).split())[:160]})"
-    return Memory(index.path / MEMORY_FILE), f"built now ({time.perf_counter() - t0:.1f} s; it was {why})"
+    """A memory file that cannot be read (it is rebuilt by :func:`avi.index.memory_stage.ensure_memory`)."""

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Literal
 
+from avi.index.memory_stage import ensure_memory
 from avi.memory.evaluate import evaluate
 from avi.memory.query import EXPRESSIONS, OPS, POSTURES, REGIONS, TARGETS, MemoryQuery, TimeScope
-from avi.memory.store import ensure_memory
 from avi.tools.base import Observation, TimeRanges, ToolContext, clip_ranges, tool
 from avi.video.analysis import MEASURED_COLOURS
 

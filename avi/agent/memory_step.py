@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from avi.agent.memory_route import Routed, decide
+from avi.index.memory_stage import ensure_memory
 from avi.memory.evaluate import evaluate
 from avi.memory.parse import QueryParser
-from avi.memory.route import Routed, decide
-from avi.memory.store import ensure_memory
 from avi.trace import HOST_STEP, Trace
 
 
