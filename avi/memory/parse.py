@@ -36,7 +36,10 @@ class Parse:
     """The outcome of one parse.
 
     Attributes:
-        query: the query (its time grounded), or None when the reply did not validate.
+        query: the query (its time grounded), or None when the reply did not validate (or, after
+            :func:`avi.agent.memory_check.check_query`, when it cannot stand).
+        decoded: the query as the model decoded it, before any check (None when the reply did not validate).
+        checks: what checking it against the question changed, one line each.
         reply: the model's reply text.
         error: why there is no query (one line), else None.
         examples: the bank questions shown as examples, most similar last.
@@ -47,13 +50,17 @@ class Parse:
     query: MemoryQuery | None
     reply: str = ""
     error: str | None = None
+    decoded: MemoryQuery | None = None
+    checks: list[str] = field(default_factory=list)
     examples: list[str] = field(default_factory=list)
     seconds: float = 0.0
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
     def to_dict(self) -> dict:
-        return {"query": None if self.query is None else self.query.model_dump(mode="json"), "reply": self.reply,
+        return {"query": None if self.query is None else self.query.model_dump(mode="json"),
+                "decoded": None if self.decoded is None else self.decoded.model_dump(mode="json"),
+                "checks": self.checks, "reply": self.reply,
                 "error": self.error, "examples": self.examples, "seconds": round(self.seconds, 3),
                 "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
 
@@ -115,8 +122,9 @@ def example_json(query: dict) -> str:
 
 def ground_time(q: Any, duration_s: float) -> TimeScope:
     """The time scope the question's words name (MoReVQA's grounding step, done by the host): its time ranges
-    (:func:`avi.video.timecode.question_ranges`, in ``q.named_ranges``), their hull when several; a single
-    clock time or seconds figure said "at", "around", "exactly" or "in the frame at" makes a moment.
+    (:func:`avi.video.timecode.question_ranges`, in ``q.named_ranges``), their hull when several. A moment when the
+    question writes one clock time and no word makes it a stretch ("at 0:44", "around 3:20", "at exactly 0:20",
+    "(0:00)"; not "between", "from", "after", "before", "until", "first", "last"), or says "halfway" (the middle).
 
     Args:
         q: an :class:`avi.agent.question.ParsedQuestion`.
@@ -130,16 +138,19 @@ def ground_time(q: Any, duration_s: float) -> TimeScope:
     phrase = "; ".join(p for p, _ in ranges)
     a = min(s for _, (s, _e) in ranges)
     b = max(e for _, (_s, e) in ranges)
-    if len(ranges) == 1:
-        p = ranges[0][0].lower()
-        moment = re.match(r"^(?:at|around|about|exactly|near|by)\b", p) and re.search(r"\d", p) and \
-            not re.search(r"\b(?:between|from|after|before|first|last|until|since)\b", p)
-        if moment:
+    stretch = re.search(r"\b(?:between|from|after|before|until|till|since|first|last|during|within)\b",
+                        phrase, re.I)
+    clock = [v for _, v in getattr(q, "clock_times", ()) or ()]
+    if len(set(clock)) == 1 and not stretch and all(s - 1e-6 <= clock[0] <= e + 1e-6 for _, (s, e) in ranges):
+        return TimeScope(start_s=float(clock[0]), end_s=float(clock[0]), phrase=phrase)
+    if len(ranges) == 1 and re.search(r"\b(?:halfway|half-way|midway|middle of the video)\b", phrase, re.I):
+        t = round(min(duration_s / 2, duration_s), 3)
+        return TimeScope(start_s=t, end_s=t, phrase=phrase)
+    if len(ranges) == 1 and not stretch and not clock and re.search(r"\d", phrase):
+        m = re.match(r"^(?:at|around|about|exactly|near|by)\b", phrase, re.I)
+        if m:  # "at 30 seconds", "around 40 s": the middle of the window the words name
             t = round((a + b) / 2, 3)
-            clock = [v for _, v in getattr(q, "clock_times", ()) or ()]
-            if len(clock) == 1 and a - 1e-6 <= clock[0] <= b + 1e-6:
-                t = float(clock[0])
-            return TimeScope(start_s=t, end_s=t, phrase=ranges[0][0])
+            return TimeScope(start_s=t, end_s=t, phrase=phrase)
     return TimeScope(start_s=round(a, 3), end_s=round(min(b, duration_s), 3), phrase=phrase)
 
 
@@ -189,7 +200,7 @@ class QueryParser:
                     prompt_tokens=res.prompt_tokens, completion_tokens=res.completion_tokens)
         try:
             fields = self.model.model_validate_json(out.reply.strip() or "{}")
-            out.query = to_query(fields, ground_time(q, duration_s))
+            out.query = out.decoded = to_query(fields, ground_time(q, duration_s))
         except (ValidationError, ValueError) as exc:
             out.error = f"the reply is not a valid query: {' '.join(str(exc).split())[:200]}"
         return out

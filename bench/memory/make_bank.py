@@ -101,7 +101,7 @@ PAIRS = [
     ("invented", "During which time span is someone holding a cup?", dict(target="person", noun="someone holding a cup", label=P, op="span", holding="cup")),
     ("invented", "Does the woman smile at any point?", dict(target="person", noun="woman smiling", label=P, op="exists", expression="happy")),
     ("invented", "How many faces can be seen at 2:10?", dict(target="face", noun="faces", label="face", op="count")),
-    ("invented", "What does the sign above the door say?", dict(target="text", noun="sign above the door", op="read", region="top")),
+    ("invented", "What does the sign above the door say?", dict(target="text", noun="sign above the door", op="read")),
     ("invented", "Is the word EXIT written anywhere?", dict(target="text", noun="word EXIT", op="exists", pattern="EXIT")),
     ("invented", "When does the title 'Chapter Two' appear on screen?", dict(target="text", noun="title Chapter Two", op="first", pattern="Chapter Two")),
     ("invented", "What did the narrator say about the weather?", dict(target="speech", noun="the weather", op="read", pattern="weather")),
@@ -140,13 +140,24 @@ PAIRS = [
 
 
 def main() -> None:
-    out = Path(__file__).resolve().parents[2] / "prompts" / "memory_examples.jsonl"
+    repo = Path(__file__).resolve().parents[2]
+    out = repo / "prompts" / "memory_examples.jsonl"
+    texts = {}  # qid -> the whole question (options included): the answer type bench_parse checks against
+    for path in sorted((repo / "bench" / "questions").glob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            rec = json.loads(line)
+            texts[rec["qid"]] = rec
     seen = set()
     with open(out, "w", encoding="utf-8") as f:
         for source, question, query in PAIRS:
             assert question not in seen, question
             seen.add(question)
-            f.write(json.dumps({"question": question, "query": query, "source": source}, ensure_ascii=False) + "\n")
+            rec = {"question": question, "query": query, "source": source}
+            if source != "invented":
+                assert texts[source]["split"] == "tune", source
+                assert texts[source]["question"].startswith(question.rstrip("?")[:20]), source
+                rec["text"] = texts[source]["question"]
+            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
     print(f"wrote {len(PAIRS)} pairs to {out}")
 
 
