@@ -81,12 +81,13 @@ def test_an_invalid_parse_goes_to_the_agent(make_agent):
 
 def test_cannot_tell_is_decided_from_the_parse_not_from_a_tool_word(make_agent):
     """The parsed query says what is measured; object_detect's unsupported words no longer decide."""
-    replies = [parse_reply(target="person", noun="people", label="person", op="span"),
+    replies = [parse_reply(target="person", noun="people", label="person", op="count", posture="standing"),
                call("object_detect", time_ranges=[[5, 5]], objects=["person", "neck"]), TO_REVIEW,
                "THOUGHT: counted.\n**Answer:** 2"]
     agent, _ = make_agent(replies, grounded_answers=True, host_retrieve=False, answer_rules="cannot_tell")
-    result = agent.run("How many people stand near the man with the scarf around his neck?")
-    assert result.trace.memory["route"] == "agent" and "neck" in result.trace.steps[1].observation
+    result = agent.run("At 0:05, how many people stand near the man with the scarf around his neck?")
+    detect = next(s for s in result.trace.steps if s.tool == "object_detect")
+    assert result.trace.memory["route"] == "agent" and "neck" in detect.observation
     assert not result.cannot_tell
     replies = [parse_reply(target="object", noun="hat", label="other", op="colour"),
                call("text_extract", time_ranges=[[5, 5]]), TO_REVIEW, "THOUGHT: read.\n**Answer:** red"]

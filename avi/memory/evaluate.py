@@ -367,8 +367,15 @@ assert set(OPERATIONS) == set(__import__("avi.memory.query", fromlist=["OPS"]).O
 
 
 def evaluate(mem: Memory, q: MemoryQuery) -> Result:
-    """Evaluate ``q`` on ``mem`` (the operation's function); never raises for a query that validated."""
-    return OPERATIONS[q.op](mem, q)
+    """Evaluate ``q`` on ``mem`` (the operation's function); never raises for a query that validated. A "no" or a
+    count of none about person attributes is not a measurement (the people models read one frame per second and
+    miss many): such a result is not covered."""
+    result = OPERATIONS[q.op](mem, q)
+    attributes = q.posture or q.arms_raised is not None or q.expression or q.holding
+    if attributes and result.covered and result.value in (0, False):
+        result.covered = False
+        result.why = "people attributes are read on one frame per second and often missed: none found is no answer"
+    return result
 
 
 def first_seen(mem: Memory, q: MemoryQuery) -> float | None:

@@ -229,10 +229,23 @@ class FrameMatch:
         return out[:MAX_ROWS]
 
     def nearest(self, t: float) -> float | None:
+        """The sampled frame nearest to ``t`` (at most :data:`MOMENT_S` away) that this match reads: for person
+        attributes, a frame the people models read."""
         best = min(self.times, key=lambda x: abs(x - t), default=None)
         if best is None or abs(best - t) > MOMENT_S + 1e-6:
-            near = self.mem.frame_times(t - MOMENT_S, t + MOMENT_S)
-            return min(near, key=lambda x: abs(x - t), default=None)
+            if self.kind == "people":
+                near = [r[0] for r in self.mem.rows("SELECT t_s FROM frames WHERE people_read = 1 AND t_s >= ? AND "
+                                                    "t_s <= ?", (t - MOMENT_S - 1e-6, t + MOMENT_S + 1e-6))]
+            else:
+                near = self.mem.frame_times(t - MOMENT_S, t + MOMENT_S)
+            best = min(near, key=lambda x: abs(x - t), default=None)
+            if best is not None and best not in self.by_t:
+                self.by_t[best] = []
+                if self.kind == "people":  # its rows were only read for the scope: read this frame's
+                    self.by_t[best] = [r for r in box_rows(self.mem, self.q, "person", best, best)]
+                else:
+                    label = box_label(self.q, self.mem) if self.kind == "boxes" else None
+                    self.by_t[best] = [r for r in box_rows(self.mem, self.q, label, best, best)] if label else []
         return best
 
 
