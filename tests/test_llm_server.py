@@ -157,15 +157,17 @@ def test_repair_applies_to_the_shipped_qwen_template():
 
 def test_prefix_state_persists_between_server_lives(tmp_path):
     """The second server restores the first one's prompt prefix (its state file is used, not written again: the
-    same family of prompts); a prompt of another family (another system prompt) saves its own state beside it."""
+    same family of prompts); a prompt of another family (another system prompt) saves its own state beside it; a
+    family whose prompt changed after its start (a new prompt file) replaces its stale state."""
     s = Settings()
     gguf = resolve("smollm2-135m-instruct", s.models_dir, s.weights_lock)
     state_dir = tmp_path / "state"
     system = {"role": "system", "content": "You are a careful assistant. " * 80}
     other = {"role": "system", "content": "Reply with one JSON object describing the request. " * 40}
     outputs = []
+    changed = {"role": "system", "content": "You are a careful assistant. " * 30 + "Answer briefly, please. " * 50}
     for life, (sys_msg, question) in enumerate([(system, "Say hello."), (system, "Name a colour."),
-                                                 (other, "Name a colour.")]):
+                                                 (other, "Name a colour."), (changed, "Say hello.")]):
         with LlamaCppServer(gguf, n_ctx=2048, start_timeout_s=60, state_dir=state_dir, model_key="k") as server:
             client = ChatClient.connect(server.base_url)
             outputs.append(client.chat([sys_msg, {"role": "user", "content": question}], max_tokens=12).content)
@@ -179,8 +181,10 @@ def test_prefix_state_persists_between_server_lives(tmp_path):
                 # the first life's state was read (touched); the same family wrote nothing, the other family did
                 assert first.stat().st_mtime_ns > first_mtime
                 assert len(files) == 2
-            else:
+            elif life == 2:
                 assert len(files) == 2  # both families stored: nothing new
+            else:  # the first family's prompt changed past its start: its stale state is replaced, not kept beside
+                assert len(files) == 2 and first not in files
     assert all(o.strip() for o in outputs)
     # another model key never sees these states
     from avi.backends.llama_prefix_cache import PrefixStateCache

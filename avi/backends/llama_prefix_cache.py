@@ -8,11 +8,12 @@ after the first completion of a server's life and restores it at the start of
 the next server's life; llama-cpp-python then keeps the longest common token
 prefix and evaluates only the rest (``Llama.generate``'s prefix matching).
 
-The state of a completion is saved when no stored state shares a prefix of :data:`FAMILY_TOKENS` tokens with it
-(a new *family* of prompts: the agent's system prompt and tools, or the memory route's parse prompt, issue 53);
-completions of a family already stored save nothing, so each family's state is written once per machine, not once
-per completion. A stored state is only loaded when it matches more of the prompt than the model's own KV cache
-already does (within one process the in-memory cache reuses the prefix by itself).
+States are kept per *family* of prompts (the same first :data:`MIN_PREFIX_TOKENS` tokens: the agent's system
+prompt and tools, or the memory route's parse prompt, issue 53), one file each: a completion's state is saved when
+its family has none, or when the family's stored state shares less than :data:`STALE_SHARE` of the prompt (its
+prompt files or tool list changed since); otherwise nothing is written, so each family's state is written once per
+machine and prompt version, not once per completion. A stored state is only loaded when it matches more of the
+prompt than the model's own KV cache already does (within one process the in-memory cache reuses the prefix).
 
 Nor is it touched: llama-cpp-python's own ``save_state`` copies the whole
 logits array and its ``load_state`` scans it (``rest[rest > 0] = 0``), and the
@@ -33,8 +34,8 @@ from typing import Sequence
 import numpy as np
 
 MIN_PREFIX_TOKENS = 64
-#: a stored state sharing this many leading tokens with a new one is of the same family (not saved again)
-FAMILY_TOKENS = 256
+#: a family's stored state that shares less than this share of a new prompt of the family is stale: replaced
+STALE_SHARE = 0.5
 KEEP_FILES = 3
 
 
@@ -167,16 +168,33 @@ class PrefixStateCache:
             input_ids=ids.astype(np.intc), scores=np.zeros((0, self._llama.n_vocab()), dtype=np.single),
             n_tokens=len(ids), llama_state=state, llama_state_size=len(state), seed=seed)
 
+    @staticmethod
+    def _family(ids: np.ndarray) -> str:
+        """A prompt's family: its first :data:`MIN_PREFIX_TOKENS` tokens (the start of its system prompt)."""
+        return hashlib.sha256(np.asarray(ids[:MIN_PREFIX_TOKENS], dtype=np.int64).tobytes()).hexdigest()[:8]
+
     def __setitem__(self, key: Sequence[int], value) -> None:
         ids = np.asarray(value.input_ids[: value.n_tokens], dtype=np.int64)
-        stored = self._best(ids)
-        if stored is not None and stored[0] >= min(FAMILY_TOKENS, len(ids)):
-            return  # this family of prompts is stored already
-        name = hashlib.sha256(ids.tobytes()).hexdigest()[:16] + ".npz"
+        if len(ids) < MIN_PREFIX_TOKENS:
+            return
+        family = self._family(ids)
+        stale = []
+        for old_ids, path in self._files():
+            if not path.name.startswith(family + "-"):
+                continue
+            n = min(len(old_ids), len(ids))
+            diff = np.nonzero(old_ids[:n] != ids[:n])[0]
+            common = int(diff[0]) if len(diff) else n
+            if common >= STALE_SHARE * n:
+                return  # the family's stored state still holds this prompt's stable part
+            stale.append(path)  # its prompts changed (a new prompt file or tool list): replaced below
+        name = f"{family}-{hashlib.sha256(ids.tobytes()).hexdigest()[:12]}.npz"
         tmp = self.directory / f".{name}.{os.getpid()}.tmp.npz"
         np.savez(tmp, input_ids=ids, llama_state=np.frombuffer(value.llama_state, dtype=np.uint8),
                  seed=np.int64(value.seed))
         os.replace(tmp, self.directory / name)
+        for old in stale:
+            old.unlink(missing_ok=True)
         for old in sorted(self.directory.glob("*.npz"), key=lambda p: -p.stat().st_mtime)[KEEP_FILES:]:
             old.unlink(missing_ok=True)
         self._index = None

@@ -51,7 +51,7 @@ import numpy as np
 log = logging.getLogger(__name__)
 
 MEMORY_FILE = "memory.sqlite"
-MEMORY_VERSION = "memory-v1"
+MEMORY_VERSION = "memory-v2"  # v2: the detector's class list as the vocabulary
 #: the people models read at most one sampled frame per this many seconds (the frames with a person box)
 PEOPLE_EVERY_S = 1.0
 
