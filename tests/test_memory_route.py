@@ -122,3 +122,13 @@ def test_the_route_is_off_under_the_setting(make_agent):
     result = agent.run("What does the sign at 5 s say?")
     assert result.trace.memory == {} and llm.calls[0].json_schema is None
 
+
+
+def test_a_read_of_text_is_read_again_by_text_extract(make_agent):
+    """The memory finds where the text is; text_extract reads it (in the question's script, with its box)."""
+    agent, _ = make_agent([parse_reply(target="text", noun="sign", op="read", pattern="EXIT")])
+    result = agent.run("What does the EXIT sign say?")
+    step = result.trace.steps[0]
+    assert result.trace.memory["route"] == "host" and result.answer.startswith("EXIT 42")
+    assert any(n.startswith("text re-read with text_extract") for n in step.notes)
+    assert any(r.get("read") == "text_extract" for r in result.trace.memory["result"]["rows"])

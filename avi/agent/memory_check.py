@@ -37,6 +37,7 @@ _RELATION = {"more than": "more_than", "over": "more_than", "at least": "at_leas
              "less than": "fewer_than", "under": "fewer_than", "at most": "at_most", "exactly": "exactly"}
 _POSTURE = {"standing": r"\bstand(?:s|ing)?\b", "sitting": r"\b(?:sit(?:s|ting)?|seated)\b",
             "lying": r"\b(?:lie|lies|lying|laying)\b"}
+_THERE_ARE = re.compile(r"\bthere\s+(?:are|were|is)\s+(\w+)\b", re.I)
 _STOP = frozenset("the a an of and or what which who how when where is are was were does do did say says said "
                   "about according to lecturer speaker narrator host presenter".split())
 _QUOTED = re.compile(r"[\"\u201c\u2018']([^\"\u201d\u2019']{2,60})[\"\u201d\u2019']")
@@ -173,6 +174,12 @@ def check_query(query: MemoryQuery, q: Any, vocabulary: list[str] | None) -> tup
     elif not d["compare"] and stated and d["op"] == "exists":
         d["compare"] = {"relation": stated[0], "value": stated[1]}
         notes.append(f"comparison from the question: {stated[0]} {stated[1]}")
+    elif not d["compare"] and d["op"] in ("span", "first", "last", "exists") and d["target"] not in ("text", "speech"):
+        many = _THERE_ARE.search(text)
+        n = _number(many.group(1)) if many else None
+        if n is not None and n > 1:  # "when are there five circles": a count that holds, not any circle
+            d["compare"] = {"relation": "exactly", "value": n}
+            notes.append(f"comparison from the question: exactly {n}")
     # person attributes: only said of a person, in the question's words
     if d["target"] not in ("person", "face"):
         for k in ("posture", "arms_raised", "expression", "holding"):

@@ -10,8 +10,13 @@ from avi.agent.memory_check import check_query
 from avi.agent.memory_route import Routed, decide
 from avi.index.memory_stage import ensure_memory
 from avi.memory.evaluate import evaluate
+from avi.memory.match import pattern_words
 from avi.memory.parse import QueryParser
+from avi.memory.store import normalise
 from avi.trace import HOST_STEP, Trace
+
+#: clips of a read the text is read again in, at most
+REREAD_CLIPS = 3
 
 
 def memory_step(llm, prompts, ctx: Any, q: Any, trace: Trace) -> Routed:
@@ -33,9 +38,11 @@ def memory_step(llm, prompts, ctx: Any, q: Any, trace: Trace) -> Routed:
             if parse.query is None:
                 parse.error = parse.checks[-1]
         result = evaluate(mem, parse.query) if mem is not None and parse.query is not None else None
+        frame_size = (mem.width, mem.height) if mem is not None else (0, 0)
     finally:
         if mem is not None:
             mem.close()
+    reread = reread_text(ctx, q, result, frame_size) if result is not None else None
     routed = decide(q, parse, result, note)
     observation = result.describe() if result is not None else (parse.error or f"no perception memory ({note})")
     trace.add(kind="memory_query", iteration=0, phase="retrieve", tool="memory_query",
@@ -44,6 +51,51 @@ def memory_step(llm, prompts, ctx: Any, q: Any, trace: Trace) -> Routed:
               llm_seconds=round(parse.seconds, 3), prompt_tokens=parse.prompt_tokens,
               completion_tokens=parse.completion_tokens,
               notes=[HOST_STEP, f"route: {routed.route} ({routed.reason})", f"memory: {note}",
-                     *(f"query check: {c}" for c in parse.checks)])
+                     *(f"query check: {c}" for c in parse.checks), *([reread] if reread else [])])
     trace.memory = routed.to_dict()
     return routed
+
+
+def reread_text(ctx: Any, q: Any, result, frame_size: tuple[int, int]) -> str | None:
+    """Read on-screen text again with ``text_extract`` where the memory found it, and take the tool's reading.
+
+    The memory keeps the perception captioner's OCR of three frames per clip, in every script; the tool reads the
+    found clips' frames closely, in the question's script (:func:`avi.backends.ocr_script.question_script`) and
+    with each line's box, so a region ("the bottom of the list") picks a line. Only for a covered ``read`` of
+    on-screen text; ``result`` is changed in place (its value, a row per line read).
+
+    Returns:
+        one line for the trace, or None when nothing was read again.
+    """
+    from avi.backends.ocr_script import question_script
+    from avi.tools import ALL_TOOLS
+
+    query = result.query
+    if query.target != "text" or query.op != "read" or not result.covered or not result.evidence:
+        return None
+    if query.time.is_moment:
+        ranges = [[query.time.start_s, query.time.start_s]]
+    else:
+        ranges = [list(map(float, e[:2])) for e in result.evidence[:REREAD_CLIPS]]
+    if getattr(ctx.settings, "ocr_question_script", True):
+        ctx.text_script = question_script(q.text)
+    obs = ALL_TOOLS["text_extract"].run(ctx, {"time_ranges": ranges})
+    texts = [t for t in (obs.data.get("texts") or []) if not obs.error]
+    words = pattern_words(query.pattern)
+    if words:
+        texts = [t for t in texts if all(w in normalise(t["text"]).split() or any(
+            x.startswith(w) for x in normalise(t["text"]).split()) for w in words)]
+    if not texts:
+        return f"text re-read with text_extract in {ranges}: nothing legible, the memory's reading kept"
+    width, height = frame_size
+    if query.region in ("bottom", "top") and height:
+        pick = (max if query.region == "bottom" else min)(texts, key=lambda t: (t["box"][1] + t["box"][3]) / 2)
+    elif query.region in ("left", "right") and width:
+        pick = (max if query.region == "right" else min)(texts, key=lambda t: (t["box"][0] + t["box"][2]) / 2)
+    else:
+        pick = max(texts, key=lambda t: (t["score"], len(t["text"])))
+    before = result.value
+    result.value = pick["text"]
+    result.rows = [{"text": t["text"], "score": t["score"], "box": t["box"], "first_s": t["first_s"],
+                    "last_s": t["last_s"], "read": "text_extract"} for t in texts][:12] + result.rows
+    return f"text re-read with text_extract in {ranges}: {pick['text']!r} (the memory read {before!r})"

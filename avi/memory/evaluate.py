@@ -43,6 +43,7 @@ from avi.memory.match import (
     runs,
     scope_covered,
     snap,
+    split_at_cuts,
     text_hits,
     text_spans,
 )
@@ -224,7 +225,7 @@ def _interval(mem: Memory, q: MemoryQuery, which: str) -> Result:
         shown = fr.shown()
         if fr.kind == "boxes" and len(shown) < MIN_FRAMES:
             shown = []
-        spans = [snap(s, cuts, mem.duration_s) for s in runs(shown, mem.fps)]
+        spans = [snap(s, cuts, mem.duration_s) for s in split_at_cuts(runs(shown, mem.fps), cuts)]
         if not spans:
             return Result(q, "interval", None, False, "not seen in that time")
         hits = fr.rows(shown)

@@ -6,8 +6,9 @@ Thresholds (set on the ``tune`` split; ``bench/memory``):
 
 * *seen* needs the target in :data:`MIN_FRAMES` sampled frames, or once with a box scoring at least
   :data:`SURE_SCORE` (the perception captioner's rule for naming a class);
-* runs of frames are merged across gaps of up to :data:`GAP_S`; an interval's edge within :data:`SNAP_S` of a cut
-  moves onto the cut; a moment is read in the sampled frame nearest to it, at most :data:`MOMENT_S` away;
+* runs of frames are merged across gaps of up to :data:`GAP_S` and split at cuts; an interval's edge within
+  :data:`SNAP_S` of a cut moves onto the cut; a moment is read in the sampled frame nearest to it, at most
+  :data:`MOMENT_S` away;
 * a black frame has :data:`BLACK_SHARE` of its pixels black.
 """
 
@@ -112,6 +113,16 @@ def runs(times: list[float], fps: float, gap_s: float = GAP_S) -> list[list[floa
         else:
             out.append([t, t])
     return [[a, b + step] for a, b in out]
+
+
+def split_at_cuts(spans: list[list[float]], cuts: list[float]) -> list[list[float]]:
+    """Each span cut at the cuts strictly inside it: a thing seen in two shots was seen twice (a run of frames
+    never crosses a change of shot)."""
+    out: list[list[float]] = []
+    for a, b in spans:
+        edges = [a, *[c for c in cuts if a + 1e-6 < c < b - 1e-6], b]
+        out += [[x, y] for x, y in zip(edges, edges[1:]) if y > x]
+    return out
 
 
 def snap(span: list[float], cuts: list[float], duration_s: float, snap_s: float = SNAP_S) -> list[float]:
