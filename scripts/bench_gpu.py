@@ -413,7 +413,7 @@ def projection(data: dict) -> dict:
 
 
 def report(data: dict) -> str:
-    """The results as Markdown tables (what README's gpu section quotes)."""
+    """The results as Markdown tables (what docs/gpu.md quotes)."""
     lines = [f"# scripts/bench_gpu.py on {data.get('gpu') or data.get('device')}",
              f"torch {data.get('torch')}, transformers {data.get('transformers')}, random weights, "
              f"{'tiny test models' if data.get('tiny') else 'production architectures at real size'}", ""]

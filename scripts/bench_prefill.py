@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Prompt prefill and decoding speed of a GGUF with the installed llama-cpp-python build (issue 38).
 
-The cpu profile's questions spend most of their time in the orchestrator's prefill (bench/README.md, "Seconds per
+The cpu profile's questions spend most of their time in the orchestrator's prefill (bench/HISTORY.md, "Seconds per
 question as a user meets them"), and its speed depends on how llama.cpp was compiled (scripts/setup.sh's
 CMAKE_ARGS). This prints tokens per second for one build; to compare builds, install another wheel into a separate
 folder (``pip install --no-deps --target DIR WHEEL``) and run this again with ``PYTHONPATH=DIR``.

@@ -5,7 +5,7 @@
 #   summary.txt       one line per step: status, seconds, what it ran
 #   env.txt           nvidia-smi, python, the packages avi uses there, the carried wheels
 #   bench.json        scripts/bench_gpu.py's results, merged run by run (kept if a step is stopped)
-#   bench.md          the same as tables (what README's gpu section quotes)
+#   bench.md          the same as tables (what docs/gpu.md quotes)
 #   tests_half.log    the gpu_paths tests on CUDA in the auto dtypes (bfloat16; float16 for CLIP)
 #   tests_float32.log the gpu_paths tests on CUDA in float32 (discrete outcomes compared exactly)
 # The machine has no network and no avi dependencies beyond its image: the missing wheels travel in .whl/

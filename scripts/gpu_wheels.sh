@@ -2,7 +2,7 @@
 # Fetch the wheels scripts/gpu_check.sh carries to a lent GPU machine (Python 3.12, torch/transformers there, no
 # network): the avi dependencies its image lacks, for cp312 manylinux x86_64, into .whl/ (git-ignored here through
 # .git/info/exclude; about 43 MB). Then, with the device tool: run `bash scripts/gpu_check.sh`, carry [".whl"],
-# timeout_s 560 (README, "gpu profile on an 8-GPU node").
+# timeout_s 560 (docs/gpu.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 grep -qxF "/.whl/" .git/info/exclude 2>/dev/null || echo "/.whl/" >> .git/info/exclude

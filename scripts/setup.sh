@@ -78,7 +78,7 @@ fi
 #    (gcc 12) crashed in llama_decode on a Xeon with AVX512-FP16/BF16. It is built for AVX2, which runs on every
 #    x86-64 CPU of the last decade, or, where /proc/cpuinfo lists AVX512 with VNNI and VBMI, for those too (no
 #    FP16/BF16/AMX): 1.46x the prompt tokens per second on a 2-core AMD EPYC, the orchestrator's main cost
-#    (bench/README.md). The AVX512 build must pass a smoke test (step 7) or the AVX2 build replaces it.
+#    (bench/README.md, "Speed"). The AVX512 build must pass a smoke test (step 7) or the AVX2 build replaces it.
 #    AVI_LLAMA_AVX512=0 keeps AVX2; setting CMAKE_ARGS builds exactly that (no smoke-test fallback).
 #    pip's wheel cache is keyed by the source archive, not by CMAKE_ARGS: a machine whose ~/.cache/pip holds
 #    a native build would install it again (that crashed CI). So the wheel is built here with pip's cache off,

@@ -15,9 +15,9 @@ REPO = Path(__file__).resolve().parent.parent
 NOT_DECLARED = {
     "tensorflow": "avi/tfjs_convert.py runs in the throwaway converter venv setup builds (models/README.md)",
     "google": "protobuf, same converter venv",
-    "paddleocr": "PaddleOCR 3.x is installed by hand on gpu nodes; setup does not install paddle (README)",
+    "paddleocr": "PaddleOCR 3.x is installed by hand on gpu nodes; setup does not install paddle (docs/tools.md)",
     "yaml": "PyYAML, only in avi/backends/paddle_ocr.py, installed with paddleocr",
-    "groundingdino": "the optional groundingdino-py adapter (needs transformers 4.x, README)",
+    "groundingdino": "the optional groundingdino-py adapter (needs transformers 4.x, docs/tools.md)",
     "trackers": "Roboflow's trackers (ByteTrack, avi/index/tracks.py): scripts/setup.sh installs it with --no-deps, as it "
                 "declares opencv-python beside our opencv-python-headless; what its tracker needs is in the cpu extra",
 }

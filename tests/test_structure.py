@@ -95,7 +95,7 @@ LAYERS = [
     {"video"}, {"backends"}, {"memory"}, {"index"}, {"tools"}, {"trace", "trace_values"}, {"agent"}, {"pipeline"},
     {"viewer"}, {"videos"}, {"jobs"}, {"eval"}, {"doctor"}, {"cli"},
 ]
-"""README's code map, bottom up: a module may import from its own row and the rows before it."""
+"""The code map's layers (docs/code-map.md), bottom up: a module may import from its own row and the rows before it."""
 
 
 def test_each_layer_imports_only_from_the_layers_below():

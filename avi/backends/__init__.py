@@ -4,7 +4,7 @@
 for the models it needs (``avi index`` never starts the LLM; a question on an
 existing index never loads the captioner's OCR unless a tool asks for it).
 
-Roles, chosen by settings (README.md, "How it works", the table of the two profiles):
+Roles, chosen by settings (docs/tools.md, "Models per profile"):
 
 ============  ====================================================  ==========================================
 role          cpu profile (default)                                 configured endpoint / local model

@@ -1,7 +1,7 @@
 """Smoke test of the installed llama.cpp build: load a GGUF, prefill a prompt, decode a few tokens.
 
 ``scripts/setup.sh`` builds llama.cpp with AVX512 where ``/proc/cpuinfo`` lists AVX512 with VNNI and VBMI (1.46x the
-prompt tokens per second of the AVX2 build on a 2-core AMD EPYC: bench/README.md, "Seconds per question"). A build
+prompt tokens per second of the AVX2 build on a 2-core AMD EPYC: bench/HISTORY.md, "Seconds per question"). A build
 for instructions the CPU runs badly can die inside ``llama_decode`` (a native build did, on a Xeon with
 AVX512-FP16), so setup runs this module in a child process after the weights are fetched and reinstalls the AVX2
 build when it does not exit 0. It runs the kernels the orchestrator runs: one batched prefill of the prompt (the

@@ -2,7 +2,7 @@
 
 vLLM (gpu profile), the embedded llama.cpp server (cpu profile), SGLang or any
 compatible endpoint are interchangeable by configuration. Server differences
-this client absorbs (the servers: README.md, "gpu profile on an 8-GPU node"):
+this client absorbs (the servers: docs/gpu.md):
 
 * reasoning text arrives in ``message.reasoning`` (vLLM), the older
   ``reasoning_content``, or inline ``<think>`` blocks (handled by the parser);

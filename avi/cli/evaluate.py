@@ -47,7 +47,7 @@ def _add_bench(sub, name: str, title: str, file_hint: str, add_common, extra=Non
                             "unless the benchmark's setting has subtitles (LongVideoBench: its subtitle files, no "
                             "ASR), no frame budget, at most 10 iterations, no answer rules (the Review answer is "
                             "delivered); printed at the start and stored in the job file and every results line "
-                            "(README, 'Reproducing the paper's table')")
+                            "(docs/evaluation.md, 'Reproducing the paper's table')")
     if extra:
         extra(p)
     add_executor_args(p)
@@ -61,7 +61,7 @@ def add_eval_parser(sub, add_common) -> None:
     e = sub.add_parser("eval", help="run a benchmark (LVBench, Video-MME, LongVideoBench, Charades-STA: official "
                                     "and strict metrics; or your own questions as JSON lines: avi eval jsonl)",
                        description="Benchmark harness. The benchmark videos are not shipped: download them "
-                                   "and their annotation files (README, 'Reproducing the paper's table').")
+                                   "and their annotation files (docs/evaluation.md).")
     bsub = e.add_subparsers(dest="bench_command", required=True, parser_class=sub._parser_class)
 
     _add_bench(bsub, "lvbench", "LVBench", "video_info.meta.jsonl", add_common)

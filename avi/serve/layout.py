@@ -1,6 +1,6 @@
 """One vLLM server per model role, and the exact command line that starts it.
 
-The flags are the ones the stack relies on (README.md, "gpu profile on an 8-GPU node", which
+The flags are the ones the stack relies on (docs/gpu.md, "Layout", which
 lists them per server): the orchestrator needs tool calling with the hermes parser
 and the qwen3 reasoning parser; the VLM takes images only; the embedder runs vLLM's
 pooling runner (``--runner pooling``; vLLM before 0.10 spelled it ``--task embed``).

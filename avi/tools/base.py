@@ -386,7 +386,7 @@ class Tool:
             obs = self.fn(ctx, **args.model_dump())
         except WeightsError:
             # missing or tampered weights are no tool failure the model can work around: the run ends with
-            # exit 4 (README), never with an answer forced from what the other tools saw
+            # exit 4 (docs/failures.md), never with an answer forced from what the other tools saw
             raise
         except (AviError, ValueError) as exc:
             obs = Observation(f"Error in {self.name}: {exc}", error=True)

@@ -11,8 +11,8 @@ components of those links (networkx) that span two videos or more. Two subjects 
 directly (the within-video linker kept them apart), but a component may hold both through subjects of other
 videos; it is reported as one person then.
 
-Measured on the 59 faces labelled in bench/people (``scripts/bench_faces.py``, bench/README.md "People across
-videos"): two clean frames of one person score 0.76 on average, faces of different videos at most 0.60, so 0.7
+Measured on the 59 faces labelled in bench/people (``scripts/bench_faces.py``, bench/people/README.md
+"Measured"): two clean frames of one person score 0.76 on average, faces of different videos at most 0.60, so 0.7
 links no two labelled people; a heavily degraded copy (carphone_distorted.mp4 against carphone_pristine.mp4)
 scores 0.30, under the different people's mean (0.31), and its person subject 0.27 against the clean one's in the
 indexes: such a copy is not linked. Faces that blur and blocking have destroyed are no evidence either way.

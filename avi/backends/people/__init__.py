@@ -33,7 +33,7 @@ No age or gender is estimated: the FaceRes graph avi converts has only the descr
 ``ValueError: node .../Conv1_relu/Relu6_BiasAdd__19 output needs to be rank 4, is 0`` at opsets 13, 15 and 17,
 because the graph's preprocessing is a TF1 control-flow loop (``map/while``: Enter/Merge/Switch and a TensorList
 around ``ResizeBilinear``) through which tf2onnx loses the image's rank (cut after that loop it converts and runs,
-but finds few of the labelled hands: bench/README.md). Hands come from MediaPipe Hands (:mod:`.hands`); the palm
+but finds few of the labelled hands: bench/HISTORY.md). Hands come from MediaPipe Hands (:mod:`.hands`); the palm
 detector alone (``handdetect``, human's ``handpose`` pipeline) stays for comparison in scripts/bench_people.py.
 
 Nothing here is wired into the agent, its tools or the index yet: these are the models and their decoding.

@@ -23,7 +23,7 @@ Beyond MediaPipe: hands in a wide shot are too small for the palm detector's 192
 1768-pixel frame), so :meth:`HandDetector.detect` also runs the two stages on each person box it is given (the
 COCO detector's), the square around it enlarged 1.2 times and upscaled so its side is ``person_side`` pixels (768;
 crops already within 1.2 times of that are not redone); hands found twice are merged by NMS at IoU 0.3. Measured
-in bench/README.md ("People models on frames labelled by eye").
+in bench/people/README.md ("Measured").
 """
 
 from __future__ import annotations

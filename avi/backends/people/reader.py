@@ -85,7 +85,7 @@ class PersonReading:
 def caption_words(reading: PersonReading) -> str:
     """What a caption says about one person (:class:`~avi.backends.captioner.PerceptionCaptioner`): the posture
     (not when unclear), "arms raised" and the objects a hand is on ("a hand on a cup"); "" when none of these was
-    read. No expression: the classifier is right on 15 of 32 labelled faces (bench/README), and on the tune split
+    read. No expression: the classifier is right on 15 of 32 labelled faces (bench/people/README.md), and on the tune split
     a caption's "sad face" became the answer to what a cyclist wears on his head."""
     parts = []
     if reading.posture not in (None, "unclear"):
