@@ -20,23 +20,55 @@ ANSWER_RULES = ("cuts", "colour_choice", "scale_choice", "direction", "option_sc
 UNGROUNDED = ("option_scores", "structured_answer")
 """The rules that stay when ``grounded_answers`` is false."""
 
+HOST_STEPS: dict[str, tuple[object, str]] = {
+    "memory_route": (False, "the model parses the question, the host answers from the perception memory"),
+    "host_retrieve": (False, "the host searches the captions with the question before the first model step"),
+    "perceive_first": (False, "open in Perceive when the question's time words name where to look"),
+    "time_places": (False, "the question's time words and ordinals as the first places to look"),
+    "grounded_answers": (False, "ordinals as events, and every answer rule but the typing ones"),
+    "places_gate": (False, "a perceive call on a range nothing pointed to is questioned once"),
+    "speech_gate": (False, "a question about speech reads the transcript first"),
+    "extract_pass": (False, "a tool named in prose is extracted by a constrained request before a retry"),
+    "text_extract_frames_no_text": (1024, "fewer OCR frames when the question asks about no text"),
+    "ocr_question_script": (False, "OCR decodes in the question's script"),
+    "video_answers": (False, "over several videos: lengths and the same person answered before the model"),
+    "answer_rules": ("none", "the host's answer rules (avi config show lists them)"),
+}
+"""Every host step that is not in AVI's Algorithm 1: setting -> (the value that turns it off, what it does).
+``--preset paper`` sets them all to those values (:func:`paper_agent_overrides`); ``avi config show`` lists them."""
+
+
+def paper_agent_overrides() -> dict[str, object]:
+    """The settings that turn every host step of :data:`HOST_STEPS` off: the paper's agent, Algorithm 1 alone."""
+    return {name: off for name, (off, _) in HOST_STEPS.items()}
+
+
 DEFAULT_RULES = {"cpu": ANSWER_RULES, "gpu": ("structured_answer",)}
 """The rules each profile runs by default: on gpu only those that type and parse the answer (the Qwen3-32B
 orchestrator's Review answer is delivered as it is, read for its type); on cpu every rule."""
 
 
-def answer_rule_names(value: str, profile: str = "cpu") -> tuple[str, ...]:
-    """The rules ``value`` (the ``answer_rules`` setting, module docstring) selects on ``profile``, in order.
+SUBSUMED = ("cuts", "count_at_moment", "direction", "event_interval", "shot_edges")
+"""The rules the perception memory's evaluator subsumes (issue 53, item 5: cuts, counts at a moment, direction,
+intervals from evidence runs snapped to shot edges): a default selection leaves them out while ``memory_route`` is
+on. Measured on ``tune`` with the memory route (bench/results/memory): the memory answered every cut, count and
+direction question; event_interval and shot_edges changed two agent-route answers each, none to right."""
+
+
+def answer_rule_names(value: str, profile: str = "cpu", *, memory_route: bool = False) -> tuple[str, ...]:
+    """The rules ``value`` (the ``answer_rules`` setting, module docstring) selects on ``profile``, in order; with
+    ``memory_route``, ``default`` means the profile's default without :data:`SUBSUMED`.
 
     Raises:
         ValueError: a name that is no rule (the message lists the valid ones).
     """
+    default = tuple(n for n in DEFAULT_RULES[profile] if not (memory_route and n in SUBSUMED))
     items = [x.strip() for x in str(value).split(",") if x.strip()] or ["default"]
-    chosen = set(DEFAULT_RULES[profile]) if items[0].startswith("-") else set()
+    chosen = set(default) if items[0].startswith("-") else set()
     for item in items:
         name = item.lstrip("-").strip()
         if name in ("all", "none", "default") and not item.startswith("-"):
-            chosen = set({"all": ANSWER_RULES, "none": (), "default": DEFAULT_RULES[profile]}[name])
+            chosen = set({"all": ANSWER_RULES, "none": (), "default": default}[name])
         elif name not in ANSWER_RULES:
             raise ValueError(f"unknown answer rule {name!r}; valid: all, none, default, {', '.join(ANSWER_RULES)} "
                              "(comma-separated; -name removes one from the default)")
@@ -75,6 +107,16 @@ class AgentSettings(BaseModel):
     host_retrieve_max_chars: int = Field(default=800, ge=200, le=1000000,
                                          description="the host search's result shown to the model: its most "
                                                      "similar clips (their ranges are also the Perceive places)")
+    perceive_first: bool = Field(default=True, description="open in Perceive when the question's time words name "
+                                 "where to look (a Retrieve step would only hand over; 'when' questions still search)")
+    time_places: bool = Field(default=True, description="the question's time words (and, with grounded_answers, its "
+                              "ordinals: 'the first goal') become the first places to look, named in the messages")
+    places_gate: bool = Field(default=True, description="a perceive call on a range no tool returned and the "
+                              "question does not name is questioned once (sent again, it runs as asked)")
+    speech_gate: bool = Field(default=True, description="a question about what was said reads the transcript "
+                              "(transcript_read) before any other perceive tool")
+    video_answers: bool = Field(default=True, description="over several videos, the host answers questions about the "
+                                "videos' lengths and which videos show the same person before any model step")
     memory_route: bool = Field(default=True, description="the model parses the question into a typed query over the "
                                "video's perception memory (memory.sqlite) and the host answers from it when the "
                                "memory covers the query; otherwise the agent runs with the query's result as an "

@@ -71,7 +71,7 @@ def prepare(video: Path, settings: Settings, backends: Backends, *, rebuild_inde
     info = probe(video)
     if settings.llm_base_url:
         backends.llm  # noqa: B018 - fail fast on an unreachable endpoint, before any indexing
-    index = ensure_index(info.path, settings, backends, rebuild=rebuild_index, progress=progress, stages=stages)
+    index = ensure_index(info, settings, backends, rebuild=rebuild_index, progress=progress, stages=stages)
     return PreparedVideo(info=info, index=index, seconds=time.perf_counter() - t0)
 
 
@@ -85,7 +85,11 @@ def answer(prepared: PreparedVideo, question: str, settings: Settings, backends:
             (:func:`avi.questions.clean_question`; control characters are removed, not refused).
         LLMUnavailableError: the orchestrator cannot be reached or started.
     """
-    question = clean_question(question or "", settings.question_max_chars)
+    return _answer(prepared, clean_question(question or "", settings.question_max_chars), settings, backends)
+
+
+def _answer(prepared: PreparedVideo, question: str, settings: Settings, backends: Backends) -> AgentResult:
+    """:func:`answer` of a question already cleaned (:func:`avi.questions.clean_question`, once per question)."""
     t0 = time.perf_counter()
     info, index = prepared.info, prepared.index
     llm = orchestrator(backends)
@@ -130,8 +134,12 @@ def trace_llm(settings: Settings, llm) -> dict:
 
 def trace_settings(settings: Settings, ctx) -> dict:
     """The settings a trace records (one video or several): iterations, sampling, frame budget, strategy, the
-    answer rules in effect (``answer_rules`` on the profile and ``grounded_answers``)."""
+    answer rules in effect (``answer_rules`` on the profile and ``grounded_answers``) and the host steps that are
+    off (``host_steps_off``: :data:`avi.config_agent.HOST_STEPS`; all of them under ``--preset paper``)."""
+    from avi.config_agent import HOST_STEPS
+
     return {"max_iterations": settings.max_iterations, "answer_rules": list(settings.answer_rule_names()),
+            "host_steps_off": [k for k, (off, _) in HOST_STEPS.items() if getattr(settings, k, None) == off],
             "grounded_answers": settings.grounded_answers, "fps": settings.fps, "clip_seconds": settings.clip_seconds,
             "perceive_max_frames": settings.perceive_max_frames, "frame_budget": ctx.frame_budget or 0,
             "frame_alpha": ctx.alpha, "perceive_strategy": settings.perceive_strategy, "max_side": settings.max_side,
@@ -154,7 +162,7 @@ def ask(video: Path, question: str, settings: Settings, backends: Backends, *, r
     question = clean_question(question or "", settings.question_max_chars)
     backends.launch_llm()  # the embedded server loads its model while the video is probed and its index opened
     prepared = prepare(video, settings, backends, rebuild_index=rebuild_index, progress=progress, stages=stages)
-    return answer(prepared, question, settings, backends)
+    return _answer(prepared, question, settings, backends)
 
 
 def default_trace_path(settings: Settings, trace: Trace) -> Path:

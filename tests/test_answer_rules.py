@@ -80,10 +80,21 @@ def test_config_show_lists_the_rules_on_and_off(monkeypatch, capsys):
 
     monkeypatch.setattr(avi.backends.devices, "placement_lines", lambda settings: [])  # no torch import here
     args = type("Args", (), {"json": False, "answer_rules": "-option_scores", "profile": "cpu"})()
-    assert settings_from_args(args).answer_rule_names()[4] == "structured_answer"
+    assert "structured_answer" in settings_from_args(args).answer_rule_names()
     assert cmd_config(args) == 0
     out = capsys.readouterr().out
-    assert "[ ] option_scores (choose)" in out and "[x] direction (decide)" in out
+    assert "[ ] option_scores (choose)" in out and "[x] colour_choice (decide)" in out
+    assert "[ ] direction (decide)" in out  # subsumed by the memory route (on by default)
+
+
+def test_the_memory_route_leaves_the_rules_it_subsumes_out_of_the_default():
+    from avi.config_agent import SUBSUMED
+
+    assert set(SUBSUMED) <= set(ANSWER_RULES)
+    with_memory = answer_rule_names("default", "cpu", memory_route=True)
+    assert not set(with_memory) & set(SUBSUMED) and "cannot_tell" in with_memory
+    assert answer_rule_names("default", "cpu") == ANSWER_RULES  # the route off: every rule, as before
+    assert "cuts" in answer_rule_names("default,cuts", "cpu", memory_route=True)  # named: kept
 
 
 def test_the_question_is_parsed_once_into_one_record():

@@ -37,6 +37,11 @@ class Gates:
         self._graph: bool | None = None
 
     @property
+    def speech_gate(self) -> bool:
+        """Whether a question about speech reads the transcript first (setting ``speech_gate``)."""
+        return bool(getattr(self.settings, "speech_gate", True))
+
+    @property
     def graph(self) -> bool:
         """Whether the index has an LLM entity graph (:func:`entity_graph_in`; read once)."""
         if self._graph is None:
@@ -48,7 +53,7 @@ class Gates:
         choose: Perceive must look at frames before it ends (AVI Fig. 11), Retrieve must search unless the
         question names a time."""
         if st.phase == "perceive" and not st.perceived:
-            if st.q.about_speech and "transcript_read" in self.allowed(st) \
+            if st.q.about_speech and self.speech_gate and "transcript_read" in self.allowed(st) \
                     and not any(n == "transcript_read" for n, _, _ in st.perceive_calls):
                 return ["transcript_read"]  # a question about what was said: read the transcript first
             return self.allowed(st)
@@ -101,14 +106,14 @@ class Gates:
             if call_key(call.name, call.arguments) in st.seen:
                 return (f"you already called {call.name} with exactly these arguments and its result is above. "
                         f"Use other arguments or another tool, or write a stage directive")
-            if tool.phase == "perceive" and tool.name != "transcript_read" and st.q.about_speech \
+            if tool.phase == "perceive" and tool.name != "transcript_read" and st.q.about_speech and self.speech_gate \
                     and "transcript_read" in self.usable("perceive") and ("speech",) not in st.questioned \
                     and not any(n == "transcript_read" for n, _, _ in st.perceive_calls):
                 st.questioned.add(("speech",))  # asked once
                 return ("the question asks what was said: read it with transcript_read on the ranges found "
                         "(the transcript holds the speech; OCR does not)")
             ranges = ranges_arg(call.arguments or {}, widen=False) if tool.phase == "perceive" else None
-            off = st.places.unsupported(ranges) if ranges else []
+            off = st.places.unsupported(ranges) if ranges and getattr(self.settings, "places_gate", True) else []
             key = call_key(call.name, call.arguments)
             if off and key not in st.questioned and tool.name != "transcript_read":
                 st.questioned.add(key)  # asked once: the same call again is run as asked

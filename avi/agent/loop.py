@@ -227,8 +227,9 @@ class Agent:
         q, grounded = st.q, getattr(self.settings, "grounded_answers", True)
         time_hint = ("Times in the question, in seconds: " + ", ".join(f"{c} = {v:g}s" for c, v in q.clock_times)
                      + ".") if q.clock_times else ""
-        named = list(q.named_ranges)
-        if not named and grounded:  # "the first goal": where the index shows or says it
+        places = getattr(self.settings, "time_places", True)
+        named = list(q.named_ranges) if places else []
+        if not named and grounded and places:  # "the first goal": where the index shows or says it
             named = ordinal_ranges(q.ordinals, getattr(self.ctx, "index", None), self.ctx.duration_s)
         st.places.add_named(named)
         self.ctx.focus_ranges = [list(span) for _, span in named]
@@ -237,7 +238,7 @@ class Agent:
         if named:
             time_hint = (time_hint + "\n" if time_hint else "") + "The question's time words point to: " + \
                 "; ".join(f'"{p}" = {fmt_range(*span)}' for p, span in named) + ". Look there first."
-        if named and st.kind != "interval" and grounded:
+        if named and st.kind != "interval" and grounded and getattr(self.settings, "perceive_first", True):
             st.phase = "perceive"  # a Retrieve step would only hand over to Perceive; "when" still searches
         searched = host_retrieve(st, trace, self.tools, self.ctx, self.prompts, self.add_places) \
             if st.phase == "retrieve" and grounded and getattr(self.settings, "host_retrieve", False) else ""

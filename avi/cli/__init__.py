@@ -102,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("action", choices=["show"])
     c.add_argument("--json", action="store_true", help="print JSON (settings, and the source of each "
                                                        "non-default value)")
+    c.add_argument("--preset", choices=["paper"], help="show the settings under a preset (paper: every host step "
+                                                       "that is not in AVI's Algorithm 1 off)")
     add_answer_rules(c)
     add_common(c)
     c.set_defaults(fn=cmd_config)

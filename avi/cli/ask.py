@@ -28,6 +28,11 @@ def add_ask_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--answer-type", choices=["auto", "choice", "multi", "interval", "order", "text"],
                    help="answer type (default auto: inferred from the question; multi = select all that apply, "
                         "order = a sequence of letters or items)")
+    p.add_argument("--preset", choices=["paper"],
+                   help="paper: the AVI paper's agent, Algorithm 1 alone: every host step that is not in it off "
+                        "(the memory route, the host search, Perceive first, places from time words, the gates, the "
+                        "extraction pass, the OCR frame cap and script choice) and no answer rules; avi config show "
+                        "--preset paper lists them")
     add_answer_rules(p)
     add_common(p)
 

@@ -160,6 +160,14 @@ def settings_from_args(args):
         value = getattr(args, arg, None)
         if value is not None:
             overrides[key] = value
+    if getattr(args, "preset", None) == "paper":
+        from avi.config_agent import paper_agent_overrides
+        from avi.errors import InputError
+
+        given = overrides.get("answer_rules")
+        if given is not None and given != "none":
+            raise InputError(f"--preset paper runs no answer rules; drop --answer-rules {given}")
+        overrides.update(paper_agent_overrides())  # the paper's agent: every host step off (HOST_STEPS)
     settings = Settings.load(getattr(args, "config", None), **overrides)
     from avi.places import apply_private_umask
 

@@ -39,14 +39,23 @@ def cmd_config(args) -> int:
         print(json.dumps({"config_file": str(settings.config_path) if settings.config_path else None,
                           "profile": settings.resolved_profile(), "settings": settings.model_dump(mode="json"),
                           "sources": settings.sources(), "placement": where,
-                          "answer_rules_in_effect": list(settings.answer_rule_names())}, indent=2))
+                          "answer_rules_in_effect": list(settings.answer_rule_names()),
+                          "host_steps_on": [k for k, (off, _) in __import__("avi.config_agent", fromlist=["x"])
+                                            .HOST_STEPS.items() if getattr(settings, k) != off]}, indent=2))
     else:
         from avi.agent.rules import RULES
         from avi.backends.devices import placement_lines
 
         print(settings.to_toml(), end="")
         on = set(settings.answer_rule_names())
-        print("\n".join(["", *placement_lines(settings), "", f"# answer rules (answer_rules = {settings.answer_rules!r}, "
-                         f"profile {settings.resolved_profile()}; applied in this order):"]
+        from avi.config_agent import HOST_STEPS
+
+        print("\n".join(["", *placement_lines(settings), "",
+                         "# host steps not in AVI's Algorithm 1 (each with its switch; --preset paper turns every one "
+                         "off):"]
+                        + [f"#   [{'x' if getattr(settings, k) != off else ' '}] {k} = {getattr(settings, k)!r}: {about}"
+                           for k, (off, about) in HOST_STEPS.items()]
+                        + ["", f"# answer rules (answer_rules = {settings.answer_rules!r}, "
+                           f"profile {settings.resolved_profile()}; applied in this order):"]
                         + [f"#   [{'x' if r.name in on else ' '}] {r.name} ({r.stage}): {r.about}" for r in RULES]))
     return 0

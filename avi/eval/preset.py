@@ -8,13 +8,16 @@ LongVideoBench's own setting interleaves the subtitles with the frames (the pape
 gets its subtitle files and no speech recognition. The clip length and fps are this project's defaults already
 and are part of the index key, so the preset only checks them (changing them would rebuild every index). The
 paper's agent delivers its Review answer: ``answer_rules = none`` (no host rule changes it; the answer is still
-read for its type), and the host does not answer from the perception memory (``memory_route = false``).
+read for its type), and every host step that is not in Algorithm 1 is off (:data:`avi.config_agent.HOST_STEPS`:
+the memory route, the host search, Perceive first, places from time words, the gates, the extraction pass, the OCR
+frame cap and script choice); the job records which (``host_steps_off``).
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from avi.config_agent import paper_agent_overrides
 from avi.errors import InputError
 
 PAPER_MAX_ITERATIONS = 10
@@ -95,11 +98,11 @@ def apply_paper_preset(bench: str, settings, options: dict, explicit: dict) -> t
     if float(settings.clip_seconds) != 5.0 or float(settings.fps) != 2.0:
         raise InputError(f"--preset paper needs 5 s clips at 2 fps (AVI §4.1); these settings have "
                          f"clip_seconds = {settings.clip_seconds:g}, fps = {settings.fps:g}")
+    off = paper_agent_overrides()
     settings = settings.model_copy(update={"transcript": preset.transcript, "frame_budget": preset.frame_budget,
-                                           "max_iterations": preset.max_iterations, "answer_rules": "none",
-                                           "memory_route": False})
+                                           "max_iterations": preset.max_iterations, **off})
     record = {"name": "paper", **asdict(preset), "clip_seconds": 5.0, "fps": 2.0, "answer_rules": "none",
-              "memory_route": False,
+              "host_steps_off": off,
               "source": "AVI arXiv 2511.14446 §4.1 and Table 1 (avi/eval/preset.py)"}
     return settings, options, record
 
@@ -109,6 +112,7 @@ def preset_banner(bench: str, record: dict) -> str:
     return (f"avi eval {bench} --preset paper (AVI §4.1, Table 1): transcript = {record['transcript']}, "
             f"frame_budget = {record['frame_budget']} (no budget), max_iterations = {record['max_iterations']}, "
             f"clips {record['clip_seconds']:g} s at {record['fps']:g} fps, answer_rules = "
-            f"{record.get('answer_rules', 'none')} (the Review answer is delivered)"
+            f"{record.get('answer_rules', 'none')} (the Review answer is delivered), host steps off: "
+            f"{', '.join(record.get('host_steps_off') or {})}"
             + ("" if record["with_subtitles"] is None else f", subtitles {'on' if record['with_subtitles'] else 'off'}")
             + f".\nThe paper reports: {record['reported']}.")

@@ -121,8 +121,11 @@ def index_components(video: Path, settings: Settings, backends: Backends) -> dic
     }
 
 
-def find_index(video: Path, settings: Settings, backends: Backends) -> tuple[Path, VideoInfo, str, dict]:
+def find_index(video: Path | VideoInfo, settings: Settings, backends: Backends) -> tuple[Path, VideoInfo, str, dict]:
     """Where the index of ``video`` lives (whether or not it exists yet).
+
+    Args:
+        video: the video file, or its probe (a :class:`VideoInfo`: the video is probed once per question).
 
     Returns:
         (index directory, video info, video sha256, index components)
@@ -130,7 +133,7 @@ def find_index(video: Path, settings: Settings, backends: Backends) -> tuple[Pat
     Raises:
         InputError: the video cannot be read.
     """
-    info = probe(video)
+    info = video if isinstance(video, VideoInfo) else probe(video)
     sha = file_sha256(info.path)
     components = index_components(info.path, settings, backends)
     return settings.indexes_dir() / index_key(sha, settings, components), info, sha, components
@@ -146,7 +149,7 @@ def pending_stages(settings: Settings) -> list[str]:
     return [s for s, on in zip(LLM_STAGES, (settings.graph_llm, settings.summary_llm)) if on]
 
 
-def ensure_index(video: Path, settings: Settings, backends: Backends, *, rebuild: bool = False,
+def ensure_index(video: Path | VideoInfo, settings: Settings, backends: Backends, *, rebuild: bool = False,
                  progress: bool = True, stages: str = "all") -> VideoIndex:
     """Open the index of ``video``, building (or resuming) it first if there is no complete one.
 
@@ -157,7 +160,7 @@ def ensure_index(video: Path, settings: Settings, backends: Backends, *, rebuild
     passed (only the failing stages, and those built from them, are built again).
 
     Args:
-        video: path of the video file.
+        video: path of the video file, or its probe (:class:`VideoInfo`; not probed again).
         rebuild: build anew even if a complete index or a partial build exists
             (the complete one is replaced only once the new one is complete).
         progress: show progress bars on stderr.

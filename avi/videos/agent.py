@@ -150,6 +150,8 @@ class MultiAgent(Agent):
           (:func:`avi.videos.people.same_person_videos`): told that person in its question message, the 1.5B model
           still named one other video (a check on two excerpts of one interview and a third video).
         """
+        if not getattr(self.settings, "video_answers", True):
+            return False
         durations = self.ctx.durations()
         value = by_length(st.kind, st.question, durations)
         if value is not None:
