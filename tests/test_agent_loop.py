@@ -24,8 +24,8 @@ from avi.trace import HOST_STEP, Trace
 from avi.video.decode import VideoReader, probe
 
 REPO = Path(__file__).resolve().parent.parent
-PERCEIVE_TOOLS = ["text_extract", "object_detect", "boundary_detect", "frame_analysis"]
-PERCEIVE_GATE = ["text_extract", "object_detect", "boundary_detect"]  # frame_analysis only after one of them
+PERCEIVE_TOOLS = ["text_extract", "object_detect", "boundary_detect", "frame_analysis", "memory_query"]
+PERCEIVE_GATE = ["text_extract", "object_detect", "boundary_detect", "memory_query"]  # frame_analysis only after one of them
 SEARCH_TOOLS = ["clip_retrieve", "global_explore"]  # no transcript, no LLM entity graph in the fake index
 RETRY_MARK = "Your last reply could not be used"
 
@@ -465,12 +465,12 @@ def test_retrieve_tool_in_perceive_is_refused(make_agent):
     retry = trace.steps[2]
     assert retry.phase == "perceive"
     assert retry.notes == ["clip_retrieve cannot be used in the PERCEIVE stage. "
-                           "Tools in this stage: text_extract, object_detect, boundary_detect, frame_analysis"]
+                           "Tools in this stage: text_extract, object_detect, boundary_detect, frame_analysis, memory_query"]
     assert llm.calls[2].require_tool is None  # already looked: unconstrained decision
     assert llm.calls[3].require_tool == PERCEIVE_TOOLS  # the retry is constrained
     retry_msg = llm.calls[3].messages[-1]["content"]
     assert "clip_retrieve cannot be used" in retry_msg
-    assert "text_extract, object_detect, boundary_detect, frame_analysis" in retry_msg
+    assert "text_extract, object_detect, boundary_detect, frame_analysis, memory_query" in retry_msg
     assert "ROOM 7B" in trace.steps[3].observation
     assert result.answer == "ROOM 7B"
 

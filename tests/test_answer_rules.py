@@ -12,7 +12,7 @@ import pytest
 from avi.agent.question import parse_question
 from avi.agent.rules import RULES, select_rules
 from avi.config import Settings
-from avi.config_agent import ANSWER_RULES, DEFAULT_RULES, answer_rule_names
+from avi.config_agent import ANSWER_RULES, DEFAULT_RULES, SUBSUMED, answer_rule_names
 from avi.errors import InputError
 from avi.eval.preset import apply_paper_preset
 
@@ -50,8 +50,10 @@ def test_unknown_rule_names_are_refused_with_the_valid_ones():
 
 
 def test_profiles_and_grounded_answers_select_the_rules():
-    assert [r.name for r in select_rules(Settings(profile="cpu"))] == list(ANSWER_RULES)
-    assert [r.name for r in select_rules(Settings(profile="gpu"))] == list(DEFAULT_RULES["gpu"])
+    # with the memory route on (the default) the rules it subsumes are left out of the default
+    assert [r.name for r in select_rules(Settings(profile="cpu"))] == [n for n in ANSWER_RULES if n not in SUBSUMED]
+    assert [r.name for r in select_rules(Settings(profile="cpu", memory_route=False))] == list(ANSWER_RULES)
+    assert [r.name for r in select_rules(Settings(profile="gpu"))] == [n for n in DEFAULT_RULES["gpu"] if n not in SUBSUMED]
     assert [r.name for r in select_rules(Settings(profile="cpu", grounded_answers=False))] == \
         ["option_scores", "structured_answer"]
     assert select_rules(Settings(answer_rules="none")) == ()

@@ -55,8 +55,8 @@ def test_a_broken_index_is_reported_with_its_cause_then_rebuilt(tmp_path, sign_v
     (first.path / "captions.jsonl").write_text("{not json\n")
     with caplog.at_level(logging.WARNING, logger="avi.index.build"):
         again = ensure_index(sign_video, settings, session_backends, progress=False)
-    assert "captions unreadable" in again.manifest["rebuilt_from_broken"]
-    assert any("cannot be used" in r.getMessage() and "captions unreadable" in r.getMessage()
+    assert "captions.jsonl: line 1: not valid JSON" in again.manifest["rebuilt_from_broken"]
+    assert any("cannot be used" in r.getMessage() and "captions.jsonl: line 1: not valid JSON" in r.getMessage()
                for r in caplog.records)
     assert again.manifest["counts"]["clips"] == first.manifest["counts"]["clips"] == len(again.captions)
 
@@ -66,7 +66,7 @@ def test_an_unreadable_graph_is_a_recorded_problem(sign_index, tmp_path, caplog)
     (index.path / "graph.json").write_text("{")
     with caplog.at_level(logging.WARNING, logger="avi.index.store"), pytest.raises(AviError, match="entity graph"):
         index.graph  # noqa: B018
-    assert "JSONDecodeError" in index.problems["entity graph (graph.json)"]
+    assert "graph.json: not valid JSON" in index.problems["entity graph (graph.json)"]
     assert any("graph_retrieve is not offered" in r.getMessage() for r in caplog.records)
     reader = SimpleNamespace(stats=DecodeStats(3, "InvalidDataError: x"))
     assert question_fallbacks(index, reader) == {"index_problems": index.problems, "index_pending": [],

@@ -212,8 +212,9 @@ CASES = [
     Case("question-only-zero-width", _zero_width_question, 2, ("the question is empty", "no visible character")),
     Case("batch-out-is-the-manifest", _out_is_the_manifest, 2, ("is the manifest", "choose another --out")),
     Case("batch-out-is-the-questions-file", _out_is_the_questions_file, 2, ("is the questions file",)),
-    Case("chroma-disk-full", _full_disk, 1, ("no space left on tmpfs (mounted at", "small-disk",
-                                             "the clip embeddings could not be written")),
+    # the first stage to write a database (the perception memory's SQLite file, then Chroma) meets the full disk
+    Case("index-disk-full", _full_disk, 1, ("no space left on tmpfs (mounted at", "small-disk",
+                                            "could not be written", "the finished stages are kept")),
     Case("chroma-damaged-avi-index-rebuilds", _damaged_chroma_index, 0, ("database disk image is malformed",
                                                                          "rebuilding it")),
     Case("chroma-damaged-first-question-rebuilds", _damaged_chroma_first_question, 0,

@@ -5,6 +5,7 @@ No model is loaded: the tools run against small recording test doubles.
 
 from __future__ import annotations
 
+import inspect
 import json
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -131,7 +132,7 @@ def test_openai_schema_shape(t):
     fn = schema["function"]
     assert fn["strict"] is True
     assert fn["name"] == t.name == t.fn.__name__
-    first_paragraph = t.fn.__doc__.strip().split("\n\n")[0].replace("\n", " ").strip()
+    first_paragraph = inspect.cleandoc(t.fn.__doc__).split("\n\n")[0].replace("\n", " ").strip()
     assert fn["description"] == first_paragraph
     assert "Args:" not in fn["description"]
     params = fn["parameters"]
@@ -243,11 +244,11 @@ def test_nested_model_parameter_keeps_its_description():
 
 def test_phase_tools():
     assert PHASES == ("retrieve", "perceive", "review")
-    # the eight AVI tools (§3.3) and the two transcript tools
+    # the eight AVI tools (§3.3), the two transcript tools and the perception memory's memory_query (issue 53)
     assert [t.name for t in PHASE_TOOLS["retrieve"]] == ["clip_retrieve", "global_explore", "graph_retrieve",
                                                          "clip_merge", "transcript_search"]
     assert {t.name for t in PHASE_TOOLS["perceive"]} == {"text_extract", "object_detect", "boundary_detect",
-                                                         "frame_analysis", "transcript_read"}
+                                                         "frame_analysis", "transcript_read", "memory_query"}
     assert PHASE_TOOLS["review"] == []
     assert tools_for("perceive") is PHASE_TOOLS["perceive"]
     for phase, tools in PHASE_TOOLS.items():

@@ -59,7 +59,7 @@ from avi.backends.types import Caption
 from avi.config import Settings, fingerprint
 from avi.hashing import sha256_file
 from avi.index.locking import IndexBusy, build_lock  # noqa: F401 - IndexBusy re-exported: callers catch it here
-from avi.index.memory_stage import ensure_memory
+from avi.index.memory_stage import ensure_memory, write_memory
 from avi.index.opening import BrokenIndex, open_checked, report_broken
 from avi.index.person_subjects import FACES_FILE, link_person_tracks, linker_id, save_subject_faces
 from avi.index.reuse import copy_pending_stages, has_stage, salvage_work, seed_work
@@ -82,7 +82,6 @@ from avi.index.store import (
 from avi.index.subjects import merge_subjects
 from avi.index.tracks import build_tracks, tracker_id
 from avi.index.transcript import attach_speech, transcript_fingerprint
-from avi.memory.store import build_memory
 from avi.places import check_writable
 from avi.video.decode import DecodeStats, VideoInfo, VideoReader, file_sha256, probe
 
@@ -326,7 +325,7 @@ def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, back
         write_jsonl(work / "captions.jsonl", [c.to_dict() for c in captions])
         write_atomic(work / "subjects.json", json.dumps(subjects, ensure_ascii=False, indent=1))
         t = time.perf_counter()
-        memory = build_memory(work, info.path, info.duration_s, transcript_info, settings, backends,
+        memory = write_memory(work, info.path, info.duration_s, transcript_info, settings, backends,
                               people=bool(getattr(settings, "memory_people", True)), progress=progress)
         times["memory"] = time.perf_counter() - t
         t = time.perf_counter()

@@ -161,7 +161,8 @@ def free_bytes(path: Path) -> int | None:
     return st.f_bavail * st.f_frsize
 
 
-def full_disk_error(exc: BaseException, folder: Path, what: str, after: str) -> DiskFullError | None:
+def full_disk_error(exc: BaseException, folder: Path, what: str, after: str,
+                    source: str = "Chroma") -> DiskFullError | None:
     """The one line for ``exc`` when it means the file system holding ``folder`` is full, else None.
 
     Full: Chroma's or SQLite's message says so, or (unless the message names a damaged database) fewer than
@@ -170,9 +171,10 @@ def full_disk_error(exc: BaseException, folder: Path, what: str, after: str) -> 
     Args:
         what: what failed ("the clip embeddings could not be written to PATH").
         after: what the user should know about the index ("the finished stages are kept").
+        source: whose message ``exc`` carries ("Chroma", "SQLite").
 
     Returns:
-        "no space left on DEVICE (mounted at PATH, N MiB free): WHAT (Chroma: ...); free some space and run
+        "no space left on DEVICE (mounted at PATH, N MiB free): WHAT (SOURCE: ...); free some space and run
         again: AFTER", or None.
     """
     msg = " ".join(str(exc).split())
@@ -184,7 +186,7 @@ def full_disk_error(exc: BaseException, folder: Path, what: str, after: str) -> 
         return None
     device, mount = mount_of(folder)
     left = f"{free / 2**20:.1f} MiB free" if free is not None else "free space unknown"
-    return DiskFullError(f"no space left on {device} (mounted at {mount}, {left}): {what} (Chroma: {msg[:160]}); "
+    return DiskFullError(f"no space left on {device} (mounted at {mount}, {left}): {what} ({source}: {msg[:160]}); "
                          f"free some space and run again: {after}")
 
 

@@ -34,6 +34,31 @@ def memory_stale(index_dir: Path, people: bool) -> str | None:
         mem.close()
 
 
+def write_memory(index_dir: Path, video: Path, duration_s: float, transcript_info: dict, settings: Any,
+                 backends: Any, *, people: bool, progress: bool = False) -> dict:
+    """:func:`avi.memory.store.build_memory` as a stage of a new index's build (into its work directory).
+
+    Returns:
+        build_memory's summary (rows per table, seconds, bytes, id).
+
+    Raises:
+        AviError: the memory could not be written; a full file system reads "no space left on DEVICE (mounted at
+            PATH, N MiB free): ..." (:func:`avi.index.chroma_io.full_disk_error`); the finished stages are kept.
+    """
+    from avi.errors import AviError
+    from avi.index.chroma_io import full_disk_error
+
+    try:
+        return build_memory(index_dir, video, duration_s, transcript_info, settings, backends, people=people,
+                            progress=progress)
+    except (OSError, sqlite3.Error) as exc:
+        what = f"the perception memory could not be written to {index_dir}"
+        full = full_disk_error(exc, index_dir, what, "the finished stages are kept", source="SQLite")
+        if full is not None:
+            raise full from exc
+        raise AviError(f"{what}: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}") from exc
+
+
 def ensure_memory(index: Any, settings: Any, backends: Any, *, progress: bool = False) -> tuple[Memory | None, str]:
     """The memory of ``index`` (an :class:`avi.index.store.VideoIndex`), built into its directory first when it is
     missing, unreadable or of another version (under the index's build lock, written atomically).

@@ -286,7 +286,11 @@ def build_memory(index_dir: Path, video: Path, duration_s: float, transcript_inf
         db.commit()
         rows = {t: db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]  # noqa: S608 - fixed table names
                 for t in ("frames", "boxes", "people", "texts", "speech", "shots", "cuts", "tracks", "shapes")}
-    finally:
+    except BaseException:
+        db.close()
+        tmp.unlink(missing_ok=True)  # a failed build leaves no half-written file beside the index
+        raise
+    else:
         db.close()
     os.chmod(tmp, 0o600)
     os.replace(tmp, index_dir / MEMORY_FILE)
