@@ -117,10 +117,11 @@ class AgentSettings(BaseModel):
                               "(transcript_read) before any other perceive tool")
     video_answers: bool = Field(default=True, description="over several videos, the host answers questions about the "
                                 "videos' lengths and which videos show the same person before any model step")
-    memory_route: bool = Field(default=True, description="the model parses the question into a typed query over the "
+    memory_route: bool = Field(default=False, description="the model parses the question into a typed query over the "
                                "video's perception memory (memory.sqlite) and the host answers from it when the "
                                "memory covers the query; otherwise the agent runs with the query's result as an "
-                               "observation (issue 53; avi/memory)")
+                               "observation (issue 53; avi/memory). Off by default: on the report split it scored "
+                               "36 of 90 against 43 before (bench/results/memory/report_after_9bdf316.json)")
     extract_pass: bool = Field(default=True, description="a reply that names a tool in words but holds no usable "
                                                          "call goes through a short constrained extraction request "
                                                          "before any retry (think, then extract)")

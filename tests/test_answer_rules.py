@@ -50,10 +50,11 @@ def test_unknown_rule_names_are_refused_with_the_valid_ones():
 
 
 def test_profiles_and_grounded_answers_select_the_rules():
-    # with the memory route on (the default) the rules it subsumes are left out of the default
-    assert [r.name for r in select_rules(Settings(profile="cpu"))] == [n for n in ANSWER_RULES if n not in SUBSUMED]
-    assert [r.name for r in select_rules(Settings(profile="cpu", memory_route=False))] == list(ANSWER_RULES)
-    assert [r.name for r in select_rules(Settings(profile="gpu"))] == [n for n in DEFAULT_RULES["gpu"] if n not in SUBSUMED]
+    assert [r.name for r in select_rules(Settings(profile="cpu"))] == list(ANSWER_RULES)
+    # with the memory route on the rules it subsumes are left out of the default
+    assert [r.name for r in select_rules(Settings(profile="cpu", memory_route=True))] == \
+        [n for n in ANSWER_RULES if n not in SUBSUMED]
+    assert [r.name for r in select_rules(Settings(profile="gpu"))] == list(DEFAULT_RULES["gpu"])
     assert [r.name for r in select_rules(Settings(profile="cpu", grounded_answers=False))] == \
         ["option_scores", "structured_answer"]
     assert select_rules(Settings(answer_rules="none")) == ()
@@ -86,7 +87,7 @@ def test_config_show_lists_the_rules_on_and_off(monkeypatch, capsys):
     assert cmd_config(args) == 0
     out = capsys.readouterr().out
     assert "[ ] option_scores (choose)" in out and "[x] colour_choice (decide)" in out
-    assert "[ ] direction (decide)" in out  # subsumed by the memory route (on by default)
+    assert "[x] direction (decide)" in out  # subsumed only when the memory route is on (off by default)
 
 
 def test_the_memory_route_leaves_the_rules_it_subsumes_out_of_the_default():
