@@ -49,20 +49,21 @@ orchestrator's Review answer is delivered as it is, read for its type); on cpu e
 
 
 SUBSUMED = ("cuts", "count_at_moment", "direction", "event_interval", "shot_edges")
-"""The rules the perception memory's evaluator subsumes (issue 53, item 5: cuts, counts at a moment, direction,
-intervals from evidence runs snapped to shot edges): a default selection leaves them out while ``memory_route`` is
-on. Measured on ``tune`` with the memory route (bench/results/memory): the memory answered every cut, count and
-direction question; event_interval and shot_edges changed two agent-route answers each, none to right."""
+"""The rules whose questions the perception memory's evaluator answers (issue 53, item 5: cuts, counts at a moment,
+direction, intervals from evidence runs snapped to shot edges). They stay in the default: a question the host
+answers runs no rule, and on a question it leaves to the agent the rule is what is left (the report run of 9bdf316
+without them lost 7 agent-route answers and won 1). A rule leaves the registry once the host route answers every
+one of its ``tune`` questions, measured with the parse's examples left one out."""
 
 
 def answer_rule_names(value: str, profile: str = "cpu", *, memory_route: bool = False) -> tuple[str, ...]:
     """The rules ``value`` (the ``answer_rules`` setting, module docstring) selects on ``profile``, in order; with
-    ``memory_route``, ``default`` means the profile's default without :data:`SUBSUMED`.
+    ``memory_route`` is accepted for callers that pass it and changes nothing (:data:`SUBSUMED`).
 
     Raises:
         ValueError: a name that is no rule (the message lists the valid ones).
     """
-    default = tuple(n for n in DEFAULT_RULES[profile] if not (memory_route and n in SUBSUMED))
+    default = tuple(DEFAULT_RULES[profile])
     items = [x.strip() for x in str(value).split(",") if x.strip()] or ["default"]
     chosen = set(default) if items[0].startswith("-") else set()
     for item in items:
@@ -119,9 +120,15 @@ class AgentSettings(BaseModel):
                                 "videos' lengths and which videos show the same person before any model step")
     memory_route: bool = Field(default=False, description="the model parses the question into a typed query over the "
                                "video's perception memory (memory.sqlite) and the host answers from it when the "
-                               "memory covers the query; otherwise the agent runs with the query's result as an "
-                               "observation (issue 53; avi/memory). Off by default: on the report split it scored "
-                               "36 of 90 against 43 before (bench/results/memory/report_after_9bdf316.json)")
+                               "memory covers the query; otherwise the agent runs as without it (issue 53; "
+                               "avi/memory). Off by default: on the report split it scored 36 of 90 against 43 "
+                               "before (bench/results/memory/report_after_9bdf316.json)")
+    memory_observation: bool = Field(default=False, description="with memory_route, a question the host does not "
+                                     "answer gets the memory query's result in the agent's first message (an "
+                                     "observation); off: the agent runs exactly as without the route")
+    parse_leave_one_out: bool = Field(default=False, description="with memory_route, the parse's examples leave out a "
+                                      "bank pair whose question is the one asked: a measurement switch for the "
+                                      "questions the bank was written from (scripts/bench_latency.py sets it)")
     extract_pass: bool = Field(default=True, description="a reply that names a tool in words but holds no usable "
                                                          "call goes through a short constrained extraction request "
                                                          "before any retry (think, then extract)")

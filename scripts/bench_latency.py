@@ -18,6 +18,11 @@ Index the videos first (``avi index DIR``): a question whose video has no index 
 seconds then hold the build (the ``index s`` column shows it). The LLM stages that only some questions use are
 built by the first question that needs them (issue 38), inside that question's seconds.
 
+Every avi-run gets ``AVI_PARSE_LEAVE_ONE_OUT=1``: with the memory route on, a question's own pair in the parse's
+example bank (written from ``tune`` questions) is left out, so ``tune`` is measured as a question no example was
+written from (``report`` has none in the bank: nothing changes there). ``--out`` is written after every question
+(``"partial": true`` until the last), so a run cut short keeps what it measured.
+
 It runs the code of the checkout it is run from (``avi.cli.run_main`` with this repository first on
 ``PYTHONPATH``, under the Python that runs the script), not whatever ``avi-run`` is installed.
 
@@ -174,6 +179,7 @@ def run_one(q, work: Path, extra: list[str], timeout: float) -> dict:
     """Time one question as its own avi-run process."""
     trace = work / f"{q.qid}.json"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p))
+    env.setdefault("AVI_PARSE_LEAVE_ONE_OUT", "1")
     t0 = time.perf_counter()
     try:
         proc = subprocess.run(command_for(q, trace, extra), capture_output=True, text=True, timeout=timeout,
@@ -195,6 +201,22 @@ def grade(row: dict, q) -> dict:
     if g["iou"] is not None:
         row["iou"] = round(g["iou"], 3)
     return row
+
+
+def write_out(path: Path | None, rows: list[dict], args, *, partial: bool) -> dict:
+    """The run's JSON object (questions, summary, source: the selection, avi-run's extra flags and every ``AVI_*``
+    setting of the environment); written to ``path`` (through a temporary file, so a cut leaves the last whole
+    one) when given."""
+    result = {"questions": rows, "summary": summarize(rows), "partial": partial,
+              "source": {"questions": str(args.questions), "split": args.split, "limit": args.limit,
+                         "qids": args.qids, "videos": str(args.videos), "extra": args.extra, "repo": str(REPO),
+                         "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith("AVI_")}
+                         | {"AVI_PARSE_LEAVE_ONE_OUT": os.environ.get("AVI_PARSE_LEAVE_ONE_OUT", "1")}}}
+    if path:
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(result, indent=1, ensure_ascii=False))
+        tmp.replace(path)
+    return result
 
 
 def percentile(values: list[float], p: float) -> float | None:
@@ -315,12 +337,10 @@ def main(argv: list[str] | None = None) -> int:
             if not args.json:
                 print(f"[{i}/{len(questions)}] {q.qid}", file=sys.stderr, flush=True)
             rows.append(grade(run_one(q, work, args.extra, args.timeout), q))
+            if args.out and i < len(questions):
+                write_out(args.out, rows, args, partial=True)
     summary = summarize(rows)
-    result = {"questions": rows, "summary": summary,
-              "source": {"questions": str(args.questions), "split": args.split, "limit": args.limit,
-                         "qids": args.qids, "videos": str(args.videos), "extra": args.extra, "repo": str(REPO)}}
-    if args.out:
-        args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
+    result = write_out(args.out, rows, args, partial=False)
     print(json.dumps(result, ensure_ascii=False) if args.json else format_table(rows, summary))
     return 1 if summary["failed"] else 0
 

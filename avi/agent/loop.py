@@ -261,10 +261,11 @@ class Agent:
                       notes=[HOST_STEP, "the question's time words name where to look: Perceive first, no Retrieve step"])
 
     def memory_observation(self, st: State) -> str:
-        """The memory query's result for the first message, when the host did not answer from it (an observation:
-        what was measured, not a decision); "" when there is none."""
+        """The memory query's result for the first message, when the host did not answer from it and the
+        ``memory_observation`` setting is on (an observation: what was measured, not a decision); "" otherwise."""
         routed = st.memory
-        if routed is None or routed.result is None or routed.route != "agent":
+        if routed is None or routed.result is None or routed.route != "agent" or \
+                not getattr(self.settings, "memory_observation", False):
             return ""
         return routed.result.describe()
 

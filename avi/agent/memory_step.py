@@ -32,7 +32,9 @@ def memory_step(llm, prompts, ctx: Any, q: Any, trace: Trace) -> Routed:
         vocabulary = mem.vocabulary if mem is not None else \
             list(getattr(ctx.backends.detector, "class_list", None) or [])
         parser = QueryParser(prompts, ctx.backends.embedder, vocabulary)
-        parse = parser.parse(llm, q, ctx.duration_s)
+        leave_out = (getattr(q, "stem", "") or getattr(q, "text", "")) \
+            if getattr(ctx.settings, "parse_leave_one_out", False) else None
+        parse = parser.parse(llm, q, ctx.duration_s, exclude=leave_out)
         if parse.query is not None:
             parse.query, parse.checks = check_query(parse.query, q, vocabulary)
             if parse.query is None:
