@@ -51,9 +51,8 @@ def test_unknown_rule_names_are_refused_with_the_valid_ones():
 
 def test_profiles_and_grounded_answers_select_the_rules():
     assert [r.name for r in select_rules(Settings(profile="cpu"))] == list(ANSWER_RULES)
-    # with the memory route on the rules it subsumes are left out of the default
-    assert [r.name for r in select_rules(Settings(profile="cpu", memory_route=True))] == \
-        [n for n in ANSWER_RULES if n not in SUBSUMED]
+    # the memory route changes no rule: a question it leaves to the agent runs every default rule
+    assert [r.name for r in select_rules(Settings(profile="cpu", memory_route=True))] == list(ANSWER_RULES)
     assert [r.name for r in select_rules(Settings(profile="gpu"))] == list(DEFAULT_RULES["gpu"])
     assert [r.name for r in select_rules(Settings(profile="cpu", grounded_answers=False))] == \
         ["option_scores", "structured_answer"]
@@ -90,14 +89,14 @@ def test_config_show_lists_the_rules_on_and_off(monkeypatch, capsys):
     assert "[x] direction (decide)" in out  # subsumed only when the memory route is on (off by default)
 
 
-def test_the_memory_route_leaves_the_rules_it_subsumes_out_of_the_default():
+def test_the_memory_route_keeps_the_rules_whose_questions_it_answers():
     from avi.config_agent import SUBSUMED
 
     assert set(SUBSUMED) <= set(ANSWER_RULES)
-    with_memory = answer_rule_names("default", "cpu", memory_route=True)
-    assert not set(with_memory) & set(SUBSUMED) and "cannot_tell" in with_memory
-    assert answer_rule_names("default", "cpu") == ANSWER_RULES  # the route off: every rule, as before
-    assert "cuts" in answer_rule_names("default,cuts", "cpu", memory_route=True)  # named: kept
+    # the host's answer runs no rule; a question left to the agent runs the rules as without the route
+    assert answer_rule_names("default", "cpu", memory_route=True) == answer_rule_names("default", "cpu") \
+        == ANSWER_RULES
+    assert "cuts" not in answer_rule_names("-cuts", "cpu", memory_route=True)
 
 
 def test_the_question_is_parsed_once_into_one_record():

@@ -59,15 +59,17 @@ def test_a_count_of_cuts_and_a_no_from_a_covered_modality(make_agent):
     assert agent.run("Is there a dog in the video?").answer == "No."
 
 
-def test_an_uncovered_query_goes_to_the_agent_with_its_result(make_agent):
+@pytest.mark.parametrize("observation", [True, False])
+def test_an_uncovered_query_goes_to_the_agent_with_its_result_when_asked(make_agent, observation):
     replies = [parse_reply(target="person", noun="anyone sitting", label="person", op="exists", posture="sitting"),
                call("text_extract", time_ranges=[[5, 5]]), TO_REVIEW, "THOUGHT: done.\n**Answer:** No"]
-    agent, llm = make_agent(replies, grounded_answers=False, answer_rules="none")
+    agent, llm = make_agent(replies, grounded_answers=False, answer_rules="none", memory_observation=observation)
     result = agent.run("At 0:05, is anyone sitting?")
     t = result.trace
     assert t.memory["route"] == "agent" and "does not cover" in t.memory["reason"]
     first_agent_message = llm.calls[1].messages[1]["content"]
-    assert "Perception memory query:" in first_agent_message
+    # memory_observation off (the default): the agent runs as without the route
+    assert ("Perception memory query:" in first_agent_message) is observation
     assert result.answer is not None and t.iterations >= 1
 
 
@@ -132,3 +134,16 @@ def test_a_read_of_text_is_read_again_by_text_extract(make_agent):
     assert result.trace.memory["route"] == "host" and result.answer.startswith("EXIT 42")
     assert any(n.startswith("text re-read with text_extract") for n in step.notes)
     assert any(r.get("read") == "text_extract" for r in result.trace.memory["result"]["rows"])
+
+
+@pytest.mark.parametrize("leave_out", [False, True])
+def test_a_bank_question_is_parsed_without_its_own_pair_when_measuring(make_agent, leave_out):
+    bank_question = "How many people are visible in the very first frame (0:00)?"
+    agent, _ = make_agent([parse_reply(target="person", noun="people", label="person", op="count")],
+                          parse_leave_one_out=leave_out)
+    result = agent.run(bank_question)
+    shown = result.trace.memory["parse"]["examples"]
+    assert len(shown) == 6
+    assert (bank_question in shown) is not leave_out
+    if not leave_out:
+        assert shown[-1] == bank_question  # its own pair, the most similar, last
