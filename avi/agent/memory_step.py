@@ -4,6 +4,7 @@ evaluate it, decide the route, and record all of it in the trace (a ``memory_que
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from avi.agent.memory_check import check_query
@@ -80,7 +81,7 @@ def reread_text(ctx: Any, q: Any, result, frame_size: tuple[int, int]) -> str | 
     else:
         ranges = [list(map(float, e[:2])) for e in result.evidence[:REREAD_CLIPS]]
     if getattr(ctx.settings, "ocr_question_script", True):
-        ctx.text_script = question_script(q.text)
+        ctx.scope = replace(ctx.scope, text_script=question_script(q.text))
     obs = ALL_TOOLS["text_extract"].run(ctx, {"time_ranges": ranges})
     texts = [t for t in (obs.data.get("texts") or []) if not obs.error]
     words = pattern_words(query.pattern)

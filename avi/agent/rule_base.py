@@ -37,9 +37,9 @@ class Delivered:
 
 @dataclass
 class RuleRun:
-    """What a rule reads and calls in one run: the tool context ``ctx`` (index, video, backends, focus ranges),
-    ``settings``, the run's state ``st`` (its parsed question is ``st.q``), the ``trace``, the agent's ``tools``,
-    its :class:`avi.agent.chat.Chat` and its :class:`avi.agent.answer_types.TypedAnswers`."""
+    """What a rule reads and calls in one run: the tool context ``ctx`` (index, video, backends, the question's
+    ``scope``), ``settings``, the run's state ``st`` (its parsed question is ``st.q``), the ``trace``, the agent's
+    ``tools``, its :class:`avi.agent.chat.Chat` and its :class:`avi.agent.answer_types.TypedAnswers`."""
 
     ctx: Any
     settings: Any
@@ -101,14 +101,14 @@ def where(ranges: list[list[float]]) -> str:
 
 
 def named_ranges(ctx) -> list[list[float]]:
-    """The ranges the question's time words name (``ctx.focus_ranges``), merged, else the whole video."""
-    return merge_spans([list(r) for r in ctx.focus_ranges]) or [[0.0, ctx.duration_s]]
+    """The ranges the question's time words name (``ctx.scope.focus_ranges``), merged, else the whole video."""
+    return merge_spans([list(r) for r in ctx.scope.focus_ranges]) or [[0.0, ctx.duration_s]]
 
 
 def asked_ranges(ctx, st, *, looked: bool) -> list[list[float]]:
     """The ranges a question is about, merged: its time words, else the evidence, else (with ``looked``) the
     frames looked at, else the whole video."""
-    return (merge_spans([list(r) for r in ctx.focus_ranges]) or merge_spans([list(e) for e in st.evidence])
+    return (merge_spans([list(r) for r in ctx.scope.focus_ranges]) or merge_spans([list(e) for e in st.evidence])
             or (merge_spans(st.looked) if looked else []) or [[0.0, ctx.duration_s]])
 
 

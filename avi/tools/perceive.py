@@ -170,9 +170,9 @@ def text_extract(ctx: ToolContext, time_ranges: TimeRanges) -> Observation:
     Args:
         time_ranges: where to read, [[start_s, end_s], ...] in seconds; [t, t] reads the frame at t.
     """
-    cap = min(ctx.settings.perceive_max_frames, ctx.text_frames or ctx.settings.perceive_max_frames)
+    cap = min(ctx.settings.perceive_max_frames, ctx.scope.text_frames or ctx.settings.perceive_max_frames)
     ranges, notes, frames = _frames(ctx, time_ranges, cap)
-    ocr, script = ctx.backends.ocr, ctx.text_script
+    ocr, script = ctx.backends.ocr, ctx.scope.text_script
     detect_all = getattr(ctx.backends.detector, "detect_all", None)  # cpu: vehicle/screen boxes to read closely
     step = 1.0 / ctx.settings.fps
     join_s = max(2.5 * step, neighbour_gap([f.t_s for f in frames], ctx.settings.fps))
@@ -334,7 +334,7 @@ def frame_analysis(ctx: ToolContext, time_ranges: TimeRanges, question: Question
     """
     ranges, notes, frames = _frames(ctx, time_ranges, ctx.settings.frame_analysis_max_frames)
     analyzer = ctx.backends.frame_analyzer
-    result = analyzer.analyze(frames, question, script=ctx.text_script) if ctx.text_script \
+    result = analyzer.analyze(frames, question, script=ctx.scope.text_script) if ctx.scope.text_script \
         else analyzer.analyze(frames, question)
     head = f"frame_analysis ({analyzer.name}) {_where(ranges, [f.t_s for f in frames])}"
     return Observation(_with_notes(head + ".\n" + result.text, notes), result.data, [f.t_s for f in frames],
