@@ -65,6 +65,7 @@ class FakeDetector:
 
     name = "fake-detector"
     vocabulary = "people and faces"
+    class_list = detect_all = detect_batch = None
 
     def __init__(self):
         self.calls: list[tuple[float, list[str]]] = []

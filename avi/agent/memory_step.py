@@ -31,7 +31,7 @@ def memory_step(llm, prompts, ctx: Any, q: Any, trace: Trace) -> Routed:
     mem, note = ensure_memory(ctx.index, ctx.settings, ctx.backends)
     try:
         vocabulary = mem.vocabulary if mem is not None else \
-            list(getattr(ctx.backends.detector, "class_list", None) or [])
+            list(ctx.backends.detector.class_list or [])
         parser = QueryParser(prompts, ctx.backends.embedder, vocabulary)
         leave_out = (getattr(q, "stem", "") or getattr(q, "text", "")) \
             if getattr(ctx.settings, "parse_leave_one_out", False) else None
