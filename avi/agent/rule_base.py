@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from avi.agent.measured import count_at, index_counts
 from avi.agent.question import normalise
@@ -14,6 +14,14 @@ from avi.trace import host_tool_call
 from avi.video.analysis import frame_colour_shares
 from avi.video.spans import merge_spans
 from avi.video.timecode import fmt_range
+
+if TYPE_CHECKING:
+    from avi.agent.answer_types import TypedAnswers
+    from avi.agent.chat import Chat
+    from avi.agent.state import State
+    from avi.config import Settings
+    from avi.tools import Tool, ToolContext
+    from avi.trace import Trace
 
 
 @dataclass(frozen=True)
@@ -41,13 +49,13 @@ class RuleRun:
     ``scope``), ``settings``, the run's state ``st`` (its parsed question is ``st.q``), the ``trace``, the agent's
     ``tools``, its :class:`avi.agent.chat.Chat` and its :class:`avi.agent.answer_types.TypedAnswers`."""
 
-    ctx: Any
-    settings: Any
-    st: Any
-    trace: Any
-    tools: dict = field(default_factory=dict)
-    chat: Any = None
-    answers: Any = None
+    ctx: ToolContext
+    settings: Settings
+    st: State
+    trace: Trace
+    tools: dict[str, Tool] = field(default_factory=dict)
+    chat: Chat | None = None
+    answers: TypedAnswers | None = None
 
     @property
     def q(self):
