@@ -8,6 +8,7 @@ from avi.agent.question import parse_question
 from avi.agent.rules import RuleRun
 from avi.agent.state import State
 from avi.config import Settings
+from avi.tools.base import QuestionScope
 from avi.trace import Trace
 
 
@@ -30,6 +31,6 @@ def rule_run(st: State, ctx=None, *, trace: Trace | None = None, tools: dict | N
              chat=None) -> RuleRun:
     """A RuleRun over ``st``; the default context has no index, video or detector worth reading."""
     ctx = ctx or SimpleNamespace(backends=SimpleNamespace(detector=SimpleNamespace(supports=lambda label: True)),
-                                 focus_ranges=[], duration_s=60.0)
+                                 scope=QuestionScope(), duration_s=60.0)
     return RuleRun(ctx=ctx, settings=settings or Settings(), st=st, trace=trace or Trace(question=st.question),
                    tools=tools or {}, chat=chat)

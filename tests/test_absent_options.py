@@ -14,7 +14,7 @@ from rule_helpers import rule_run, state
 from avi.agent.choice import absent_options
 from avi.config import Settings
 from avi.tools import ALL_TOOLS
-from avi.tools.base import ToolContext
+from avi.tools.base import QuestionScope, ToolContext
 from avi.trace import Trace
 from avi.video.decode import VideoReader, probe
 from avi.video.timecode import question_ranges
@@ -23,7 +23,7 @@ from avi.video.timecode import question_ranges
 def _absent(question, backends):
     ctx = ToolContext(settings=Settings(frame_budget=0), index=SimpleNamespace(captions=[], path=None),
                       video=VideoReader(probe(sample_video("bikes.mp4"))), backends=backends)
-    ctx.focus_ranges = [list(span) for _, span in question_ranges(question, ctx.duration_s)]
+    ctx.scope = QuestionScope(tuple(tuple(span) for _, span in question_ranges(question, ctx.duration_s)))
     trace = Trace(question=question)
     return absent_options(rule_run(state(question, iteration=2), ctx, trace=trace, tools=ALL_TOOLS)), trace
 

@@ -189,7 +189,7 @@ def test_text_extract_reads_in_the_questions_script(make_agent, question, on, sc
     agent, _ = make_agent([call("clip_retrieve", query="sign"), TO_PERCEIVE, TEXT_AT_5, TO_REVIEW,
                            "THOUGHT: read.\n**Answer:** EXIT 42"], ocr_question_script=on)
     extract = [s for s in agent.run(question).trace.steps if s.tool == "text_extract"][0]
-    assert agent.ctx.text_script == script
+    assert agent.ctx.scope.text_script == script
     assert ("latin script" in extract.observation) is (script is not None)
     assert "EXIT 42" in extract.observation  # the real engine reads the sign either way
 

@@ -18,7 +18,7 @@ from synth import make_video, many_cuts_spec, news_video_cuts, news_video_spec, 
 from avi.backends.clip_scorer import FrameTextScorer
 from avi.config import Settings
 from avi.errors import AviError
-from avi.tools.base import ToolContext
+from avi.tools.base import QuestionScope, ToolContext
 from avi.tools.boundary import (
     boundary_detect,
     half_range_threshold,
@@ -410,12 +410,12 @@ def test_shot_scale_option_measured_on_real_footage(session_backends):
 
     path = sample_video("vtest.avi").with_name("Megamind.avi")
     ctx = ToolContext(settings=Settings(frame_budget=0), index=SimpleNamespace(captions=[], path=None),
-                      video=VideoReader(probe(path)), backends=session_backends, focus_ranges=[[8.3, 11.3]])
+                      video=VideoReader(probe(path)), backends=session_backends, scope=QuestionScope(((8.3, 11.3),)))
     st = state("What is shown? A. the woman in the purple dress B. a wide view of the whole restaurant "
                "C. a black screen D. a close-up of the man with glasses")
     trace = Trace(question="q", video=str(path))
     got = scale_choice_measured(rule_run(st, ctx, trace=trace))
     assert got == ("D. a close-up of the man with glasses", "D"), trace.steps
     assert "close-up" in trace.steps[-1].notes[0]
-    ctx.focus_ranges = [[0.0, 4.0]]  # the first shot: the woman, medium, not a close-up or a wide view
+    ctx.scope = QuestionScope(((0.0, 4.0),))  # the first shot: the woman, medium, not a close-up or a wide view
     assert scale_choice_measured(rule_run(st, ctx)) in (None, ("B. a wide view of the whole restaurant", "B"))

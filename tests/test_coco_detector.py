@@ -92,6 +92,8 @@ class _ScriptedAll:
 
     name = "scripted"
     vocabulary = "scripted classes"
+    class_list = None
+    detect_batch = None
 
     def __init__(self, script):
         self.script = script

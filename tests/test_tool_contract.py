@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from avi.backends.types import Detection, DetectionResult, OcrLine
 from avi.tools import ALL_TOOLS, PHASE_TOOLS, PHASES, TIMELINE_TOOLS, tools_for
-from avi.tools.base import Observation, Tool, ToolContext, clip_ranges, sample_times, tool
+from avi.tools.base import Observation, QuestionScope, Tool, ToolContext, clip_ranges, sample_times, tool
 from avi.tools.perceive import frame_analysis, object_detect, text_extract
 from avi.tools.retrieve import clip_retrieve
 
@@ -65,6 +65,7 @@ class FakeDetector:
 
     name = "fake-detector"
     vocabulary = "people and faces"
+    class_list = detect_all = detect_batch = None
 
     def __init__(self):
         self.calls: list[tuple[float, list[str]]] = []
@@ -497,10 +498,10 @@ def test_text_extract_merges_repeated_text_over_neighbouring_frames():
 def test_text_extract_honours_the_questions_text_frame_cap():
     ocr = FakeOcr()
     ctx = make_ctx(ocr=ocr)
-    ctx.text_frames = 3  # set by the agent when the question asks about no text (issue 38)
+    ctx.scope = QuestionScope(text_frames=3)  # set by the agent when the question asks about no text (issue 38)
     obs = text_extract.run(ctx, {"time_ranges": [[0, 30]]})
     assert len(ocr.read_times) == 3 == len(obs.frames_s) and obs.frames_s[0] < 5 and obs.frames_s[-1] > 25
-    ctx.text_frames, ocr.read_times = 64, []  # a cap above perceive_max_frames does not raise it
+    ctx.scope, ocr.read_times = QuestionScope(text_frames=64), []  # a cap above perceive_max_frames does not raise it
     text_extract.run(ctx, {"time_ranges": [[0, 30]]})
     assert len(ocr.read_times) == 16
 
@@ -525,12 +526,12 @@ def test_perceive_tools_read_text_in_the_questions_script():
     ocr = ScriptOcr({1.0: ["EXIT"]})
     ctx = make_ctx(ocr=ocr)
     ctx.backends.frame_analyzer = PerceptionFrameAnalyzer(ocr, ctx.backends.detector)
-    ctx.text_script = "latin"
+    ctx.scope = QuestionScope(text_script="latin")
     assert "(fake-ocr, latin script)" in text_extract.run(ctx, {"time_ranges": [[1, 2]]}).text
     obs = frame_analysis.run(ctx, {"time_ranges": [[1, 1]], "question": "what is written?"})
     assert '"EXIT"' in obs.text or "EXIT" in obs.text
     assert ocr.scripts and set(ocr.scripts) == {"latin"}
-    ctx.text_script, ocr.scripts = None, []
+    ctx.scope, ocr.scripts = QuestionScope(), []
     text_extract.run(ctx, {"time_ranges": [[1, 2]]})
     frame_analysis.run(ctx, {"time_ranges": [[1, 1]], "question": "what is written?"})
     assert ocr.scripts and set(ocr.scripts) == {None}

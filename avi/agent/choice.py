@@ -158,7 +158,7 @@ def absent_options(r: RuleRun, max_frames: int = 8, min_frames: int = 3) -> set[
     there; empty when the question names no range or every option would be ruled out."""
     q, ctx = r.q, r.ctx
     det = getattr(ctx.backends, "detector", None)
-    if q.kind != "choice" or not q.options or not ctx.focus_ranges or det is None:
+    if q.kind != "choice" or not q.options or not ctx.scope.focus_ranges or det is None:
         return set()
     written = set(q.written_options)
     checkable = {}

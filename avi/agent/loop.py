@@ -43,7 +43,7 @@ from avi.backends.llm import ChatClient
 from avi.backends.ocr_script import question_script
 from avi.config import Settings
 from avi.prompts import PromptLibrary
-from avi.tools import ALL_TOOLS, TIMELINE_TOOLS, Tool, ToolContext
+from avi.tools import ALL_TOOLS, TIMELINE_TOOLS, QuestionScope, Tool, ToolContext
 from avi.trace import HOST_STEP, Trace
 from avi.video.spans import merge_spans
 from avi.video.timecode import fmt_range
@@ -232,9 +232,10 @@ class Agent:
         if not named and grounded and places:  # "the first goal": where the index shows or says it
             named = ordinal_ranges(q.ordinals, getattr(self.ctx, "index", None), self.ctx.duration_s)
         st.places.add_named(named)
-        self.ctx.focus_ranges = [list(span) for _, span in named]
-        self.ctx.text_frames = None if q.about_text else getattr(self.settings, "text_extract_frames_no_text", None)
-        self.ctx.text_script = question_script(q.text) if getattr(self.settings, "ocr_question_script", True) else None
+        self.ctx.scope = QuestionScope(
+            focus_ranges=tuple((float(s), float(e)) for _, (s, e) in named),
+            text_frames=None if q.about_text else getattr(self.settings, "text_extract_frames_no_text", None),
+            text_script=question_script(q.text) if getattr(self.settings, "ocr_question_script", True) else None)
         if named:
             time_hint = (time_hint + "\n" if time_hint else "") + "The question's time words point to: " + \
                 "; ".join(f'"{p}" = {fmt_range(*span)}' for p, span in named) + ". Look there first."

@@ -4,6 +4,7 @@ evaluate it, decide the route, and record all of it in the trace (a ``memory_que
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from avi.agent.memory_check import check_query
@@ -30,7 +31,7 @@ def memory_step(llm, prompts, ctx: Any, q: Any, trace: Trace) -> Routed:
     mem, note = ensure_memory(ctx.index, ctx.settings, ctx.backends)
     try:
         vocabulary = mem.vocabulary if mem is not None else \
-            list(getattr(ctx.backends.detector, "class_list", None) or [])
+            list(ctx.backends.detector.class_list or [])
         parser = QueryParser(prompts, ctx.backends.embedder, vocabulary)
         leave_out = (getattr(q, "stem", "") or getattr(q, "text", "")) \
             if getattr(ctx.settings, "parse_leave_one_out", False) else None
@@ -80,7 +81,7 @@ def reread_text(ctx: Any, q: Any, result, frame_size: tuple[int, int]) -> str | 
     else:
         ranges = [list(map(float, e[:2])) for e in result.evidence[:REREAD_CLIPS]]
     if getattr(ctx.settings, "ocr_question_script", True):
-        ctx.text_script = question_script(q.text)
+        ctx.scope = replace(ctx.scope, text_script=question_script(q.text))
     obs = ALL_TOOLS["text_extract"].run(ctx, {"time_ranges": ranges})
     texts = [t for t in (obs.data.get("texts") or []) if not obs.error]
     words = pattern_words(query.pattern)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from avi.agent.measured import count_at, index_counts
 from avi.agent.question import normalise
@@ -14,6 +14,14 @@ from avi.trace import host_tool_call
 from avi.video.analysis import frame_colour_shares
 from avi.video.spans import merge_spans
 from avi.video.timecode import fmt_range
+
+if TYPE_CHECKING:
+    from avi.agent.answer_types import TypedAnswers
+    from avi.agent.chat import Chat
+    from avi.agent.state import State
+    from avi.config import Settings
+    from avi.tools import Tool, ToolContext
+    from avi.trace import Trace
 
 
 @dataclass(frozen=True)
@@ -37,17 +45,17 @@ class Delivered:
 
 @dataclass
 class RuleRun:
-    """What a rule reads and calls in one run: the tool context ``ctx`` (index, video, backends, focus ranges),
-    ``settings``, the run's state ``st`` (its parsed question is ``st.q``), the ``trace``, the agent's ``tools``,
-    its :class:`avi.agent.chat.Chat` and its :class:`avi.agent.answer_types.TypedAnswers`."""
+    """What a rule reads and calls in one run: the tool context ``ctx`` (index, video, backends, the question's
+    ``scope``), ``settings``, the run's state ``st`` (its parsed question is ``st.q``), the ``trace``, the agent's
+    ``tools``, its :class:`avi.agent.chat.Chat` and its :class:`avi.agent.answer_types.TypedAnswers`."""
 
-    ctx: Any
-    settings: Any
-    st: Any
-    trace: Any
-    tools: dict = field(default_factory=dict)
-    chat: Any = None
-    answers: Any = None
+    ctx: ToolContext
+    settings: Settings
+    st: State
+    trace: Trace
+    tools: dict[str, Tool] = field(default_factory=dict)
+    chat: Chat | None = None
+    answers: TypedAnswers | None = None
 
     @property
     def q(self):
@@ -101,14 +109,14 @@ def where(ranges: list[list[float]]) -> str:
 
 
 def named_ranges(ctx) -> list[list[float]]:
-    """The ranges the question's time words name (``ctx.focus_ranges``), merged, else the whole video."""
-    return merge_spans([list(r) for r in ctx.focus_ranges]) or [[0.0, ctx.duration_s]]
+    """The ranges the question's time words name (``ctx.scope.focus_ranges``), merged, else the whole video."""
+    return merge_spans([list(r) for r in ctx.scope.focus_ranges]) or [[0.0, ctx.duration_s]]
 
 
 def asked_ranges(ctx, st, *, looked: bool) -> list[list[float]]:
     """The ranges a question is about, merged: its time words, else the evidence, else (with ``looked``) the
     frames looked at, else the whole video."""
-    return (merge_spans([list(r) for r in ctx.focus_ranges]) or merge_spans([list(e) for e in st.evidence])
+    return (merge_spans([list(r) for r in ctx.scope.focus_ranges]) or merge_spans([list(e) for e in st.evidence])
             or (merge_spans(st.looked) if looked else []) or [[0.0, ctx.duration_s]])
 
 

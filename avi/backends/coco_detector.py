@@ -152,6 +152,8 @@ class NanoDetDetector:
 
     name = "nanodet-m-coco"
     vocabulary = "the 80 COCO classes"
+    class_list = None  # the classes are COCO_CLASSES; inside CpuDetector, which lists its own
+    detect_batch = None
     input_size = 416
     strides = (8, 16, 32)
     reg_max = 10

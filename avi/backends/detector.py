@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Callable, Protocol, Sequence, runtime_checkable
 
 import cv2
 import numpy as np
@@ -34,10 +34,28 @@ from avi.video.decode import Frame
 
 @runtime_checkable
 class Detector(Protocol):
-    """Finds objects named by text labels in a frame."""
+    """Finds objects named by text labels in a frame.
+
+    Every detector declares the optional capabilities below, None where it lacks one (callers test for None,
+    never for the attribute's presence).
+
+    Attributes:
+        name: the backend's name, for observations and the index.
+        vocabulary: what it can detect, in words ("people and faces"; "any object named in text").
+        class_list: every label it knows (the cpu detector: the COCO classes, faces, shapes), shown with
+            ``vocabulary`` when a label names no class and kept as the perception memory's vocabulary; None when
+            it lists none (open vocabulary, or a set it does not enumerate).
+        detect_all: ``detect_all(frame) -> list[Detection]``: every box of every class it knows, best first,
+            without being asked for labels (closed-set detectors); None when it needs words.
+        detect_batch: ``detect_batch(frames, labels) -> list[DetectionResult]``, one result per frame in order,
+            from one forward pass (Grounding-DINO); None: :meth:`detect` per frame.
+    """
 
     name: str
-    vocabulary: str  # what it can detect, in words ("people and faces"; "any object named in text")
+    vocabulary: str
+    class_list: Sequence[str] | None
+    detect_all: Callable[[Frame], list[Detection]] | None
+    detect_batch: Callable[[Sequence[Frame], Sequence[str]], list[DetectionResult]] | None
 
     def supports(self, label: str) -> bool:
         """Whether this backend can detect ``label`` at all."""
@@ -51,9 +69,8 @@ class Detector(Protocol):
 def all_detections(detector, frame: Frame) -> list[Detection]:
     """Every box a detector finds in a frame without being asked for labels: all its classes when it has
     ``detect_all`` (the cpu COCO detector), else people and faces (an open-vocabulary detector needs words)."""
-    detect_all = getattr(detector, "detect_all", None)
-    if detect_all is not None:
-        return detect_all(frame)
+    if detector.detect_all is not None:
+        return detector.detect_all(frame)
     return detector.detect(frame, ["person", "face"]).detections
 
 
@@ -101,6 +118,9 @@ class OpenCvDetector:
 
     name = "opencv-hog-haar"
     vocabulary = "people and faces"
+    class_list = None
+    detect_all = None
+    detect_batch = None
 
     def __init__(self, iou_threshold: float = 0.5, min_person_margin: float = 0.3, min_height: int = 480,
                  max_side: int = 1920):
@@ -190,6 +210,8 @@ class CpuDetector:
         person_backend: ``"coco"`` or ``"hog"``.
         shapes: the shape finder (:class:`avi.backends.shapes.ShapeDetector` by default).
     """
+
+    detect_batch = None
 
     def __init__(self, coco, opencv: OpenCvDetector, person_backend: str = "coco", shapes=None):
         from avi.backends.coco_detector import COCO_CLASSES

@@ -173,7 +173,8 @@ class ReusingOcr:
 
 class ReusingDetector:
     """A :class:`~avi.backends.detector.Detector` that runs on an unchanged frame only once per label set
-    (module docstring); ``detect_all`` is reused the same way when the wrapped detector has it.
+    (module docstring); ``detect_all`` is reused the same way when the wrapped detector has it (else None).
+    ``class_list`` and ``detect_batch`` are the wrapped detector's (a batch is not reused).
 
     Args:
         detector: the detector to wrap.
@@ -187,8 +188,9 @@ class ReusingDetector:
         self.vocabulary = detector.vocabulary
         self.memo = _LastFrame()
         self._result = DetectionResult
-        if hasattr(detector, "detect_all"):
-            self.detect_all = self._detect_all
+        self.class_list = detector.class_list
+        self.detect_all = self._detect_all if detector.detect_all is not None else None
+        self.detect_batch = detector.detect_batch
 
     def __getattr__(self, name):
         return getattr(self.detector, name)

@@ -133,6 +133,8 @@ class GroundingDinoDetector:
     """
 
     vocabulary = "any object named in text"
+    class_list = None  # open vocabulary
+    detect_all = None  # it needs words
 
     def __init__(self, model_dir: str | Path, box_threshold: float = 0.35, text_threshold: float = 0.25,
                  iou_threshold: float = 0.5, device: str | None = None, batch_size: int = 4, dtype=None,
@@ -301,6 +303,8 @@ class GroundingDinoOriginalDetector:
     """
 
     vocabulary = "any object named in text"
+    class_list = None  # open vocabulary
+    detect_all = None  # it needs words
 
     def __init__(self, model_dir: str | Path, box_threshold: float = 0.35, text_threshold: float = 0.25,
                  iou_threshold: float = 0.5, device: str | None = None, batch_size: int = 4):

@@ -222,6 +222,9 @@ class ShapeDetector:
 
     name = "opencv-shapes"
     vocabulary = "flat-coloured geometric shapes (circle, square, rectangle, triangle, with a colour word)"
+    class_list = None
+    detect_all = None
+    detect_batch = None
 
     def __init__(self, max_std: float = 14.0):
         self.max_std = max_std

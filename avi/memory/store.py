@@ -277,7 +277,7 @@ def build_memory(index_dir: Path, video: Path, duration_s: float, transcript_inf
             "cuts": {"read": True, "method": cut_method},
         }
         detector = getattr(backends, "detector", None)
-        vocabulary = list(getattr(detector, "class_list", None) or [])  # [] = open vocabulary
+        vocabulary = list((detector.class_list if detector is not None else None) or [])  # [] = open vocabulary
         meta = {"id": memory_id(reader is not None or not people), "version": MEMORY_VERSION,
                 "duration_s": duration, "fps": settings.fps, "width": width, "height": height,
                 "detector": getattr(detector, "name", ""), "vocabulary": json.dumps(vocabulary),

@@ -8,7 +8,7 @@ AVI tools (§3.3) plus the two transcript tools and the perception memory's ``me
 
 from __future__ import annotations
 
-from avi.tools.base import Observation, Tool, ToolContext, tool
+from avi.tools.base import Observation, QuestionScope, Tool, ToolContext, tool
 from avi.tools.boundary import boundary_detect
 from avi.tools.memory import memory_query
 from avi.tools.perceive import frame_analysis, object_detect, text_extract
@@ -38,4 +38,5 @@ def tools_for(phase: str, strategy: str = "agent") -> list[Tool]:
     return PHASE_TOOLS[phase]
 
 
-__all__ = ["ALL_TOOLS", "PHASES", "PHASE_TOOLS", "TIMELINE_TOOLS", "Observation", "Tool", "ToolContext", "tool", "tools_for"]
+__all__ = ["ALL_TOOLS", "PHASES", "PHASE_TOOLS", "TIMELINE_TOOLS", "Observation", "QuestionScope", "Tool",
+           "ToolContext", "tool", "tools_for"]

@@ -21,7 +21,7 @@ import re
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Callable, get_type_hints
+from typing import TYPE_CHECKING, Annotated, Any, Callable, get_type_hints
 
 import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model
@@ -32,6 +32,34 @@ from avi.replies import inline_refs
 from avi.untrusted import defang
 from avi.video.timecode import fmt_range, parse_time
 
+if TYPE_CHECKING:
+    from avi.backends import Backends
+    from avi.config import Settings
+    from avi.index.store import VideoIndex
+    from avi.video.decode import VideoReader
+    from avi.video.shots import ShotList
+    from avi.videos.context import IndexSet
+
+
+@dataclass(frozen=True)
+class QuestionScope:
+    """What the agent sets for the tools once per question (issue 54): the tools read it, nobody changes it in
+    place; the agent puts a new one on :attr:`ToolContext.scope` (:func:`dataclasses.replace` for a change).
+
+    Attributes:
+        focus_ranges: ``((start_s, end_s), ...)`` in seconds, the ranges the question's time words name; search
+            hits inside them are ranked first. Empty: the question names no time.
+        text_frames: the most frames one text_extract call reads for this question (from the
+            ``text_extract_frames_no_text`` setting when the question asks about no text; issue 38), None for
+            ``perceive_max_frames``.
+        text_script: the script the perceive tools read on-screen text in (from the question:
+            :func:`avi.backends.ocr_script.question_script`; issue 36), None for every script.
+    """
+
+    focus_ranges: tuple[tuple[float, float], ...] = ()
+    text_frames: int | None = None
+    text_script: str | None = None
+
 
 @dataclass
 class ToolContext:
@@ -39,31 +67,26 @@ class ToolContext:
 
     Attributes:
         settings: :class:`avi.config.Settings`.
-        index: the video's :class:`avi.index.store.VideoIndex`.
+        index: the video's :class:`avi.index.store.VideoIndex` (:class:`avi.videos.context.IndexSet` in a
+            :class:`avi.videos.context.MultiContext`; None where no index is open).
         video: a :class:`avi.video.decode.VideoReader` for frames by time.
         backends: :class:`avi.backends.Backends` (OCR, detector, embedder, ...).
-        frames_spent: frames the perceive tools looked at for this question.
-        focus_ranges: ``[[start_s, end_s]]`` the question's time words name (set by the agent); search
-            hits inside them are ranked first.
+        frames_spent: frames the perceive tools looked at for this question (a counter every call adds to, so
+            not part of the frozen :attr:`scope`).
         budget_duration_s: seconds of video the frame budget is sized for, when not this video's length
             (a question over several videos shares one budget sized for all of them).
-        text_frames: the most frames one text_extract call reads for this question (set by the agent from the
-            ``text_extract_frames_no_text`` setting when the question asks about no text; issue 38), None for
-            ``perceive_max_frames``.
-        text_script: the script the perceive tools read on-screen text in (set by the agent from the question:
-            :func:`avi.backends.ocr_script.question_script`; issue 36), None for every script.
+        scope: the question's :class:`QuestionScope` (focus ranges, text_extract frame cap, OCR script), set by
+            the agent as a whole.
     """
 
-    settings: Any
-    index: Any
-    video: Any
-    backends: Any
+    settings: Settings
+    index: VideoIndex | IndexSet | None
+    video: VideoReader
+    backends: Backends
     frames_spent: int = 0
-    focus_ranges: list = field(default_factory=list)
     budget_duration_s: float | None = None
-    text_frames: int | None = None
-    text_script: str | None = None
-    _shots: Any = field(default=None, repr=False)
+    scope: QuestionScope = field(default_factory=QuestionScope)
+    _shots: ShotList | bool | None = field(default=None, repr=False)  # False: looked for, none to be had
 
     @property
     def duration_s(self) -> float:

@@ -305,7 +305,7 @@ def _shot_curve(ctx: ToolContext, frames, event: str, groups: list[int], ranges:
         texts = [text for t, text in index_ocr if inside(t, shot)]
         if k in live:
             ocr_frames_s.append(mid.t_s)
-            texts += [line.text for line in read_lines(ocr, mid, (), ctx.text_script)
+            texts += [line.text for line in read_lines(ocr, mid, (), ctx.scope.text_script)
                       if sum(ch.isalnum() for ch in line.text) >= 2]
         shot["text"] = list(dict.fromkeys(texts))
         shot["objects"], shot["scale"] = _shot_objects(ctx, mid)

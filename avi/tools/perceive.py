@@ -170,10 +170,10 @@ def text_extract(ctx: ToolContext, time_ranges: TimeRanges) -> Observation:
     Args:
         time_ranges: where to read, [[start_s, end_s], ...] in seconds; [t, t] reads the frame at t.
     """
-    cap = min(ctx.settings.perceive_max_frames, ctx.text_frames or ctx.settings.perceive_max_frames)
+    cap = min(ctx.settings.perceive_max_frames, ctx.scope.text_frames or ctx.settings.perceive_max_frames)
     ranges, notes, frames = _frames(ctx, time_ranges, cap)
-    ocr, script = ctx.backends.ocr, ctx.text_script
-    detect_all = getattr(ctx.backends.detector, "detect_all", None)  # cpu: vehicle/screen boxes to read closely
+    ocr, script = ctx.backends.ocr, ctx.scope.text_script
+    detect_all = ctx.backends.detector.detect_all  # cpu: vehicle/screen boxes to read closely
     step = 1.0 / ctx.settings.fps
     join_s = max(2.5 * step, neighbour_gap([f.t_s for f in frames], ctx.settings.fps))
     # De-duplicate across neighbouring frames: one entry per text per run of frames.
@@ -256,14 +256,14 @@ def object_detect(ctx: ToolContext, time_ranges: TimeRanges, objects: StrList) -
     unsupported = [label for label in labels if not det.supports(label)]
     supported = [label for label in labels if label not in unsupported]
     ranges, notes = clip_ranges(ctx, time_ranges)
-    known = getattr(det, "class_list", None)  # closed-set detectors list their labels
+    known = det.class_list  # closed-set detectors list their labels
     vocabulary = f"{det.vocabulary}: {', '.join(known)}" if known else det.vocabulary
     if not supported:  # nothing this backend can find: say so without decoding frames
         text = (f"object_detect ({det.name}): no class for {', '.join(unsupported)} (this profile detects "
                 f"{vocabulary}). Nothing was looked at; use text_extract or frame_analysis instead.")
         return Observation(_with_notes(text, notes), {"unsupported": unsupported}, error=True, notes=notes)
     frames = ctx.video.frames_at(ctx.budget_times(ranges, ctx.settings.perceive_max_frames, notes))
-    batch = getattr(det, "detect_batch", None)  # Grounding-DINO: one forward pass for many frames
+    batch = det.detect_batch  # Grounding-DINO: one forward pass for many frames
     results = batch(frames, supported) if batch is not None else [det.detect(f, supported) for f in frames]
     image_at = {f.t_s: f.image for f in frames}
     frame_at = {f.t_s: f for f in frames}
@@ -334,7 +334,7 @@ def frame_analysis(ctx: ToolContext, time_ranges: TimeRanges, question: Question
     """
     ranges, notes, frames = _frames(ctx, time_ranges, ctx.settings.frame_analysis_max_frames)
     analyzer = ctx.backends.frame_analyzer
-    result = analyzer.analyze(frames, question, script=ctx.text_script) if ctx.text_script \
+    result = analyzer.analyze(frames, question, script=ctx.scope.text_script) if ctx.scope.text_script \
         else analyzer.analyze(frames, question)
     head = f"frame_analysis ({analyzer.name}) {_where(ranges, [f.t_s for f in frames])}"
     return Observation(_with_notes(head + ".\n" + result.text, notes), result.data, [f.t_s for f in frames],

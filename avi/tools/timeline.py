@@ -79,7 +79,7 @@ def query_terms(query: str) -> tuple[set[str], set[str], set[str]]:
 def measure_low_res(ctx: ToolContext, frame: Frame) -> dict:
     """:func:`avi.backends.frame_analyzer.measure_frame` of ``frame`` at :func:`low_res`, with the context's OCR
     and detector (the timelines' and the tree search's cheap perception); text in the question's script."""
-    return measure_frame(ctx.backends.ocr, ctx.backends.detector, low_res(frame), script=ctx.text_script)
+    return measure_frame(ctx.backends.ocr, ctx.backends.detector, low_res(frame), script=ctx.scope.text_script)
 
 
 def _things(row: dict) -> dict[str, int]:

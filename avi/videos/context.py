@@ -77,8 +77,8 @@ class MultiContext(ToolContext):
         return {n: c.duration_s for n, c in self.contexts.items()}
 
     def sub(self, name: str) -> ToolContext:
-        """The context a tool runs in for video ``name``, with this question's frame count, focus ranges and
-        text_extract frame cap and script.
+        """The context a tool runs in for video ``name``, with this question's frame count and
+        :class:`avi.tools.base.QuestionScope` (focus ranges, text_extract frame cap and script).
 
         Raises:
             KeyError: ``name`` is not one of :attr:`names`.
@@ -86,9 +86,7 @@ class MultiContext(ToolContext):
         ctx = self.contexts[name]
         ctx.frames_spent = self.frames_spent
         ctx.budget_duration_s = self._duration_or_zero()
-        ctx.focus_ranges = list(self.focus_ranges)
-        ctx.text_frames = self.text_frames
-        ctx.text_script = self.text_script
+        ctx.scope = self.scope
         return ctx
 
     def settle(self, name: str) -> None:

@@ -25,7 +25,7 @@ def count_at_moment(r: RuleRun, answer: str) -> str:
     if len(q.clock_times) != 1 and q.asks_most:
         confirm_count_spike(r, q.words)
         steps = list(st.perceive_data())
-        if not getattr(r.ctx, "focus_ranges", None):  # the whole video: every clip's counts as well
+        if not r.ctx.scope.focus_ranges:  # the whole video: every clip's counts as well
             steps += whole_video_counts(r.ctx)
         most = most_count(steps, q.words)
         if most is None or (written is not None and int(written.group(1)) == most[1]):

@@ -23,7 +23,7 @@ def clip_retrieve(ctx: ToolContext, query: Query, top_k: Annotated[int, Field(ge
     query = query.strip()
     if not query:
         raise ValueError("query is empty; describe what to look for")
-    focus = getattr(ctx, "focus_ranges", None) or []
+    focus = ctx.scope.focus_ranges
     hits = ctx.index.search(query, ctx.backends.embedder, top_k=max(top_k, 64) if focus else top_k)
     if focus:  # the question names where to look (its time words): hits there first
         inside = [h for h in hits if any(h.caption.start_s < e + 2.5 and h.caption.end_s > s - 2.5 for s, e in focus)]
