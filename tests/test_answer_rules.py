@@ -86,12 +86,10 @@ def test_config_show_lists_the_rules_on_and_off(monkeypatch, capsys):
     assert cmd_config(args) == 0
     out = capsys.readouterr().out
     assert "[ ] option_scores (choose)" in out and "[x] colour_choice (decide)" in out
-    assert "[x] direction (decide)" in out  # subsumed only when the memory route is on (off by default)
+    assert "[x] direction (decide)" in out  # kept with the memory route too
 
 
 def test_the_memory_route_keeps_the_rules_whose_questions_it_answers():
-    from avi.config_agent import SUBSUMED
-
     assert set(SUBSUMED) <= set(ANSWER_RULES)
     # the host's answer runs no rule; a question left to the agent runs the rules as without the route
     assert answer_rule_names("default", "cpu", memory_route=True) == answer_rule_names("default", "cpu") \
