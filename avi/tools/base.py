@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from avi.index.store import VideoIndex
     from avi.video.decode import VideoReader
     from avi.video.shots import ShotList
-    from avi.videos.context import IndexSet
 
 
 @dataclass(frozen=True)
@@ -80,7 +79,7 @@ class ToolContext:
     """
 
     settings: Settings
-    index: VideoIndex | IndexSet | None
+    index: VideoIndex | None  # or a MultiContext's IndexSet (avi.videos, a layer above: not imported here)
     video: VideoReader
     backends: Backends
     frames_spent: int = 0
