@@ -311,3 +311,19 @@ def test_bench_faces_pairs_and_auc():
     assert sorted(got["different"].tolist()) == pytest.approx([0.0, 0.6])
     assert bench.auc(np.array([0.9, 0.5]), np.array([0.4, 0.5])) == pytest.approx(0.875)
     assert np.isnan(bench.auc(np.array([]), np.array([0.1])))
+
+
+def test_bench_latency_writes_its_out_file_whole_and_marks_a_partial_run(bench_latency, tmp_path, monkeypatch):
+    """--out is written through a temporary file after every question (a run cut short keeps what it measured),
+    with the AVI_* settings of the run and the leave-one-out parse every avi-run gets."""
+    monkeypatch.setenv("AVI_MEMORY_ROUTE", "1")
+    monkeypatch.delenv("AVI_PARSE_LEAVE_ONE_OUT", raising=False)
+    args = bench_latency.parse_args(["--questions", str(_latency_questions(tmp_path)), "--videos", str(tmp_path)])
+    out = tmp_path / "run.json"
+    rows = [bench_latency.row_for("q0", 3, 4.0, "", "avi: error: x\n")]
+    bench_latency.write_out(out, rows, args, partial=True)
+    got = json.loads(out.read_text())
+    assert got["partial"] is True and [r["qid"] for r in got["questions"]] == ["q0"]
+    assert got["source"]["env"] == {"AVI_MEMORY_ROUTE": "1", "AVI_PARSE_LEAVE_ONE_OUT": "1"}
+    assert not (tmp_path / "run.json.tmp").exists()
+    assert bench_latency.write_out(None, rows, args, partial=False)["partial"] is False
