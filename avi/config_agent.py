@@ -126,6 +126,11 @@ class AgentSettings(BaseModel):
     memory_observation: bool = Field(default=False, description="with memory_route, a question the host does not "
                                      "answer gets the memory query's result in the agent's first message (an "
                                      "observation); off: the agent runs exactly as without the route")
+    memory_cannot_tell: bool = Field(default=False, description="with memory_route, 'Cannot tell on this profile' "
+                                     "is decided from the parsed query (op unsupported, or an object the detector "
+                                     "has no class for) instead of object_detect's labels; off: the 1.5B parse "
+                                     "marked 9 of the first 20 tune questions unsupported, 4 of them answered right "
+                                     "without the route (bench/results/memory)")
     parse_leave_one_out: bool = Field(default=False, description="with memory_route, the parse's examples leave out a "
                                       "bank pair whose question is the one asked: a measurement switch for the "
                                       "questions the bank was written from (scripts/bench_latency.py sets it)")

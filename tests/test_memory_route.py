@@ -86,16 +86,26 @@ def test_cannot_tell_is_decided_from_the_parse_not_from_a_tool_word(make_agent):
     replies = [parse_reply(target="person", noun="people", label="person", op="count", posture="standing"),
                call("object_detect", time_ranges=[[5, 5]], objects=["person", "neck"]), TO_REVIEW,
                "THOUGHT: counted.\n**Answer:** 2"]
-    agent, _ = make_agent(replies, grounded_answers=True, host_retrieve=False, answer_rules="cannot_tell")
+    agent, _ = make_agent(replies, grounded_answers=True, host_retrieve=False, answer_rules="cannot_tell",
+                          memory_cannot_tell=True)
     result = agent.run("At 0:05, how many people stand near the man with the scarf around his neck?")
     detect = next(s for s in result.trace.steps if s.tool == "object_detect")
     assert result.trace.memory["route"] == "agent" and "neck" in detect.observation
     assert not result.cannot_tell
     replies = [parse_reply(target="object", noun="hat", label="other", op="colour"),
                call("text_extract", time_ranges=[[5, 5]]), TO_REVIEW, "THOUGHT: read.\n**Answer:** red"]
-    agent, _ = make_agent(replies, grounded_answers=True, host_retrieve=False, answer_rules="cannot_tell")
+    agent, _ = make_agent(replies, grounded_answers=True, host_retrieve=False, answer_rules="cannot_tell",
+                          memory_cannot_tell=True)
     result = agent.run("What colour is the hat?")
     assert result.cannot_tell and result.answer.startswith("Cannot tell on this profile: no tool here measures hat")
+    # memory_cannot_tell off (the default): the agent route decides it as without the route (text_extract read
+    # something; no detector label was refused), so the answer stands
+    replies = [parse_reply(target="object", noun="hat", label="other", op="colour"),
+               call("text_extract", time_ranges=[[5, 5]]), TO_REVIEW, "THOUGHT: read.\n**Answer:** red"]
+    agent, _ = make_agent(replies, grounded_answers=True, host_retrieve=False, answer_rules="cannot_tell",
+                          memory_cannot_tell=False)
+    result = agent.run("What colour is the hat?")
+    assert not result.cannot_tell and result.answer == "red"
 
 
 def test_memory_query_tool_runs_on_the_index(sign_index, sign_video, session_backends, settings):

@@ -54,17 +54,17 @@ def count_at_moment(r: RuleRun, answer: str) -> str:
 
 def cannot_tell(r: RuleRun, answer: str | None, choice: str | None) -> str | None:
     """The answer when what the question asks about is measured by no tool of this profile: it says so, keeping the
-    model's answer (or letter) as a marked guess; None otherwise. With the memory route (issue 53) this is decided
-    from the parsed query (its op ``unsupported``, or an object the detector has no class for) on a profile whose
-    frame analysis is a measurement; without it, from the labels object_detect reported it has no class for
-    (:func:`unseen_labels`) when the question asks for no words (OCR and speech measure those)."""
+    model's answer (or letter) as a marked guess; None otherwise. With the memory route and ``memory_cannot_tell``
+    (issue 53) this is decided from the parsed query (its op ``unsupported``, or an object the detector has no class
+    for) on a profile whose frame analysis is a measurement; otherwise from the labels object_detect reported it has
+    no class for (:func:`unseen_labels`) when the question asks for no words (OCR and speech measure those)."""
     analyzer = getattr(getattr(r.ctx.backends, "frame_analyzer", None), "name", "")
     if choice and r.q.options:
         guess = f"; the option best supported is {choice}. {r.q.options.get(choice, '')} (a guess)"
     else:
         guess = f"; best guess: {answer} (not measured)" if answer else ""
     routed = getattr(r.st, "memory", None)
-    if routed is not None and routed.unsupported is not None:  # issue 53: decided from the parsed query
+    if routed is not None and routed.unsupported is not None and getattr(r.settings, "memory_cannot_tell", False):
         if not routed.unsupported or not str(analyzer).startswith("perception") or r.q.about_speech:
             return None
         noun = (routed.parse.query.noun or "what the question asks").strip()
