@@ -129,8 +129,8 @@ class AgentSettings(BaseModel):
     memory_cannot_tell: bool = Field(default=False, description="with memory_route, 'Cannot tell on this profile' "
                                      "is decided from the parsed query (op unsupported, or an object the detector "
                                      "has no class for) instead of object_detect's labels; off: the 1.5B parse "
-                                     "marked 9 of the first 20 tune questions unsupported, 4 of them answered right "
-                                     "without the route (bench/results/memory)")
+                                     "marked 19 of the 67 tune questions unsupported (examples left one out), 11 of "
+                                     "them answered right without the route (bench/results/memory)")
     parse_leave_one_out: bool = Field(default=False, description="with memory_route, the parse's examples leave out a "
                                       "bank pair whose question is the one asked: a measurement switch for the "
                                       "questions the bank was written from (scripts/bench_latency.py sets it)")
