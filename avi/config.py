@@ -419,10 +419,9 @@ class Settings(AgentSettings, DeviceSettings, BaseSettings):
 
     def answer_rule_names(self) -> tuple[str, ...]:
         """The answer rules in effect: ``answer_rules`` on this profile (:func:`avi.config_agent.answer_rule_names`;
-        with ``memory_route`` on, a default selection leaves out the rules the memory's evaluator subsumes,
-        :data:`~avi.config_agent.SUBSUMED`), only those of :data:`~avi.config_agent.UNGROUNDED` when
+        the same with the memory route on or off), only those of :data:`~avi.config_agent.UNGROUNDED` when
         ``grounded_answers`` is false."""
-        names = answer_rule_names(self.answer_rules, self.resolved_profile(), memory_route=self.memory_route)
+        names = answer_rule_names(self.answer_rules, self.resolved_profile())
         return names if self.grounded_answers else tuple(n for n in names if n in UNGROUNDED)
 
     def indexes_dir(self) -> Path:

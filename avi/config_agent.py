@@ -56,9 +56,9 @@ without them lost 7 agent-route answers and won 1). A rule leaves the registry o
 one of its ``tune`` questions, measured with the parse's examples left one out."""
 
 
-def answer_rule_names(value: str, profile: str = "cpu", *, memory_route: bool = False) -> tuple[str, ...]:
-    """The rules ``value`` (the ``answer_rules`` setting, module docstring) selects on ``profile``, in order; with
-    ``memory_route`` is accepted for callers that pass it and changes nothing (:data:`SUBSUMED`).
+def answer_rule_names(value: str, profile: str = "cpu") -> tuple[str, ...]:
+    """The rules ``value`` (the ``answer_rules`` setting, module docstring) selects on ``profile``, in order (the
+    memory route changes none: :data:`SUBSUMED`).
 
     Raises:
         ValueError: a name that is no rule (the message lists the valid ones).

@@ -175,11 +175,18 @@ def row_for(qid: str, returncode: int, wall_s: float, stdout: str, stderr: str =
     return row
 
 
+def run_env() -> dict[str, str]:
+    """The environment every avi-run gets: this one, this repository first on ``PYTHONPATH``, and
+    ``AVI_PARSE_LEAVE_ONE_OUT=1`` unless set (module docstring)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p))
+    env.setdefault("AVI_PARSE_LEAVE_ONE_OUT", "1")
+    return env
+
+
 def run_one(q, work: Path, extra: list[str], timeout: float) -> dict:
     """Time one question as its own avi-run process."""
     trace = work / f"{q.qid}.json"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p))
-    env.setdefault("AVI_PARSE_LEAVE_ONE_OUT", "1")
+    env = run_env()
     t0 = time.perf_counter()
     try:
         proc = subprocess.run(command_for(q, trace, extra), capture_output=True, text=True, timeout=timeout,
@@ -210,8 +217,7 @@ def write_out(path: Path | None, rows: list[dict], args, *, partial: bool) -> di
     result = {"questions": rows, "summary": summarize(rows), "partial": partial,
               "source": {"questions": str(args.questions), "split": args.split, "limit": args.limit,
                          "qids": args.qids, "videos": str(args.videos), "extra": args.extra, "repo": str(REPO),
-                         "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith("AVI_")}
-                         | {"AVI_PARSE_LEAVE_ONE_OUT": os.environ.get("AVI_PARSE_LEAVE_ONE_OUT", "1")}}}
+                         "env": {k: v for k, v in sorted(run_env().items()) if k.startswith("AVI_")}}}
     if path:
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(json.dumps(result, indent=1, ensure_ascii=False))

@@ -92,9 +92,9 @@ def test_config_show_lists_the_rules_on_and_off(monkeypatch, capsys):
 def test_the_memory_route_keeps_the_rules_whose_questions_it_answers():
     assert set(SUBSUMED) <= set(ANSWER_RULES)
     # the host's answer runs no rule; a question left to the agent runs the rules as without the route
-    assert answer_rule_names("default", "cpu", memory_route=True) == answer_rule_names("default", "cpu") \
-        == ANSWER_RULES
-    assert "cuts" not in answer_rule_names("-cuts", "cpu", memory_route=True)
+    assert Settings(profile="cpu", memory_route=True).answer_rule_names() == \
+        Settings(profile="cpu").answer_rule_names() == ANSWER_RULES
+    assert "cuts" not in Settings(profile="cpu", memory_route=True, answer_rules="-cuts").answer_rule_names()
 
 
 def test_the_question_is_parsed_once_into_one_record():

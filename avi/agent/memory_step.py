@@ -33,9 +33,8 @@ def memory_step(llm, prompts, ctx: Any, q: Any, trace: Trace) -> Routed:
         vocabulary = mem.vocabulary if mem is not None else \
             list(ctx.backends.detector.class_list or [])
         parser = QueryParser(prompts, ctx.backends.embedder, vocabulary)
-        leave_out = (getattr(q, "stem", "") or getattr(q, "text", "")) \
-            if getattr(ctx.settings, "parse_leave_one_out", False) else None
-        parse = parser.parse(llm, q, ctx.duration_s, exclude=leave_out)
+        parse = parser.parse(llm, q, ctx.duration_s,
+                             leave_one_out=getattr(ctx.settings, "parse_leave_one_out", False))
         if parse.query is not None:
             parse.query, parse.checks = check_query(parse.query, q, vocabulary)
             if parse.query is None:

@@ -185,15 +185,17 @@ class QueryParser:
         msgs.append({"role": "user", "content": question})
         return msgs, [ex["question"] for ex in shots]
 
-    def parse(self, llm, q: Any, duration_s: float, *, exclude: str | None = None) -> Parse:
+    def parse(self, llm, q: Any, duration_s: float, *, exclude: str | None = None,
+              leave_one_out: bool = False) -> Parse:
         """Parse the question ``q`` (an :class:`avi.agent.question.ParsedQuestion`: its stem is sent, without the
-        options) with ``llm`` (a :class:`avi.backends.llm.ChatClient`), then ground its time.
+        options) with ``llm`` (a :class:`avi.backends.llm.ChatClient`), then ground its time. ``exclude``: a bank
+        question not shown as an example; ``leave_one_out``: the question sent is not shown (its own bank pair).
 
         Raises:
             LLMUnavailableError: the orchestrator cannot be reached.
         """
         question = getattr(q, "stem", "") or getattr(q, "text", "")
-        msgs, shown = self.messages(question, exclude)
+        msgs, shown = self.messages(question, question if leave_one_out else exclude)
         t0 = time.perf_counter()
         res = llm.chat(msgs, max_tokens=MAX_TOKENS, temperature=0.0, seed=0, json_schema=self.schema)
         out = Parse(None, res.content or "", examples=shown, seconds=time.perf_counter() - t0,
