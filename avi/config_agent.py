@@ -52,8 +52,9 @@ SUBSUMED = ("cuts", "count_at_moment", "direction", "event_interval", "shot_edge
 """The rules whose questions the perception memory's evaluator answers (issue 53, item 5: cuts, counts at a moment,
 direction, intervals from evidence runs snapped to shot edges). They stay in the default: a question the host
 answers runs no rule, and on a question it leaves to the agent the rule is what is left, so the agent route is the
-agent without the route and the route's effect is measured on the host's questions alone. A rule leaves the registry once the host route answers every
-one of its ``tune`` questions, measured with the parse's examples left one out."""
+agent without the route and the route's effect is measured on the host's questions alone. A rule leaves the
+registry once the host route answers every one of its ``tune`` questions, measured with the parse's examples left
+one out."""
 
 
 def answer_rule_names(value: str, profile: str = "cpu") -> tuple[str, ...]:
