@@ -329,3 +329,45 @@ def test_bench_latency_writes_its_out_file_whole_and_marks_a_partial_run(bench_l
     assert got["source"]["env"] == {"AVI_MEMORY_ROUTE": "1", "AVI_PARSE_LEAVE_ONE_OUT": "1"}
     assert not (tmp_path / "run.json.tmp").exists()
     assert bench_latency.write_out(None, rows, args, partial=False)["partial"] is False
+
+
+def test_bench_route_composite_joins_host_answers_with_the_route_off_run(bench_latency, tmp_path, capsys):
+    """--agent-from/--composite: a host row takes the host's answer and the route's seconds plus the process's time
+    outside answering; an agent row keeps the route-off answer with the route's seconds added; the file scores
+    per route with bench_latency --score; a partial or route-on run is refused."""
+    bench_route = _script("bench_route")
+    qfile = _latency_questions(tmp_path)
+    args = bench_latency.parse_args(["--questions", str(qfile), "--videos", str(tmp_path)])
+    qs = bench_latency.select_questions(args)
+    off_rows = [bench_latency.grade(bench_latency.row_for(q.qid, 0, 10.0, json.dumps(
+        {"answer": a, "seconds": {"total": 8.0}})), q) for q, a in zip(qs, ["x", "y", "x"])]
+    off = tmp_path / "off.json"
+    off.write_text(json.dumps({"questions": off_rows, "partial": False,
+                               "source": {"split": "report", "env": {"AVI_PARSE_LEAVE_ONE_OUT": "1"}}}))
+    loaded = bench_route.load_run(off)
+    assert set(loaded) == {"q0", "q1", "q2"}
+    route_rows = [{"qid": "q0", "route": "agent", "seconds": 2.0, "answer": None, "correct": None},
+                  {"qid": "q1", "route": "host", "seconds": 3.0, "answer": "x", "correct": True},
+                  {"qid": "q2", "route": "host", "seconds": 3.0, "answer": "z", "correct": False}]
+    whole = bench_route.composite(route_rows, loaded)
+    assert [r["correct"] for r in whole] == [True, True, False]
+    assert [r["off_correct"] for r in whole] == [True, False, True]
+    assert whole[0]["exit_s"] == 12.0 and whole[1]["exit_s"] == 5.0  # 10 + 2; 3 + (10 - 8)
+    assert [r["record"]["route"] for r in whole] == ["agent", "host", "host"]
+    assert whole[1]["record"]["answer"] == "x"
+    saved = tmp_path / "on.json"
+    saved.write_text(json.dumps({"questions": whole, "summary": bench_latency.summarize(whole), "partial": False,
+                                 "composite": True, "source": {"split": "report", "limit": None}}))
+    argv = ["--questions", str(qfile), "--videos", str(tmp_path), "--score", str(saved)]
+    assert bench_latency.main(argv) == 0
+    out = capsys.readouterr().out
+    overall = next(line for line in out.splitlines() if line.startswith("overall"))
+    assert overall.split()[1] == "66.7"
+    assert any(line.startswith("host") for line in out.splitlines())
+    with pytest.raises(ValueError, match="no row for q3"):
+        bench_route.composite(route_rows + [{"qid": "q3", "route": "host", "seconds": 1.0}], loaded)
+    for bad in ({"questions": off_rows, "partial": True}, {"questions": off_rows, "composite": True},
+                {"questions": off_rows, "source": {"env": {"AVI_MEMORY_ROUTE": "1"}}}, {"rows": []}):
+        off.write_text(json.dumps(bad))
+        with pytest.raises(ValueError):
+            bench_route.load_run(off)

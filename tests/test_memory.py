@@ -240,3 +240,77 @@ def test_route_goes_to_the_agent_when_the_memory_does_not_cover(mem):
     assert routed.route == "agent" and "not what the question asks" in routed.reason
     routed = decide(pq, Parse(None, error="the reply is not a valid query"), None, "read")
     assert routed.route == "agent" and routed.unsupported is None
+
+
+@pytest.mark.parametrize("question, scoped", [
+    ("What does the man hold after the woman leaves the room?", True),
+    ("How many people are seen while he is talking?", True),
+    ("When does the slide about revenue appear?", True),
+    ("How many cars are there before the end of the video?", False),
+    ("During the first minute, is a dog seen?", False),
+    ("How many people are there at 0:44?", False),
+    ("What is written on the sign?", False),
+])
+def test_a_time_placed_by_an_event_is_read(question, scoped):
+    from avi.agent.memory_route import event_scoped
+
+    assert event_scoped(parse_question(question, 60.0)) is scoped
+
+
+def test_host_gives_no_answer_the_memory_cannot_place_or_read(mem):
+    """The host refusals (memory_route.host_refusal): an event-placed time with no time in the query, a "when"
+    over nearly the whole scope, a read that is no plain reading, a colour the question did not ask for; each goes
+    to the agent with its reason, and a time the query holds keeps the host's answer."""
+    from avi.agent.memory_route import host_refusal
+    from avi.memory.parse import Parse
+
+    pq, r = _result(mem, "How many circles are on screen after the square leaves?", target="shape", label="circle",
+                    op="count")
+    routed = decide(pq, Parse(r.query), r, "read", 30.0)
+    assert routed.route == "agent" and "event" in routed.reason and host_answer(pq, r, 30.0) is None
+    pq, r = _result(mem, "How many circles are on screen at 0:06?", target="shape", label="circle", op="count",
+                    time=(6.0, 6.0))
+    assert decide(pq, Parse(r.query), r, "read", 30.0).route == "host"
+    from avi.memory.evaluate import Result
+
+    pq = parse_question("When is a car on screen?", 30.0)
+    whole = Result(q(target="object", label="car", op="span"), "interval", [0.5, 29.5], True)
+    assert "whole" in host_refusal(pq, whole, 30.0) and host_refusal(pq, whole, None) is None
+    assert decide(pq, Parse(whole.query), whole, "read", 30.0).route == "agent"
+    pq, r = _result(mem, "When is the blue square on screen?", target="shape", label="square", op="span")
+    assert host_refusal(pq, r, 30.0) is None and host_answer(pq, r, 30.0).interval
+    pq = parse_question("What else is written apart from CAMPRODON?", 30.0)
+    read = Result(q(target="text", op="read"), "text", "COMPRODON", True)
+    assert "plain reading" in host_refusal(pq, read)
+    read.value = "A-A"
+    assert "plain reading" in host_refusal(pq, read)
+    read.value = "ROOM 7B"
+    assert host_refusal(pq, read) is None and host_answer(pq, read).text == "ROOM 7B."
+    colour = Result(q(target="shape", label="square", op="colour"), "text", "blue", True)
+    assert "colour" in host_refusal(parse_question("What is the square doing?", 30.0), colour)
+    assert host_refusal(parse_question("What colour is the square?", 30.0), colour) is None
+
+
+@pytest.mark.parametrize("question, op, target, want_op", [
+    ("What colour is the car?", "exists", "object", "colour"),
+    ("Which colour is the shirt? A. red B. blue", "read", "object", "colour"),
+    ("What is written on the sign?", "exists", "text", "read"),
+    ("What does the speaker say about the budget?", "exists", "speech", "read"),
+    ("Is anything written on the sign?", "exists", "text", "exists"),
+])
+def test_the_op_yields_what_the_question_asks(question, op, target, want_op):
+    from avi.agent.memory_check import check_query
+
+    pq = parse_question(question, 60.0)
+    label = "car" if target == "object" else None
+    query, notes = check_query(q(target=target, op=op, label=label, pattern=None), pq, ["person", "car"])
+    assert query is not None and query.op == want_op, notes
+
+
+def test_the_check_reads_a_count_the_question_states():
+    from avi.agent.memory_check import check_query
+
+    for text in ("When are there five circles on screen?", "Are there five circles at the top?"):
+        pq = parse_question(text, 60.0)
+        query, notes = check_query(q(target="shape", op="exists", label="circle"), pq, ["person"])
+        assert query.op in ("exists", "span") and query.compare is not None and query.compare.value == 5, notes

@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from avi.agent.memory_route import question_wants
-from avi.agent.question import colours_named, option_count
+from avi.agent.question import asks_colour, colours_named, option_count
 from avi.backends.coco_detector import coco_classes_for
 from avi.memory.query import OTHER, SHAPES, Compare, MemoryQuery
 from avi.memory.store import normalise
@@ -37,7 +37,7 @@ _RELATION = {"more than": "more_than", "over": "more_than", "at least": "at_leas
              "less than": "fewer_than", "under": "fewer_than", "at most": "at_most", "exactly": "exactly"}
 _POSTURE = {"standing": r"\bstand(?:s|ing)?\b", "sitting": r"\b(?:sit(?:s|ting)?|seated)\b",
             "lying": r"\b(?:lie|lies|lying|laying)\b"}
-_THERE_ARE = re.compile(r"\bthere\s+(?:are|were|is)\s+(\w+)\b", re.I)
+_THERE_ARE = re.compile(r"\bthere\s+(?:are|were|is)\s+(\w+)\b|\b(?:are|were|is)\s+there\s+(\w+)\b", re.I)
 _STOP = frozenset("the a an of and or what which who how when where is are was were does do did say says said "
                   "about according to lecturer speaker narrator host presenter".split())
 _QUOTED = re.compile(r"[\"\u201c\u2018']([^\"\u201d\u2019']{2,60})[\"\u201d\u2019']")
@@ -116,6 +116,13 @@ def check_query(query: MemoryQuery, q: Any, vocabulary: list[str] | None) -> tup
         elif wants == "number" and d["op"] not in ("count", "max_count"):
             notes.append(f"op {d['op']} -> count: the question asks how many")
             d["op"] = "max_count" if q.asks_most else "count"
+        elif wants in ("text", "choice") and asks_colour(q.text) and d["target"] not in ("text", "speech") \
+                and d["op"] != "colour":
+            notes.append(f"op {d['op']} -> colour: the question asks what colour")
+            d["op"] = "colour"
+        elif wants in ("text", "choice") and d["target"] in ("text", "speech") and d["op"] == "exists":
+            notes.append("op exists -> read: the question asks what is written or said")
+            d["op"] = "read"
     # the pattern: only the question's own words
     if d["pattern"]:
         kept = [w for w in normalise(d["pattern"]).split()
@@ -176,7 +183,7 @@ def check_query(query: MemoryQuery, q: Any, vocabulary: list[str] | None) -> tup
         notes.append(f"comparison from the question: {stated[0]} {stated[1]}")
     elif not d["compare"] and d["op"] in ("span", "first", "last", "exists") and d["target"] not in ("text", "speech"):
         many = _THERE_ARE.search(text)
-        n = _number(many.group(1)) if many else None
+        n = _number(many.group(1) or many.group(2)) if many else None
         if n is not None and n > 1:  # "when are there five circles": a count that holds, not any circle
             d["compare"] = {"relation": "exactly", "value": n}
             notes.append(f"comparison from the question: exactly {n}")

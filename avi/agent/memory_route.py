@@ -6,15 +6,23 @@ The host answers only where the evaluator's value has the type the question asks
 question, a number for "how many", an interval for "when", a text for "what ... written / said / colour", an
 option for a multiple-choice question whose options name the measured value) and the memory covered the query: a
 detector class it has, a modality that was read over the asked time. Everything else goes to the agent.
+
+Four results are never delivered by the host, though covered and of the asked type (:func:`host_refusal`; each a
+failure seen on ``tune``, where the route-off agent was right): a question that places its time by an event ("after
+the man leaves", "while the slide about X is shown") when the query holds no time (the memory cannot place an event
+it does not measure, so the query ran over the whole video); a "when" whose measured interval covers nearly the whole
+asked scope (no moment was found); a text read that is no plain reading (no token of three letters or digits, or only
+the question's own words read back); a measured colour the question never asked for.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from avi.agent.question import colours_named, is_yes_no
+from avi.agent.question import asks_colour, colours_named, is_yes_no
 from avi.memory.evaluate import Result
 from avi.memory.parse import Parse
 from avi.memory.store import normalise
@@ -86,6 +94,55 @@ def question_wants(q: Any) -> str:
     return "text"
 
 
+#: an interval covering this share of the asked scope (or more) places nothing: the host gives no "when"
+WHOLE_SCOPE_SHARE = 0.9
+#: a read token this similar (difflib ratio) to a word of the question is the question read back, not a reading
+ECHO_RATIO = 0.8
+
+_ARTICLE = r"(?:the|a|an|his|her|their|its|he|she|they|it|someone|somebody|this|that|these|those)"
+#: a time placed by an event: "after the man leaves", "while she talks", "the slide about X"
+_EVENT_TIME = re.compile(rf"\b(?:after|before|until|since|between|during|while|following)\s+{_ARTICLE}\b"
+                         r"|\b(?:slide|card|page|screen)\s+(?:about|on|showing|titled|listing|with)\b", re.I)
+#: ... but not a time the host grounds itself ("before the end of the video", "during the first minute")
+_NOT_EVENT = re.compile(rf"(?:after|before|until|since|between|during|while|following)\s+{_ARTICLE}\s+"
+                        r"(?:video|clip|film|recording|end|start|beginning|first|last|opening|middle|final)\b", re.I)
+
+
+def event_scoped(q: Any) -> bool:
+    """Whether the question ``q`` places its time by an event ("after the man leaves the room", "while the slide
+    about X is shown") rather than by a clock time or a part of the video the host grounds."""
+    text = q.stem or q.text
+    return any(not _NOT_EVENT.match(text, m.start()) for m in _EVENT_TIME.finditer(text))
+
+
+def _plain_reading(q: Any, value: str) -> bool:
+    """Whether a read text is a reading: a token of three letters or digits at least, and not only the question's
+    own words read back (an OCR of the sign the question names is no answer to what else it says)."""
+    tokens = re.findall(r"[a-z0-9]+", str(value).lower())
+    if not any(len(t) >= 3 for t in tokens):
+        return False
+    asked = re.findall(r"[a-z0-9]+", (q.stem or q.text).lower())
+    return not all(any(difflib.SequenceMatcher(None, t, w).ratio() >= ECHO_RATIO for w in asked)
+                   for t in tokens if len(t) >= 3)
+
+
+def host_refusal(q: Any, res: Result, duration_s: float | None = None) -> str | None:
+    """Why the host does not deliver the covered result ``res`` for the question ``q`` (module docstring), or None
+    when it may; ``duration_s``: the video's length in seconds (None: the whole-scope check is skipped)."""
+    query = res.query
+    if event_scoped(q) and query.target != "speech" and query.time.start_s is None and query.time.end_s is None:
+        return "the question places its time by an event the query holds no time for"
+    if res.kind == "interval" and duration_s and res.value is not None:
+        a, b = query.time.bounds(duration_s)
+        if b > a and (float(res.value[1]) - float(res.value[0])) >= WHOLE_SCOPE_SHARE * (b - a):
+            return "the measured interval covers the whole asked time: no moment was found"
+    if res.kind == "text" and query.op == "read" and not _plain_reading(q, res.value):
+        return "the read text is no plain reading (too short, or the question's own words)"
+    if query.op == "colour" and not asks_colour(q.text) and not q.colour_options:
+        return "a colour was measured, but the question does not ask for one"
+    return None
+
+
 def _unique(letters: list[str]) -> str | None:
     return letters[0] if len(letters) == 1 else None
 
@@ -112,10 +169,11 @@ def choice_for(q: Any, res: Result) -> str | None:
     return None
 
 
-def host_answer(q: Any, res: Result) -> HostAnswer | None:
+def host_answer(q: Any, res: Result, duration_s: float | None = None) -> HostAnswer | None:
     """The answer for the question ``q`` (an :class:`avi.agent.question.ParsedQuestion`) from a covered result,
-    or None when the result's type is not what the question asks for."""
-    if res.value is None or not res.covered:
+    or None when the result's type is not what the question asks for or the host does not deliver it
+    (:func:`host_refusal`; ``duration_s``: the video's length in seconds)."""
+    if res.value is None or not res.covered or host_refusal(q, res, duration_s):
         return None
     wants = question_wants(q)
     ev = [list(map(float, e[:2])) for e in res.evidence[:16]]
@@ -145,8 +203,10 @@ def host_answer(q: Any, res: Result) -> HostAnswer | None:
     return None
 
 
-def decide(q: Any, parse: Parse | None, result: Result | None, memory_note: str = "") -> Routed:
-    """The route of a question given its parse and the evaluator's result (module docstring)."""
+def decide(q: Any, parse: Parse | None, result: Result | None, memory_note: str = "",
+           duration_s: float | None = None) -> Routed:
+    """The route of a question given its parse and the evaluator's result (module docstring); ``duration_s``: the
+    video's length in seconds."""
     if parse is None:
         return Routed("off", "no parse", memory_note=memory_note)
     if parse.query is None:
@@ -159,7 +219,10 @@ def decide(q: Any, parse: Parse | None, result: Result | None, memory_note: str 
     if not result.covered:
         return Routed("agent", f"the memory does not cover the query ({result.why})", parse, result,
                       memory_note=memory_note)
-    ans = host_answer(q, result)
+    refused = host_refusal(q, result, duration_s) if result.value is not None else None
+    if refused:
+        return Routed("agent", refused, parse, result, memory_note=memory_note)
+    ans = host_answer(q, result, duration_s)
     if ans is None:
         return Routed("agent", f"the measured {result.kind} is not what the question asks for "
                                f"({question_wants(q)})", parse, result, memory_note=memory_note)

@@ -45,7 +45,7 @@ def memory_step(llm, prompts, ctx: Any, q: Any, trace: Trace) -> Routed:
         if mem is not None:
             mem.close()
     reread = reread_text(ctx, q, result, frame_size) if result is not None else None
-    routed = decide(q, parse, result, note)
+    routed = decide(q, parse, result, note, ctx.duration_s)
     observation = result.describe() if result is not None else (parse.error or f"no perception memory ({note})")
     trace.add(kind="memory_query", iteration=0, phase="retrieve", tool="memory_query",
               arguments=None if parse.query is None else parse.query.model_dump(mode="json"),
