@@ -312,5 +312,7 @@ def test_the_check_reads_a_count_the_question_states():
 
     for text in ("When are there five circles on screen?", "Are there five circles at the top?"):
         pq = parse_question(text, 60.0)
-        query, notes = check_query(q(target="shape", op="exists", label="circle"), pq, ["person"])
-        assert query.op in ("exists", "span") and query.compare is not None and query.compare.value == 5, notes
+        for stated in (None, {"relation": "at_least", "value": 5}):  # a comparison the parser put there is read again
+            query, notes = check_query(q(target="shape", op="exists", label="circle", compare=stated), pq, ["person"])
+            assert query.op in ("exists", "span") and query.compare is not None, notes
+            assert (query.compare.relation, query.compare.value) == ("exactly", 5), notes

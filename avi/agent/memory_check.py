@@ -181,7 +181,7 @@ def check_query(query: MemoryQuery, q: Any, vocabulary: list[str] | None) -> tup
     elif not d["compare"] and stated and d["op"] == "exists":
         d["compare"] = {"relation": stated[0], "value": stated[1]}
         notes.append(f"comparison from the question: {stated[0]} {stated[1]}")
-    elif not d["compare"] and d["op"] in ("span", "first", "last", "exists") and d["target"] not in ("text", "speech"):
+    if not d["compare"] and d["op"] in ("span", "first", "last", "exists") and d["target"] not in ("text", "speech"):
         many = _THERE_ARE.search(text)
         n = _number(many.group(1) or many.group(2)) if many else None
         if n is not None and n > 1:  # "when are there five circles": a count that holds, not any circle
