@@ -286,6 +286,8 @@ def test_host_gives_no_answer_the_memory_cannot_place_or_read(mem):
     assert "plain reading" in host_refusal(pq, read)
     read.value = "ROOM 7B"
     assert host_refusal(pq, read) is None and host_answer(pq, read).text == "ROOM 7B."
+    read.value = "CAMPRODON 42"  # the question's word and one it does not hold: a reading
+    assert host_refusal(pq, read) is None
     colour = Result(q(target="shape", label="square", op="colour"), "text", "blue", True)
     assert "colour" in host_refusal(parse_question("What is the square doing?", 30.0), colour)
     assert host_refusal(parse_question("What colour is the square?", 30.0), colour) is None

@@ -122,8 +122,7 @@ def _plain_reading(q: Any, value: str) -> bool:
     if not any(len(t) >= 3 for t in tokens):
         return False
     asked = re.findall(r"[a-z0-9]+", (q.stem or q.text).lower())
-    return not all(any(difflib.SequenceMatcher(None, t, w).ratio() >= ECHO_RATIO for w in asked)
-                   for t in tokens if len(t) >= 3)
+    return not all(any(difflib.SequenceMatcher(None, t, w).ratio() >= ECHO_RATIO for w in asked) for t in tokens)
 
 
 def host_refusal(q: Any, res: Result, duration_s: float | None = None) -> str | None:
