@@ -118,10 +118,10 @@ def event_scoped(q: Any) -> bool:
 def _plain_reading(q: Any, value: str) -> bool:
     """Whether a read text is a reading: a token of three letters or digits at least, and not only the question's
     own words read back (an OCR of the sign the question names is no answer to what else it says)."""
-    tokens = re.findall(r"[a-z0-9]+", str(value).lower())
+    tokens = normalise(value).split()
     if not any(len(t) >= 3 for t in tokens):
         return False
-    asked = re.findall(r"[a-z0-9]+", (q.stem or q.text).lower())
+    asked = normalise(q.stem or q.text).split()
     return not all(any(difflib.SequenceMatcher(None, t, w).ratio() >= ECHO_RATIO for w in asked) for t in tokens)
 
 
@@ -174,6 +174,11 @@ def host_answer(q: Any, res: Result, duration_s: float | None = None) -> HostAns
     (:func:`host_refusal`; ``duration_s``: the video's length in seconds)."""
     if res.value is None or not res.covered or host_refusal(q, res, duration_s):
         return None
+    return _typed_answer(q, res)
+
+
+def _typed_answer(q: Any, res: Result) -> HostAnswer | None:
+    """:func:`host_answer` for a covered value the host may deliver: the answer of the type ``q`` asks for."""
     wants = question_wants(q)
     ev = [list(map(float, e[:2])) for e in res.evidence[:16]]
     if wants == "choice":
@@ -221,7 +226,7 @@ def decide(q: Any, parse: Parse | None, result: Result | None, memory_note: str 
     refused = host_refusal(q, result, duration_s) if result.value is not None else None
     if refused:
         return Routed("agent", refused, parse, result, memory_note=memory_note)
-    ans = host_answer(q, result, duration_s)
+    ans = _typed_answer(q, result) if result.value is not None else None
     if ans is None:
         return Routed("agent", f"the measured {result.kind} is not what the question asks for "
                                f"({question_wants(q)})", parse, result, memory_note=memory_note)
