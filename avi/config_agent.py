@@ -13,12 +13,13 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-ANSWER_RULES = ("cuts", "colour_choice", "scale_choice", "direction", "option_scores", "structured_answer",
-                "count_at_moment", "event_interval", "shot_edges", "cannot_tell")
+ANSWER_RULES = ("video_length", "same_person", "cuts", "colour_choice", "scale_choice", "direction", "option_scores",
+                "structured_answer", "count_at_moment", "event_interval", "shot_edges", "cannot_tell")
 """Every answer rule, in the order the agent applies them (:data:`avi.agent.rules.RULES` describes each)."""
 
-UNGROUNDED = ("option_scores", "structured_answer")
-"""The rules that stay when ``grounded_answers`` is false."""
+UNGROUNDED = ("video_length", "same_person", "option_scores", "structured_answer")
+"""The rules that stay when ``grounded_answers`` is false (the agent over several videos sets it: the others read
+one video's frames)."""
 
 HOST_STEPS: dict[str, tuple[object, str]] = {
     "memory_route": (False, "the model parses the question, the host answers from the perception memory"),
@@ -31,7 +32,6 @@ HOST_STEPS: dict[str, tuple[object, str]] = {
     "extract_pass": (False, "a tool named in prose is extracted by a constrained request before a retry"),
     "text_extract_frames_no_text": (1024, "fewer OCR frames when the question asks about no text"),
     "ocr_question_script": (False, "OCR decodes in the question's script"),
-    "video_answers": (False, "over several videos: lengths and the same person answered before the model"),
     "answer_rules": ("none", "the host's answer rules (avi config show lists them)"),
 }
 """Every host step that is not in AVI's Algorithm 1: setting -> (the value that turns it off, what it does).
@@ -43,9 +43,10 @@ def paper_agent_overrides() -> dict[str, object]:
     return {name: off for name, (off, _) in HOST_STEPS.items()}
 
 
-DEFAULT_RULES = {"cpu": ANSWER_RULES, "gpu": ("structured_answer",)}
-"""The rules each profile runs by default: on gpu only those that type and parse the answer (the Qwen3-32B
-orchestrator's Review answer is delivered as it is, read for its type); on cpu every rule."""
+DEFAULT_RULES = {"cpu": ANSWER_RULES, "gpu": ("video_length", "same_person", "structured_answer")}
+"""The rules each profile runs by default: on gpu those that type and parse the answer (the Qwen3-32B
+orchestrator's Review answer is delivered as it is, read for its type) and, over several videos, the two that
+answer from the videos' durations and faces; on cpu every rule."""
 
 
 SUBSUMED = ("cuts", "count_at_moment", "direction", "event_interval", "shot_edges")
@@ -87,8 +88,9 @@ class AgentSettings(BaseModel):
     max_iterations: int = Field(default=10, ge=1, le=1000, description="agent iterations before a forced answer")
     max_retries: int = Field(default=2, ge=0, le=20, description="malformed tool calls re-asked per iteration")
     answer_rules: str = Field(default="default", description="host rules that may change the delivered answer "
-                              "(avi/agent/rules): default (cpu: all; gpu: structured_answer), all, none, or names "
-                              "separated by commas, -name removing one from the default; see avi config show")
+                              "(avi/agent/rules): default (cpu: all; gpu: video_length, same_person, "
+                              "structured_answer), all, none, or names separated by commas, -name removing one from "
+                              "the default; see avi config show")
     structured_answer: bool = Field(default=True, description="deliver choice / multi-select / interval / order "
                                                               "answers through one schema-constrained final call "
                                                               "(the regex read of the answer is the fallback)")
@@ -117,8 +119,6 @@ class AgentSettings(BaseModel):
                               "question does not name is questioned once (sent again, it runs as asked)")
     speech_gate: bool = Field(default=True, description="a question about what was said reads the transcript "
                               "(transcript_read) before any other perceive tool")
-    video_answers: bool = Field(default=True, description="over several videos, the host answers questions about the "
-                                "videos' lengths and which videos show the same person before any model step")
     memory_route: bool = Field(default=False, description="the model parses the question into a typed query over the "
                                "video's perception memory (memory.sqlite) and the host answers from it when the "
                                "memory covers the query; otherwise the agent runs as without it (issue 53; "

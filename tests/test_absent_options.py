@@ -1,4 +1,4 @@
-"""Options ruled out by the frames (avi/agent/choice.py absent_options): an option naming a thing the detector finds,
+"""Options ruled out by the frames (avi/agent/rules/choice.py absent_options): an option naming a thing the detector finds,
 found in none of the frames of the range the question names, is not the answer. Real footage whose frames were
 looked at (bench/REAL.md, bikes.mp4: the first 1.2 s are a top-down view of asphalt with a red car in a corner,
 no person; after the cut at 1.2 s a man in a dark suit walks between cars)."""
@@ -11,7 +11,7 @@ import pytest
 from conftest import sample_video
 from rule_helpers import rule_run, state
 
-from avi.agent.choice import absent_options
+from avi.agent.rules.choice import absent_options
 from avi.config import Settings
 from avi.tools import ALL_TOOLS
 from avi.tools.base import QuestionScope, ToolContext

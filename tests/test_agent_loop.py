@@ -1158,7 +1158,7 @@ def test_option_scores_are_calibrated_by_the_scores_without_evidence(make_agent)
 
 
 def test_calibrated_scores():
-    from avi.agent.choice import calibrated_scores
+    from avi.agent.rules.choice import calibrated_scores
     got = calibrated_scores({"A": 0.5, "B": 0.3, "C": 0.2}, {"A": 0.6, "B": 0.2, "C": 0.2})
     assert max(got, key=got.get) == "B" and abs(sum(got.values()) - 1.0) < 1e-9
     assert calibrated_scores({"A": 0.5, "B": 0.5}, {"A": 0.5}) == {"A": 0.5, "B": 0.5}  # no prior for B: unchanged

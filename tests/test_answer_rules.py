@@ -23,20 +23,41 @@ def test_the_registry_holds_every_rule_once_in_the_declared_order():
     assert tuple(r.name for r in RULES) == ANSWER_RULES
     stages = [r.stage for r in RULES]
     assert stages == sorted(stages, key=["decide", "choose", "type", "refine"].index)
-    assert [r.name for r in RULES if r.early] == ["cuts"]
+    assert [r.name for r in RULES if r.early] == ["video_length", "same_person", "cuts"]
     assert all(r.about for r in RULES)
+
+
+def test_every_rule_body_has_the_one_signature_and_no_rule_is_named_outside_the_registry():
+    """Issue 54, item 2: a body takes (run, answer so far) and returns the new answer or None; the agent and the
+    multi-video agent name no rule by string (a rule's effect reaches them as a field of the answer)."""
+    import ast
+    import inspect
+
+    for rule in RULES:
+        for body in filter(None, (rule.apply, rule.early)):
+            sig = inspect.signature(body)
+            params = list(sig.parameters.values())
+            assert len(params) >= 2 and all(p.default is not p.empty for p in params[2:]), (rule.name, sig)
+            assert sig.return_annotation == "Delivered | None", (rule.name, sig)
+    names = {r.name for r in RULES}
+    for path in ("avi/agent/loop.py", "avi/videos/agent.py", "avi/videos/pipeline.py"):
+        tree = ast.parse((REPO / path).read_text())
+        settings = {id(n.args[1]) for n in ast.walk(tree) if isinstance(n, ast.Call)
+                    and getattr(n.func, "id", "") == "getattr" and len(n.args) > 1}  # a setting of the same name
+        strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and id(n) not in settings}
+        assert not names & strings, (path, names & strings)
 
 
 @pytest.mark.parametrize("value, profile, expected", [
     ("default", "cpu", ANSWER_RULES),
-    ("default", "gpu", ("structured_answer",)),
+    ("default", "gpu", ("video_length", "same_person", "structured_answer")),
     ("all", "gpu", ANSWER_RULES),
     ("none", "cpu", ()),
     ("-option_scores,-direction", "cpu", tuple(n for n in ANSWER_RULES if n not in ("option_scores", "direction"))),
     ("cuts, direction", "gpu", ("cuts", "direction")),
     ("all,-cannot_tell", "cpu", ANSWER_RULES[:-1]),
     ("none,structured_answer", "cpu", ("structured_answer",)),
-    ("-structured_answer", "gpu", ()),
+    ("-structured_answer", "gpu", ("video_length", "same_person")),
 ])
 def test_answer_rules_setting(value, profile, expected):
     assert answer_rule_names(value, profile) == expected
@@ -55,7 +76,7 @@ def test_profiles_and_grounded_answers_select_the_rules():
     assert [r.name for r in select_rules(Settings(profile="cpu", memory_route=True))] == list(ANSWER_RULES)
     assert [r.name for r in select_rules(Settings(profile="gpu"))] == list(DEFAULT_RULES["gpu"])
     assert [r.name for r in select_rules(Settings(profile="cpu", grounded_answers=False))] == \
-        ["option_scores", "structured_answer"]
+        ["video_length", "same_person", "option_scores", "structured_answer"]
     assert select_rules(Settings(answer_rules="none")) == ()
 
 

@@ -405,7 +405,8 @@ def test_shot_scale_option_measured_on_real_footage(session_backends):
     option naming a close-up is the one the measured shot scale supports; the wide view is not."""
     from rule_helpers import rule_run, state
 
-    from avi.agent.rules.decide import scale_choice_measured
+    from avi.agent.rules.base import Delivered
+    from avi.agent.rules.decide import scale_choice
     from avi.trace import Trace
 
     path = sample_video("vtest.avi").with_name("Megamind.avi")
@@ -414,8 +415,10 @@ def test_shot_scale_option_measured_on_real_footage(session_backends):
     st = state("What is shown? A. the woman in the purple dress B. a wide view of the whole restaurant "
                "C. a black screen D. a close-up of the man with glasses")
     trace = Trace(question="q", video=str(path))
-    got = scale_choice_measured(rule_run(st, ctx, trace=trace))
-    assert got == ("D. a close-up of the man with glasses", "D"), trace.steps
+    got = scale_choice(rule_run(st, ctx, trace=trace), Delivered(None))
+    assert (got.text, got.choice, got.method) == ("D. a close-up of the man with glasses", "D", "measured"), \
+        trace.steps
     assert "close-up" in trace.steps[-1].notes[0]
     ctx.scope = QuestionScope(((0.0, 4.0),))  # the first shot: the woman, medium, not a close-up or a wide view
-    assert scale_choice_measured(rule_run(st, ctx)) in (None, ("B. a wide view of the whole restaurant", "B"))
+    got = scale_choice(rule_run(st, ctx), Delivered(None))
+    assert got is None or got.choice == "B"

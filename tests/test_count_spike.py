@@ -1,5 +1,5 @@
 """A count seen in one frame only is checked on the frames next to it before the largest count is read
-(avi/agent/measured.py count_spike; avi/agent/rules/decide.py confirm_count_spike, read by count_at_moment):
+(avi/agent/rules/measured.py count_spike; avi/agent/rules/decide.py confirm_count_spike, read by count_at_moment):
 believed when the neighbours show it, still a spike when they do not. Real detector (the shapes backend of the cpu
 profile) on synthetic videos whose shapes are drawn at known times."""
 
@@ -11,8 +11,8 @@ import pytest
 from rule_helpers import rule_run, state, words
 from synth import Shape, Spec, make_video
 
-from avi.agent.measured import count_spike
-from avi.agent.rules.texts import count_at_moment
+from avi.agent.rules.measured import count_spike
+from avi.agent.rules.texts import measured_count
 from avi.config import Settings
 from avi.tools import ALL_TOOLS
 from avi.tools.base import ToolContext
@@ -59,7 +59,7 @@ def test_the_frames_next_to_a_spike_decide_whether_it_is_believed(tmp_path, sess
     assert per_frame[8.5] == 3 and max(per_frame[t] for t in per_frame if t < 8) == 2, per_frame
     st = state(QUESTION, [("object_detect", obs.data)], iteration=5)
     trace = Trace(question=QUESTION)
-    got = count_at_moment(rule_run(st, host.ctx, trace=trace, tools=host.tools), "1")
+    got = measured_count(rule_run(st, host.ctx, trace=trace, tools=host.tools), "1")
     host_call = next(s for s in trace.steps if s.kind == "tool_call")
     assert HOST_STEP in host_call.notes and host_call.arguments["time_ranges"] == [[7.5, 9.5]]
     assert got == expected, trace.steps[-1].notes

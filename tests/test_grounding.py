@@ -9,12 +9,8 @@ import numpy as np
 import pytest
 from rule_helpers import rule_run, state, words
 
-from avi.agent import measured
-from avi.agent import measured_looks as looks
 from avi.agent import question as questions
-from avi.agent.choice import choice_by_text, permutation_scores
 from avi.agent.grounding import Places, evidence_span, unseen_labels
-from avi.agent.measured import count_at, usual_count
 from avi.agent.question import (
     about_speech,
     about_words,
@@ -23,7 +19,9 @@ from avi.agent.question import (
     parse_question,
     question_stem,
 )
-from avi.agent.rules import texts
+from avi.agent.rules import looks, measured, texts
+from avi.agent.rules.choice import choice_by_text, permutation_scores
+from avi.agent.rules.measured import count_at, usual_count
 from avi.backends import box_words
 from avi.backends.llm import ChatResult
 from avi.prompts import PromptLibrary
@@ -229,7 +227,7 @@ def test_count_at_picks_the_label_the_question_names():
 
 def _count(question: str, steps: list, answer: str, trace=None) -> str:
     """The count_at_moment rule over ``steps`` (no tools, no index: only the counts measured in frames decide)."""
-    return texts.count_at_moment(rule_run(state(question, steps), trace=trace), answer)
+    return texts.measured_count(rule_run(state(question, steps), trace=trace), answer)
 
 
 def test_agent_replaces_a_count_with_the_one_measured_at_the_named_moment():
@@ -418,8 +416,8 @@ def test_the_largest_count_is_the_largest_count_seen_in_more_than_one_frame():
 
 
 def test_sideways_motion_follows_one_box():
-    from avi.agent.measured_looks import sideways_motion
     from avi.agent.question import asks_direction
+    from avi.agent.rules.looks import sideways_motion
 
     def det(t, x, label="red square"):
         return {"label": label, "box": [x, 290, x + 50, 340], "t_s": t, "score": 0.9, "frame_size": [640, 360]}
@@ -453,7 +451,7 @@ def test_index_counts_hold_the_flat_shapes_of_every_clip():
     one clip (2 circles); the index's clips hold the fullest frame of each clip, five circles in two of them."""
     from types import SimpleNamespace
 
-    from avi.agent.measured import index_counts, most_count
+    from avi.agent.rules.measured import index_counts, most_count
 
     def clip(s, n, kind="circle"):
         return SimpleNamespace(start_s=s, end_s=s + 5.0, data={
@@ -475,7 +473,7 @@ def test_index_counts_give_the_count_at_a_moment_the_agent_did_not_measure():
     frames counted three shapes at 93.6-98.6 s (label ``shape``: every flat shape of any kind)."""
     from types import SimpleNamespace
 
-    from avi.agent.measured import count_at, index_counts
+    from avi.agent.rules.measured import count_at, index_counts
 
     caps = [SimpleNamespace(start_s=s, end_s=s + 5.0, data={"shapes_per_frame": rows}) for s, rows in
             ((90.0, [[90.6, 2], [92.0, 2], [93.6, 3]]), (95.0, [[95.6, 3], [97.0, 3], [98.6, 3]]))]

@@ -27,7 +27,7 @@ def test_every_host_step_is_a_setting_and_the_preset_turns_it_off():
     assert all(getattr(s, k) == off for k, (off, _) in HOST_STEPS.items())
     assert s.answer_rule_names() == ()
     assert {"memory_route", "host_retrieve", "perceive_first", "time_places", "places_gate", "speech_gate",
-            "extract_pass", "text_extract_frames_no_text", "ocr_question_script", "video_answers"} <= set(HOST_STEPS)
+            "extract_pass", "text_extract_frames_no_text", "ocr_question_script"} <= set(HOST_STEPS)
 
 
 @pytest.mark.parametrize("question", ["What does the sign at 5 s say?", "What does the sign say?"])

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from fake_openai_server import FakeOpenAIServer
 
-from avi.agent.choice import choice_by_text, permutation_scores
+from avi.agent.rules.choice import choice_by_text, permutation_scores
 from avi.backends.llm import ChatClient
 from avi.config import PROMPTS_DIR_DEFAULT
 from avi.index.summary import _ask

@@ -224,6 +224,11 @@ def test_questions_about_the_videos_lengths_are_answered_from_their_durations(tw
     assert "durations" in result.trace.steps[0].notes[1]
     agent, llm, names = _agent(two, settings, [])
     assert agent.run("Which video is the longest?").answer == names[0] and not llm.calls
+    settings.answer_rules = "-video_length"  # the rule switched off: the model is asked
+    agent, llm, names = _agent(two, settings, [call("clip_retrieve", query="video"), call(
+        "text_extract", video=names[0], time_ranges=[[5, 6]]), TO_REVIEW, f"**Answer:** {names[1]}"])
+    result = agent.run("Which video is the longest?")  # the model's (wrong) answer stands
+    assert result.answer == names[1] and all(r["rule"] != "video_length" for r in result.trace.rules)
     lengths = {"a": 10.0, "b": 30.0, "c": 20.0}
     assert by_length("video_order", "Sort the videos from longest to shortest.", lengths) == ["b", "c", "a"]
     assert by_length("video_order", "Order the videos by length.", lengths) is None  # no direction given
@@ -247,6 +252,7 @@ def test_people_whose_faces_match_are_told_in_the_question_message(two, settings
         monkeypatch.setattr(c.index, "_person_faces", {"P1": face})
         monkeypatch.setattr(c.index, "_tracks", [{"id": "T1", "label": "person", "first_s": span[0],
                                                   "last_s": span[1], "subject": "P1"}])
+    ctx._shared = None  # the indexes changed under the context (stand-ins): its cached shared people are stale
     agent, llm, names = _agent(two, settings, script)
     agent.run("Which video shows the man in the red coat?")
     first = llm.calls[0].messages[1]["content"]

@@ -138,10 +138,6 @@ class Agent:
         return AgentResult(ans.text, ans.choice, ans.interval, ev, trace, None, None, st.kind, None, False,
                            trace.choice_method, ["memory"])
 
-    def host_answer(self, st: State, trace: Trace) -> bool:
-        """An answer the host knows before any model step (none for one video). True when ``st.answer`` was set."""
-        return False
-
     # ------------------------------------------------------------------ Algorithm 1
 
     def run(self, question: str, trace: Trace | None = None) -> AgentResult:
@@ -159,8 +155,7 @@ class Agent:
         if st.memory is not None and st.memory.route == "host":
             return self._host_result(st, trace, t_start)
         self._open(st, trace)
-        if not self.host_answer(st, trace):
-            answer_early(rules, self.rules)  # e.g. a question about the cuts: the cut list answers it
+        answer_early(rules, self.rules)  # e.g. a question about the cuts: the cut list answers it
         while st.iteration < self.settings.max_iterations and st.answer is None:
             st.iteration += 1
             res, reply, common = self._decide(st, trace)
@@ -212,7 +207,7 @@ class Agent:
         trace.answer, trace.choice, trace.interval, trace.evidence = ans.text, ans.choice, ans.interval, ev
         trace.choices, trace.order, trace.answer_type, trace.raw_answer, trace.answer_note = \
             ans.choices, ans.order, st.kind, raw, ans.note
-        trace.cannot_tell = "cannot_tell" in changed
+        trace.cannot_tell = ans.cannot_tell
         trace.choice_method = ans.method if st.kind == "choice" else None
         trace.iterations, trace.forced = st.iteration, forced
         trace.seconds["agent"] = round(time.perf_counter() - t_start, 3)

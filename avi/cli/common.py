@@ -141,9 +141,10 @@ def add_answer_rules(p: argparse.ArgumentParser) -> None:
     from avi.config_agent import ANSWER_RULES
 
     p.add_argument("--answer-rules", metavar="RULES",
-                   help="host rules that may change the delivered answer: default (cpu: all; gpu: structured_answer), "
-                        "all, none, or names separated by commas, -name removing one from the default (write "
-                        "--answer-rules=-option_scores,-cannot_tell); AVI_ANSWER_RULES; names: "
+                   help="host rules that may change the delivered answer: default (cpu: all; gpu: video_length, "
+                        "same_person, structured_answer), all, none, or names separated by commas, -name removing "
+                        "one from the default (write --answer-rules=-option_scores,-cannot_tell); AVI_ANSWER_RULES; "
+                        "names: "
                         f"{', '.join(ANSWER_RULES)}")
 
 

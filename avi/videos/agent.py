@@ -12,7 +12,8 @@ prompts) with
   call whose names are an enum;
 * evidence and looked-at ranges as ``[start_s, end_s, video]`` (merged per video);
 * no single-video grounding (measured colours, counts at a moment, shot edges): those read one video's frames;
-* questions about the videos' lengths answered from their durations before any model step.
+* the multi-video answer rules (:mod:`avi.agent.rules.videos`: lengths from the durations, the same person from
+  the faces) in the one registry, before any model step.
 """
 
 from __future__ import annotations
@@ -27,23 +28,23 @@ from avi.agent.state import State
 from avi.backends.llm import ContextOverflowError
 from avi.replies import split_thought
 from avi.tools import Tool
-from avi.trace import HOST_STEP, Trace
+from avi.trace import Trace
 from avi.video.spans import merge_spans
 from avi.videos.context import MultiContext
-from avi.videos.kinds import VIDEO_KINDS, answer_schema, by_length, read_structured, read_video_answer, video_kind
-from avi.videos.people import same_person_videos, shared_people, shared_people_lines
+from avi.videos.kinds import VIDEO_KINDS, answer_schema, read_structured, read_video_answer, video_kind
+from avi.videos.people import shared_people_lines
 from avi.videos.tools import video_tools
 
 
 class VideoAnswers(TypedAnswers):
     """Answers read for their type where the type may be a video's name, a set of videos or an order of videos
     (:data:`avi.videos.kinds.VIDEO_KINDS`; other types as for one video). ``value`` is the last read (a name or
-    a list of names), ``host_value`` the one the host measured before any model step."""
+    a list of names)."""
 
     def __init__(self, chat, ctx, names: list[str]):
         super().__init__(chat, ctx)
         self.names = names
-        self.value = self.host_value = None
+        self.value = None
 
     def typed(self, st: State, answer: str | None):
         if st.kind not in VIDEO_KINDS:
@@ -57,9 +58,6 @@ class VideoAnswers(TypedAnswers):
     def structured(self, st: State, trace: Trace) -> dict | None:
         if st.kind not in VIDEO_KINDS:
             return super().structured(st, trace)
-        if self.host_value is not None:  # measured by the host: no model call to restate it
-            self.value = self.host_value
-            return {"order": self.host_value if st.kind == "video_order" else None}
         if not getattr(self.chat.settings, "structured_answer", True):
             return None
         prompt = self.chat.prompts.render("final_answer", question=st.question, options=st.options_text,
@@ -97,7 +95,6 @@ class MultiAgent(Agent):
 
     def __init__(self, llm, ctx: MultiContext, prompts, settings):
         self.names = list(ctx.names)
-        self._shared: list[dict] | None = None
         super().__init__(llm, ctx, prompts, settings.model_copy(update={"grounded_answers": False}))
 
     def tool_set(self) -> dict[str, Tool]:
@@ -112,7 +109,7 @@ class MultiAgent(Agent):
 
     def question_message(self, question: str, options: str, time_hint: str, speech: str, answer_format: str) -> str:
         videos = "\n".join(f"- {n}: {d:.1f} seconds long" for n, d in self.ctx.durations().items())
-        shared = shared_people_lines(self.shared_people())
+        shared = shared_people_lines(self.ctx.shared_people())
         if shared:  # people whose faces match across the videos (avi.videos.people); nothing said otherwise
             videos += "\nPeople seen in more than one of the videos:\n" + "\n".join(shared)
         return self.prompts.render("videos/question", question=question, options=options, time_hint=time_hint,
@@ -128,7 +125,7 @@ class MultiAgent(Agent):
         Raises:
             LLMUnavailableError: the orchestrator server is unreachable.
         """
-        self.answers.value = self.answers.host_value = None
+        self.answers.value = None
         result = super().run(question, trace)
         value = self.answers.value if result.answer_type in VIDEO_KINDS and result.note is None else None
         if value is not None:
@@ -139,44 +136,6 @@ class MultiAgent(Agent):
         return result
 
     # ------------------------------------------------------------------ answer types over videos
-
-    def host_answer(self, st: State, trace: Trace) -> bool:
-        """Answered before any model step:
-
-        * questions about the videos' lengths ("order the videos by length, shortest first", "which video is
-          the longest") from their durations (:func:`avi.videos.kinds.by_length`): the model ordered three numbers
-          wrongly (bench/questions_multi cross-order-length);
-        * "which of the videos show the same man?" from the one person whose face matches across the videos
-          (:func:`avi.videos.people.same_person_videos`): told that person in its question message, the 1.5B model
-          still named one other video (a check on two excerpts of one interview and a third video).
-        """
-        if not getattr(self.settings, "video_answers", True):
-            return False
-        durations = self.ctx.durations()
-        value = by_length(st.kind, st.question, durations)
-        if value is not None:
-            note, data = ("answered from the videos' durations: "
-                          + ", ".join(f"{n} {d:.1f}s" for n, d in durations.items())), {"durations_s": durations}
-        else:
-            people = self.shared_people()
-            value = same_person_videos(st.kind, st.question, people, self.names)
-            if value is None:
-                return False
-            note, data = ("answered from the faces matched across the videos: "
-                          + "; ".join(shared_people_lines(people))), {"shared_people": people}
-            st.evidence += [[a, b, m["video"]] for m in people[0]["people"] for a, b in m["spans"]]  # where seen
-        self.answers.host_value = value
-        st.answer = value if isinstance(value, str) else ", ".join(value)
-        trace.add(kind="answer", answer=st.answer, iteration=0, phase=st.phase, observation_data=data,
-                  notes=[HOST_STEP, note])
-        return True
-
-    def shared_people(self) -> list[dict]:
-        """The people whose faces match across the videos (:func:`avi.videos.people.shared_people`), computed once
-        per agent."""
-        if self._shared is None:
-            self._shared = shared_people({n: c.index for n, c in self.ctx.contexts.items()})
-        return self._shared
 
     def parse(self, question: str) -> ParsedQuestion:
         q = super().parse(question)

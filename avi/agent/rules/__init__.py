@@ -1,122 +1,62 @@
-"""The host's answer rules (issue 35): each rule that may change the delivered answer is a :class:`Rule`;
-:data:`RULES` holds them in the one order :func:`deliver` applies them to the model's answer read for its type:
+"""Every host answer in one registry (issues 35, 54): each rule that may change the delivered answer is a
+:class:`Rule` whose body has one signature (:data:`avi.agent.rules.base.RuleBody`); :data:`RULES` holds them in
+the one order :func:`answer_early` and :func:`deliver` apply them to the model's answer read for its type:
 
-1. ``decide``: measured answers, the first that answers wins and nothing refines it (cuts, colour_choice,
-   scale_choice, direction; cuts also before the first model step);
+1. ``decide``: measured answers, the first that answers wins and nothing refines it (video_length, same_person,
+   cuts, colour_choice, scale_choice, direction; the first three also before the first model step);
 2. ``choose``: option_scores, and 3. ``type``: structured_answer, each when nothing above decided;
 4. ``refine``: each may rewrite the answer so far unless a measured answer decided (count_at_moment,
    event_interval, shot_edges, cannot_tell).
 
-Each kept rule won at least one ``report`` question net in the ablation of issue 35 (bench/README.md "Answer
-rules, ablated"); the nine that won none were deleted.
+The rule bodies: :mod:`~avi.agent.rules.videos` (over several videos), :mod:`~avi.agent.rules.decide`,
+:mod:`~avi.agent.rules.choice`, :mod:`~avi.agent.rules.typed`, :mod:`~avi.agent.rules.texts`,
+:mod:`~avi.agent.rules.intervals`; what they measure with: :mod:`~avi.agent.rules.measured`,
+:mod:`~avi.agent.rules.looks`. Each rule's ablation line: bench/README.md "Answer rules, ablated".
 
 The ``answer_rules`` setting selects them (:func:`avi.config_agent.answer_rule_names`; ``grounded_answers =
-false`` keeps option_scores and structured_answer only); the regex read for the type always happens. The trace's
-``rules`` lists each rule that answered (``before``, ``after``, ``changed``); its steps carry its name.
+false``, which the agent over several videos sets, keeps :data:`avi.config_agent.UNGROUNDED` only); the regex
+read for the type always happens. The trace's ``rules`` lists each rule that answered (``before``, ``after``,
+``changed``); its steps carry its name.
 """
 
 from __future__ import annotations
 
-import dataclasses
+from dataclasses import replace
 
-from avi.agent import choice as choice_mod
-from avi.agent.parse import extract_choice
-from avi.agent.rule_base import Delivered, Rule, RuleRun
-from avi.agent.rules import decide, intervals, texts
+from avi.agent.rules import choice, decide, intervals, texts, typed, videos
+from avi.agent.rules.base import Delivered, Rule, RuleRun
 from avi.config_agent import ANSWER_RULES
 
 __all__ = ["RULES", "Delivered", "Rule", "RuleRun", "answer_early", "deliver", "select_rules"]
 
-def _decided(measure):
-    """A ``decide`` rule's apply from a function returning ``(text, letter or None)``."""
-    def apply(run: RuleRun, ans: Delivered) -> Delivered | None:
-        got = measure(run)
-        if got is None:
-            return None
-        extra = {"choice": got[1], "method": "measured"} if got[1] else {}
-        return dataclasses.replace(ans, text=got[0], note=None, **extra)
-    return apply
-
-
-def _text(refine):
-    """A ``refine`` rule's apply from a function rewriting the answer text (it is only given a text)."""
-    def apply(run: RuleRun, ans: Delivered) -> Delivered | None:
-        new = refine(run, ans.text) if ans.text is not None else ans.text
-        return None if new == ans.text else dataclasses.replace(ans, text=new)
-    return apply
-
-
-def _interval(move):
-    """An interval ``refine`` rule's apply from a function moving the interval (the text then says the same)."""
-    def apply(run: RuleRun, ans: Delivered) -> Delivered | None:
-        if not ans.interval:
-            return None
-        new = move(run, ans.interval)
-        if new == ans.interval:
-            return None
-        return dataclasses.replace(ans, interval=new, text=f"[{new[0]:.1f}s, {new[1]:.1f}s]")
-    return apply
-
-
-def _early_cuts(run: RuleRun) -> Delivered | None:
-    got = decide.cuts_before_the_model(run)
-    return Delivered(got[0], got[1]) if got else None
-
-
-def _cuts(run: RuleRun, ans: Delivered) -> Delivered | None:
-    return _decided(lambda r: r.st.measured or decide.measured_cuts(r))(run, ans)
-
-
-def _option_scores(run: RuleRun, ans: Delivered) -> Delivered | None:
-    picked = choice_mod.option_scores(run)
-    if picked is None:
-        return None
-    choice, method = picked
-    keep = ans.text is not None and extract_choice(ans.text, run.q.options) == choice
-    return dataclasses.replace(ans, choice=choice, method=method, note=None,
-                               text=ans.text if keep else f"{choice}. {run.q.options[choice]}")
-
-
-def _structured(run: RuleRun, ans: Delivered) -> Delivered | None:
-    final = run.answers.structured(run.st, run.trace) if ans.text is not None else None
-    if final is None:
-        return None
-    choice = final.get("choice")
-    return dataclasses.replace(ans, choice=choice, choices=final.get("choices"), order=final.get("order"),
-                               interval=final.get("interval", ans.interval), note=None, text=final.get("answer", ans.text),
-                               method="structured" if choice else ans.method)
-
-
-def _cannot_tell(run: RuleRun, ans: Delivered) -> Delivered | None:
-    new = texts.cannot_tell(run, ans.text, ans.choice)
-    return None if new is None else dataclasses.replace(ans, text=new)
-
-
 _CHOICE = frozenset({"choice"})
+_VIDEOS = frozenset({"video", "videos", "video_order"})
 RULES: tuple[Rule, ...] = (
+    Rule("video_length", "decide", "over several videos: a question about their lengths answered from their "
+         "durations, before any model step", videos.video_length, _VIDEOS, early=videos.video_length),
+    Rule("same_person", "decide", "over several videos: which ones show the same person, from the one face matched "
+         "across them, before any model step", videos.same_person, _VIDEOS, early=videos.same_person),
     Rule("cuts", "decide", "a question about the cuts (how many, any, one continuous shot) answered from the cut "
-         "list, before any model step when it can", _cuts, frozenset({"choice", "text", "number"}),
-         lambda q: q.cut is not None, early=_early_cuts),
+         "list, before any model step when it can", decide.cuts, frozenset({"choice", "text", "number"}),
+         lambda q: q.cut is not None, early=decide.cuts_early),
     Rule("colour_choice", "decide", "colour options: the option with the colour measured on the thing's box or "
-         "the frames", _decided(decide.colour_choice_measured), _CHOICE,
-         lambda q: bool(q.options) and q.colour_options is not None),
+         "the frames", decide.colour_choice, _CHOICE, lambda q: bool(q.options) and q.colour_options is not None),
     Rule("scale_choice", "decide", "options naming a shot scale or a black screen: the one the shots' frames show",
-         _decided(decide.scale_choice_measured), _CHOICE, lambda q: bool(q.options) and q.scale_options is not None),
-    Rule("direction", "decide", "'left or right': the way the thing's boxes moved",
-         _decided(decide.direction_measured), None, lambda q: q.asks_direction),
+         decide.scale_choice, _CHOICE, lambda q: bool(q.options) and q.scale_options is not None),
+    Rule("direction", "decide", "'left or right': the way the thing's boxes moved", decide.direction, None,
+         lambda q: q.asks_direction),
     Rule("option_scores", "choose", "the letter from option scores averaged over cyclic permutations "
-         "(choice_scoring)", _option_scores, _CHOICE, lambda q: bool(q.options)),
+         "(choice_scoring)", choice.option_scores, _CHOICE, lambda q: bool(q.options)),
     Rule("structured_answer", "type", "a typed answer (letter, letters, interval, order) from one "
-         "schema-constrained final call", _structured),
+         "schema-constrained final call", typed.structured_answer),
     Rule("count_at_moment", "refine", "'how many at 0:44' (or at most): the count measured there",
-         _text(texts.count_at_moment), frozenset({"number", "text"}), lambda q: q.asks_count),
+         texts.count_at_moment, frozenset({"number", "text"}), lambda q: q.asks_count),
     Rule("event_interval", "refine", "an interval widened to the whole evidence run, followed past the frames seen",
-         _interval(lambda r, i: i if intervals.shot_question(r) else intervals.event_interval(r, i)),
-         frozenset({"interval"})),
+         intervals.event_interval, frozenset({"interval"})),
     Rule("shot_edges", "refine", "an interval moved onto the shot edges (whole shots for a shot question)",
-         _interval(intervals.shot_edges), frozenset({"interval"})),
+         intervals.shot_edges, frozenset({"interval"})),
     Rule("cannot_tell", "refine", "a question about what the detector has no class for: 'Cannot tell on this "
-         "profile', the model's answer kept as a marked guess", _cannot_tell, None, lambda q: not q.about_words),
+         "profile', the model's answer kept as a marked guess", texts.cannot_tell, None, lambda q: not q.about_words),
 )
 """Every answer rule, in the order :func:`deliver` applies them."""
 assert tuple(r.name for r in RULES) == ANSWER_RULES, "avi.config_agent.ANSWER_RULES must list RULES in order"
@@ -144,7 +84,7 @@ def answer_early(run: RuleRun, rules: tuple[Rule, ...]) -> bool:
     for rule in rules:
         if rule.early is not None and rule.applies(run.q):
             first = len(run.trace.steps)
-            got = rule.early(run)
+            got = rule.early(run, Delivered(None))
             if got is not None:
                 _record(run, rule, Delivered(None), got, first)
                 return True
@@ -167,7 +107,7 @@ def deliver(run: RuleRun, rules: tuple[Rule, ...], ans: Delivered) -> Delivered:
                 ans, decided = _record(run, rule, ans, got, first), rule
                 break
     if ans.note:
-        ans = dataclasses.replace(ans, text=None)
+        ans = replace(ans, text=None)
         run.st.answer = None
     if decided is not None and decided.stage == "decide":
         return ans  # a measured answer stands as it is

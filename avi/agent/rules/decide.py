@@ -1,14 +1,14 @@
 """The ``decide`` answer rules (issue 14): the cut list, the option with the measured colour or shot scale, which
 way a thing moves. Each takes a
-:class:`~avi.agent.rule_base.RuleRun` and returns ``(answer text, letter or None)`` or None, noting why in the trace.
+:class:`~avi.agent.rules.base.RuleRun` and returns ``(answer text, letter or None)`` or None, noting why in the trace.
 """
 
 from __future__ import annotations
 
-from avi.agent.measured import count_spike, cut_answer
-from avi.agent.measured_looks import colour_choice, measured_colour, scale_choice, sideways_motion
 from avi.agent.question import options_naming
-from avi.agent.rule_base import (
+from avi.agent.rules import looks
+from avi.agent.rules.base import (
+    Delivered,
     RuleRun,
     asked_ranges,
     named_ranges,
@@ -16,6 +16,7 @@ from avi.agent.rule_base import (
     shot_list,
     where,
 )
+from avi.agent.rules.measured import count_spike, cut_answer
 from avi.trace import HOST_STEP
 from avi.video.analysis import COLOUR_SYNONYMS
 
@@ -37,36 +38,47 @@ def measured_cuts(r: RuleRun) -> tuple[str, str | None] | None:
     return got
 
 
-def cuts_before_the_model(r: RuleRun) -> tuple[str, str | None] | None:
-    """:func:`measured_cuts` before any model step: the answer, with the cuts as its evidence (the model's steps
-    would add nothing but prompt reading)."""
+def cuts(r: RuleRun, ans: Delivered) -> Delivered | None:
+    """The ``cuts`` rule: the cut list's answer (:func:`measured_cuts`; the one found before the model when there
+    was one)."""
+    got = r.st.measured or measured_cuts(r)
+    return ans.decided(*got) if got else None
+
+
+def cuts_early(r: RuleRun, ans: Delivered) -> Delivered | None:
+    """The ``cuts`` rule before any model step: :func:`measured_cuts`, with the cuts as the answer's evidence (the
+    model's steps would add nothing but prompt reading)."""
     got = measured_cuts(r)
-    if got is not None:
-        r.st.measured, r.st.answer = got, got[0]
-        r.st.evidence += [[max(0.0, t - 0.5), t + 0.5] for t in r.trace.steps[-1].observation_data["cuts_s"]]
-        r.trace.add(kind="answer", answer=got[0], iteration=0, phase="retrieve",
-                    notes=[HOST_STEP, "answered from the video's cut list before any model step"])
-    return got
+    if got is None:
+        return None
+    r.st.measured, r.st.answer = got, got[0]
+    r.st.evidence += [[max(0.0, t - 0.5), t + 0.5] for t in r.trace.steps[-1].observation_data["cuts_s"]]
+    r.trace.add(kind="answer", answer=got[0], iteration=0, phase="retrieve",
+                notes=[HOST_STEP, "answered from the video's cut list before any model step"])
+    return ans.decided(*got)
 
 
-def colour_choice_measured(r: RuleRun) -> tuple[str, str] | None:
-    """A colour question whose options name colours: the option the measured colours support (the thing's
-    detector box when measured, else the frames of the range asked about; :func:`colour_choice`)."""
+def colour_choice(r: RuleRun, ans: Delivered) -> Delivered | None:
+    """The ``colour_choice`` rule: a colour question whose options name colours gets the option the measured
+    colours support (the thing's detector box when measured, else the frames of the range asked about;
+    :func:`avi.agent.rules.looks.colour_choice`)."""
     q = r.q
-    box = measured_colour(r.st.perceive_data(), q.words)
+    box = looks.measured_colour(r.st.perceive_data(), q.words)
     box_colour = COLOUR_SYNONYMS.get(box[1], box[1]) if box else None
     shares, ranges = range_colours(r)
-    got = colour_choice(q.colour_options, shares, box_colour)
+    got = looks.colour_choice(q.colour_options, shares, box_colour)
     if got is None:
         return None
     letter, why = got
     r.note(f"colour option {letter} measured: {why} (in {where(ranges)})",
            observation_data={"colour_shares": shares, "ranges": ranges, "box_colour": box_colour})
-    return f"{letter}. {q.options[letter]}", letter
+    return ans.decided(f"{letter}. {q.options[letter]}", letter)
 
-def scale_choice_measured(r: RuleRun, max_frames: int = 6) -> tuple[str, str] | None:
-    """Options naming a shot scale or a black screen: the option the middle frame of each shot in the range asked
-    about supports (people's boxes, :func:`avi.backends.box_words.shot_scale`, and the share of black pixels)."""
+
+def scale_choice(r: RuleRun, ans: Delivered, max_frames: int = 6) -> Delivered | None:
+    """The ``scale_choice`` rule: options naming a shot scale or a black screen get the option the middle frame of
+    each shot in the range asked about supports (people's boxes, :func:`avi.backends.box_words.shot_scale`, and the
+    share of black pixels)."""
     det = getattr(r.ctx.backends, "detector", None)
     if det is None:
         return None
@@ -84,13 +96,13 @@ def scale_choice_measured(r: RuleRun, max_frames: int = 6) -> tuple[str, str] | 
         return None
     measured = [scale_kind(shot_scale(all_detections(det, f), f.image.shape[0]),
                            dict(colour_names(f.image, top=1, min_share=0.0)).get("black", 0.0)) for f in frames]
-    got = scale_choice(r.q.scale_options, measured)
+    got = looks.scale_choice(r.q.scale_options, measured)
     if got is None:
         return None
     letter, kind = got
     r.note(f"shot option {letter} measured: {kind} in {measured.count(kind)} of {len(measured)} shot frames in "
            f"{where(ranges)}", observation_data={"frames_s": [round(f.t_s, 2) for f in frames], "kinds": measured})
-    return f"{letter}. {r.q.options[letter]}", letter
+    return ans.decided(f"{letter}. {r.q.options[letter]}", letter)
 
 
 def confirm_count_spike(r: RuleRun, words: frozenset[str], wanted: set[int] | None = None,
@@ -110,12 +122,13 @@ def confirm_count_spike(r: RuleRun, words: frozenset[str], wanted: set[int] | No
         r.st.perceive_calls.append(("object_detect", args, {**obs.data, "evidence": obs.evidence}))
 
 
-def direction_measured(r: RuleRun) -> tuple[str, str | None] | None:
-    """"Does it move to the left or to the right": the way object_detect's boxes of the thing moved
-    (:func:`sideways_motion`); when nothing the question names was measured, object_detect runs on the range
-    asked about for the first thing the question names that the detector knows (two words, else one)."""
+def direction(r: RuleRun, ans: Delivered) -> Delivered | None:
+    """The ``direction`` rule: "does it move to the left or to the right" gets the way object_detect's boxes of the
+    thing moved (:func:`avi.agent.rules.looks.sideways_motion`); when nothing the question names was measured,
+    object_detect runs on the range asked about for the first thing the question names that the detector knows (two
+    words, else one)."""
     q = r.q
-    got = sideways_motion(list(r.st.perceive_data()), q.stem_words)
+    got = looks.sideways_motion(list(r.st.perceive_data()), q.stem_words)
     tool = r.tools.get("object_detect")
     if got is None and tool is not None:
         det, tokens = r.ctx.backends.detector, list(q.stem_tokens)
@@ -126,7 +139,7 @@ def direction_measured(r: RuleRun) -> tuple[str, str | None] | None:
             return None
         arguments = {"time_ranges": asked_ranges(r.ctx, r.st, looked=True), "objects": [label]}
         obs = r.measure(tool, arguments, "measuring which way it moves (direction question)", phase="review")
-        got = None if obs.error else sideways_motion([("object_detect", obs.data)], frozenset(label.split()))
+        got = None if obs.error else looks.sideways_motion([("object_detect", obs.data)], frozenset(label.split()))
     if got is None:
         return None
     way, why = got
@@ -137,4 +150,4 @@ def direction_measured(r: RuleRun) -> tuple[str, str | None] | None:
             return None
         letter = hits[0]
     r.note(f"direction measured: {why} (the model wrote {(r.st.answer or '')[:60]!r})")
-    return (f"{letter}. {q.options[letter]}" if letter else way), letter
+    return ans.decided(f"{letter}. {q.options[letter]}" if letter else way, letter)

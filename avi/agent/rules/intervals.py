@@ -1,13 +1,14 @@
 """Answer rules for interval answers (issue 14): the whole evidence run an answer points at
-(followed past the frames looked at), and the shot edges. Times are seconds; intervals ``[start_s, end_s]``.
+(followed past the frames looked at), and the shot edges. Times are seconds; intervals ``[start_s, end_s]``. Each
+body has the rules' one signature (:data:`avi.agent.rules.base.RuleBody`): the answer moved, or None.
 """
 
 from __future__ import annotations
 
 from avi.agent.grounding import evidence_span
-from avi.agent.measured import snap_to_shots
 from avi.agent.question import normalise
-from avi.agent.rule_base import RuleRun, shot_list, texts_about_question
+from avi.agent.rules.base import Delivered, RuleRun, shot_list, texts_about_question
+from avi.agent.rules.measured import snap_to_shots
 from avi.video.spans import merge_spans
 from avi.video.timecode import fmt_range
 
@@ -23,7 +24,15 @@ def shot_question(r: RuleRun) -> bool:
     return bool(shots is not None and shots.cuts_s)
 
 
-def event_interval(r: RuleRun, interval: list[float]) -> list[float]:
+def event_interval(r: RuleRun, ans: Delivered) -> Delivered | None:
+    """The ``event_interval`` rule: the answer's interval moved to its evidence run (:func:`evidence_run`); none
+    for a question about when a shot is on screen (:func:`shot_question`: the shot edges answer it)."""
+    if not ans.interval or shot_question(r):
+        return None
+    return ans.with_interval(evidence_run(r, ans.interval))
+
+
+def evidence_run(r: RuleRun, interval: list[float]) -> list[float]:
     """An interval answer widened (or narrowed) to the whole evidence run it points at (:func:`evidence_span`):
     the on-screen texts sharing the question's words when there are any (their time on screen), else the perceive
     tools' evidence; followed into the next clips while the same tool still finds it (:func:`follow_event`)."""
@@ -86,7 +95,12 @@ def follow_event(r: RuleRun, span: list[float], keys: set[str] | None = None, ma
     return [s, e]
 
 
-def shot_edges(r: RuleRun, interval: list[float]) -> list[float]:
+def shot_edges(r: RuleRun, ans: Delivered) -> Delivered | None:
+    """The ``shot_edges`` rule: the answer's interval moved onto the shot edges (:func:`snapped`)."""
+    return ans.with_interval(snapped(r, ans.interval)) if ans.interval else None
+
+
+def snapped(r: RuleRun, interval: list[float]) -> list[float]:
     """An interval answer moved onto the video's shot edges (:func:`snap_to_shots`): whole shots when the question
     asks when a shot is on screen, else ends within a second of a cut move onto it."""
     shots = shot_list(r.ctx)

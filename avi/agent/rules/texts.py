@@ -1,25 +1,33 @@
 """Answer rules that refine a text or number answer (issue 14): the count at the moment asked about, and "cannot
-tell". Each takes a :class:`~avi.agent.rule_base.RuleRun` and the answer text, and returns the
+tell". Each takes a :class:`~avi.agent.rules.base.RuleRun` and the answer text, and returns the
 text to deliver, noting in the trace why it replaced the model's."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from avi.agent.grounding import unseen_labels
-from avi.agent.measured import most_count, usual_count
-from avi.agent.rule_base import (
+from avi.agent.rules.base import (
+    Delivered,
     RuleRun,
     moment_count,
     whole_video_counts,
 )
 from avi.agent.rules.decide import confirm_count_spike
+from avi.agent.rules.measured import most_count, usual_count
 
 
-def count_at_moment(r: RuleRun, answer: str) -> str:
+def count_at_moment(r: RuleRun, ans: Delivered) -> Delivered | None:
+    """The ``count_at_moment`` rule (:func:`measured_count`); None when the answer has no text or keeps it."""
+    return None if ans.text is None else ans.with_text(measured_count(r, ans.text))
+
+
+def measured_count(r: RuleRun, answer: str) -> str:
     """"How many ... at 0:44": the count object_detect (else the index) measured at that moment (:func:`count_at`);
     "the largest number at the same time": the largest believed count (:func:`most_count`); with no moment, a
-    count never measured becomes the usual count (:func:`usual_count`). Kept when nothing was measured."""
+    count never measured becomes the usual count (:func:`usual_count`). ``answer`` is kept when nothing was
+    measured."""
     q, st = r.q, r.st
     written = re.fullmatch(r"[\s*]*(\d+)[\s*.]*", answer or "")  # a bare number, maybe in bold
     if len(q.clock_times) != 1 and q.asks_most:
@@ -52,7 +60,14 @@ def count_at_moment(r: RuleRun, answer: str) -> str:
     return str(n)
 
 
-def cannot_tell(r: RuleRun, answer: str | None, choice: str | None) -> str | None:
+def cannot_tell(r: RuleRun, ans: Delivered) -> Delivered | None:
+    """The ``cannot_tell`` rule: the answer marked ``cannot_tell`` whose text says so (:func:`cannot_tell_text`);
+    None when the profile measures what is asked."""
+    text = cannot_tell_text(r, ans.text, ans.choice)
+    return None if text is None else replace(ans, text=text, cannot_tell=True)
+
+
+def cannot_tell_text(r: RuleRun, answer: str | None, choice: str | None) -> str | None:
     """The answer when what the question asks about is measured by no tool of this profile: it says so, keeping the
     model's answer (or letter) as a marked guess; None otherwise. With the memory route and ``memory_cannot_tell``
     (issue 53) this is decided from the parsed query (its op ``unsupported``, or an object the detector has no class

@@ -1,7 +1,7 @@
 """Option scoring: multiple-choice answers without position bias (issue 14), the ``option_scores`` answer rule.
 
 Small orchestrators favour a letter (the one a prompt showed, or the first or last) whatever the evidence
-says. Two ways to take the choice that do not depend on where an option stands (:func:`option_scores`):
+says. Two ways to take the choice that do not depend on where an option stands (:func:`scored_option`):
 
 * :func:`permutation_scores` — option scores from the server's log-probabilities of the option letters,
   averaged over the cyclic permutations of the options, so every option is scored once at every position
@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
-from avi.agent.parse import find_answer
-from avi.agent.rule_base import RuleRun, named_ranges
+from avi.agent.parse import extract_choice, find_answer
+from avi.agent.rules.base import Delivered, RuleRun, named_ranges
 from avi.backends.coco_detector import coco_classes_for
 from avi.backends.llm import ContextOverflowError
 from avi.replies import split_thought
@@ -98,7 +99,19 @@ def choice_by_text(llm, messages: list[dict], tools: list[dict] | None, prompts,
     return None, res
 
 
-def option_scores(r: RuleRun) -> tuple[str, str] | None:
+def option_scores(r: RuleRun, ans: Delivered) -> Delivered | None:
+    """The ``option_scores`` rule: the letter :func:`scored_option` takes; the model's text stays when it names
+    that letter, else the option is the text."""
+    picked = scored_option(r)
+    if picked is None:
+        return None
+    choice, method = picked
+    keep = ans.text is not None and extract_choice(ans.text, r.q.options) == choice
+    return replace(ans, choice=choice, method=method, note=None,
+                   text=ans.text if keep else f"{choice}. {r.q.options[choice]}")
+
+
+def scored_option(r: RuleRun) -> tuple[str, str] | None:
     """``(letter, method)`` without position bias, by the ``choice_scoring`` setting: ``permutation`` scores
     (optionally :func:`calibrated_scores`; :func:`absent_options` passed over), else, or without log-probabilities,
     ``text`` (:func:`choice_by_text`); None when neither gives one. The trace records the scores."""

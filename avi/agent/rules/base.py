@@ -1,14 +1,15 @@
-"""What the answer rules share (issue 35): the answer a rule sees and returns (:class:`Delivered`), what it reads
-and calls (:class:`RuleRun`), the rule (:class:`Rule`), the ranges and reads several rules look at (seconds)."""
+"""What the answer rules share (issues 35, 54): the answer a rule sees and returns (:class:`Delivered`), what it
+reads and calls (:class:`RuleRun`), the one signature of a rule body (:data:`RuleBody`), the rule (:class:`Rule`),
+the ranges and reads several rules look at (seconds)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from avi.agent.measured import count_at, index_counts
 from avi.agent.question import normalise
+from avi.agent.rules.measured import count_at, index_counts
 from avi.tools.base import sample_times
 from avi.trace import host_tool_call
 from avi.video.analysis import frame_colour_shares
@@ -27,7 +28,8 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Delivered:
     """The answer as it stands: ``text`` (None: none), ``choice``, ``choices``, ``interval`` ``[start_s, end_s]``,
-    ``order``, a ``note`` (why the text could not be read for its type), the ``method`` that took the letter."""
+    ``order``, a ``note`` (why the text could not be read for its type), the ``method`` that took the letter, and
+    ``cannot_tell`` (a rule found that no tool of the profile measures what is asked; the letter is then a guess)."""
 
     text: str | None
     choice: str | None = None
@@ -36,6 +38,23 @@ class Delivered:
     order: list | None = None
     note: str | None = None
     method: str | None = None
+    cannot_tell: bool = False
+
+    def decided(self, text: str, letter: str | None = None) -> Delivered:
+        """This answer replaced by a measured one: ``text`` and, for options, its ``letter`` (method
+        ``measured``); a note that the model's text could not be read no longer applies."""
+        return replace(self, text=text, note=None, **({"choice": letter, "method": "measured"} if letter else {}))
+
+    def with_text(self, text: str | None) -> Delivered | None:
+        """This answer with ``text`` instead, or None when that is its text already (nothing changed)."""
+        return None if text == self.text else replace(self, text=text)
+
+    def with_interval(self, interval: list[float]) -> Delivered | None:
+        """This answer moved to ``interval`` ``[start_s, end_s]`` (its text says the same), or None when that is
+        its interval already."""
+        if interval == self.interval:
+            return None
+        return replace(self, interval=interval, text=f"[{interval[0]:.1f}s, {interval[1]:.1f}s]")
 
     def shown(self) -> dict:
         """The fields that make the answer (text, letters, interval, order) that are set, for the trace."""
@@ -72,6 +91,12 @@ class RuleRun:
                               phase=phase or self.st.phase, note=note)
 
 
+RuleBody = Callable[[RuleRun, Delivered], "Delivered | None"]
+"""The one signature of a rule body: ``body(run, answer so far) -> the new answer, or None when the rule does not
+answer`` (it then changes nothing). A rule's ``early`` body is called before the first model step with
+``Delivered(None)``."""
+
+
 def _always(q) -> bool:
     return True
 
@@ -80,17 +105,17 @@ def _always(q) -> bool:
 class Rule:
     """A host rule that may change the delivered answer: its ``name`` in the ``answer_rules`` setting, its
     ``stage`` (``decide``, ``choose``, ``type`` or ``refine``: :func:`avi.agent.rules.deliver`), one line
-    ``about`` it, ``apply(run, answer) -> new answer or None`` (:class:`RuleRun`, :class:`Delivered`), the answer
-    ``kinds`` it is for (None: every type), the condition ``when(parsed question)``, and ``early(run) -> answer or
-    None``, tried before the first model step."""
+    ``about`` it, its body ``apply`` (:data:`RuleBody`), the answer ``kinds`` it is for (None: every type), the
+    condition ``when(parsed question)``, and an ``early`` body (:data:`RuleBody`) tried before the first model
+    step."""
 
     name: str
     stage: str
     about: str
-    apply: Callable
+    apply: RuleBody
     kinds: frozenset | None = None
     when: Callable = _always
-    early: Callable | None = None
+    early: RuleBody | None = None
 
     def applies(self, q) -> bool:
         """Whether the rule is for this question (its kind and condition)."""
@@ -126,12 +151,12 @@ def shot_list(ctx):
 
 
 def whole_video_counts(ctx) -> list[tuple[str, dict]]:
-    """The index's per-frame counts over the whole video (:func:`avi.agent.measured.index_counts`)."""
+    """The index's per-frame counts over the whole video (:func:`avi.agent.rules.measured.index_counts`)."""
     return index_counts(getattr(getattr(ctx, "index", None), "captions", None) or [])
 
 
 def moment_count(run: RuleRun, t_s: float, words: frozenset[str]) -> tuple[tuple | None, str]:
-    """The count at ``t_s`` (:func:`avi.agent.measured.count_at`) the agent measured, else the index's, with
+    """The count at ``t_s`` (:func:`avi.agent.rules.measured.count_at`) the agent measured, else the index's, with
     where it came from ("" or " in the index")."""
     found = count_at(run.st.perceive_data(), t_s, words)
     return (found, "") if found is not None else (count_at(whole_video_counts(run.ctx), t_s, words), " in the index")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from avi.agent.measured import Steps, the_label
+from avi.agent.rules.measured import Steps, the_label
 
 
 def measured_colour(steps: Steps, words: frozenset[str]) -> tuple[str, str, float] | None:
