@@ -13,7 +13,7 @@ from pathlib import Path
 from avi.agent.loop import Agent, AgentResult
 from avi.backends import Backends
 from avi.config import Settings
-from avi.index.build import ensure_index
+from avi.index.build import ensure_index_for
 from avi.index.store import VideoIndex
 from avi.prompts import PromptLibrary
 from avi.questions import clean_question
@@ -61,7 +61,7 @@ class PreparedVideo:
 def prepare(video: Path, settings: Settings, backends: Backends, *, rebuild_index: bool = False,
             progress: bool = True, stages: str = "all") -> PreparedVideo:
     """Probe ``video`` and build (or reuse, or resume) its index (``stages``: see
-    :func:`avi.index.build.ensure_index`; ``"search"`` leaves the LLM stages for later).
+    :func:`avi.index.build.ensure_index_for`; ``"search"`` leaves the LLM stages for later).
 
     Raises:
         InputError: unreadable or zero-length video.
@@ -71,7 +71,7 @@ def prepare(video: Path, settings: Settings, backends: Backends, *, rebuild_inde
     info = probe(video)
     if settings.llm_base_url:
         backends.llm  # noqa: B018 - fail fast on an unreachable endpoint, before any indexing
-    index = ensure_index(info, settings, backends, rebuild=rebuild_index, progress=progress, stages=stages)
+    index = ensure_index_for(info, settings, backends, rebuild=rebuild_index, progress=progress, stages=stages)
     return PreparedVideo(info=info, index=index, seconds=time.perf_counter() - t0)
 
 

@@ -27,6 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     from avi.config import Settings
     from avi.index.build import ensure_index, video_files
     from avi.memory.store import build_memory
+    from avi.video.decode import probe
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("videos", nargs="*", type=Path)
@@ -52,8 +53,8 @@ def main(argv: list[str] | None = None) -> int:
                     work = Path(tmp) / index.path.name
                     shutil.copytree(index.path, work, ignore=shutil.ignore_patterns("chroma", "memory.sqlite"))
                     t0 = time.perf_counter()
-                    info = build_memory(work, Path(m["video"]["path"]), dur, m.get("transcript") or {}, settings,
-                                        backends, people=people)
+                    info = build_memory(work, probe(Path(m["video"]["path"])), dur, m.get("transcript") or {},
+                                        settings, backends, people=people)
                     key = "people" if people else "plain"
                     out[f"{key}_s"] = time.perf_counter() - t0
                     out[f"{key}_bytes"] = info["bytes"]

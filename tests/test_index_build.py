@@ -31,7 +31,8 @@ from avi.index.build import ensure_index, find_index, index_components, index_ke
 from avi.index.person_subjects import linker_id
 from avi.index.store import SCHEMA_VERSION, VideoIndex
 from avi.index.tracks import tracker_id
-from avi.video.decode import file_sha256
+from avi.index.transcript import plan_transcript
+from avi.video.decode import file_sha256, probe
 
 AVI = str(Path(__file__).resolve().parent.parent / ".venv" / "bin" / "avi")
 KEY_RE = re.compile(r"^[0-9a-f]{16}-[0-9a-f]{12}$")
@@ -118,11 +119,12 @@ def test_layout_of_a_built_index(sign_index, sign_video, session_backends):
     assert KEY_RE.match(path.name), path.name
     assert path.name.startswith(sha[:16])
     settings = S(path.parent)
-    expected = index_key(sha, settings, index_components(sign_video, settings, session_backends))
+    expected = index_key(sha, settings, index_components(plan_transcript(sign_video, settings), settings,
+                                                         session_backends))
     assert path.name == expected
     # the transcript setup is part of the key
     off = S(path.parent, transcript="off")
-    assert expected != index_key(sha, off, index_components(sign_video, off, session_backends))
+    assert expected != index_key(sha, off, index_components(plan_transcript(sign_video, off), off, session_backends))
 
     manifest = json.loads((path / "manifest.json").read_text())
     assert manifest["complete"] is True and manifest["schema"] == SCHEMA_VERSION == 2 and manifest["key"] == path.name
@@ -220,16 +222,16 @@ def test_second_ensure_index_reuses(sign_index, sign_video, session_backends, ro
 @pytest.mark.parametrize("field, value", [("clip_seconds", 4.0), ("fps", 1.0), ("max_side", 640),
                                           ("caption_ocr_frames", 2), ("embedder", "other-embedder")])
 def test_fingerprint_fields_change_the_key(sign_video, stub_backends, root, field, value):
-    base, _, sha, _ = find_index(sign_video, S(root), stub_backends)
-    other, _, _, _ = find_index(sign_video, S(root, **{field: value}), stub_backends)
+    base, _, sha, *_ = find_index(probe(sign_video), S(root), stub_backends)
+    other, *_ = find_index(probe(sign_video), S(root, **{field: value}), stub_backends)
     assert other != base and other.parent == base.parent == root
     assert other.name[:16] == base.name[:16] == sha[:16]
 
 
 @pytest.mark.parametrize("field, value", [("top_k", 4), ("max_iterations", 3), ("llm_temperature", 0.5)])
 def test_other_settings_keep_the_key(sign_video, stub_backends, root, field, value):
-    base, _, _, _ = find_index(sign_video, S(root), stub_backends)
-    same, _, _, _ = find_index(sign_video, S(root, **{field: value}), stub_backends)
+    base, *_ = find_index(probe(sign_video), S(root), stub_backends)
+    same, *_ = find_index(probe(sign_video), S(root, **{field: value}), stub_backends)
     assert same == base
 
 
@@ -257,7 +259,7 @@ def test_failed_build_resumes_without_redoing_finished_clips(sign_video, stub_ba
 
     monkeypatch.setattr(captioner, "caption", third_fails)
     settings = S(root)
-    final, *_ = find_index(sign_video, settings, stub_backends)
+    final, *_ = find_index(probe(sign_video), settings, stub_backends)
     with pytest.raises(RuntimeError, match="third clip"):
         ensure_index(sign_video, settings, stub_backends, progress=False)
     assert captioner.calls == 2
@@ -279,7 +281,7 @@ def test_failed_build_resumes_without_redoing_finished_clips(sign_video, stub_ba
 
 def test_torn_last_line_is_cut_and_redone(sign_video, stub_backends, root):
     settings = S(root)
-    final, *_ = find_index(sign_video, settings, stub_backends)
+    final, *_ = find_index(probe(sign_video), settings, stub_backends)
     partial = root / f".{final.name}.partial"
     partial.mkdir(parents=True)
     good = Caption(0, 0.0, 5.0, "Stub caption of clip 0: kept.", PerceptionCaptioner.name,
@@ -294,7 +296,7 @@ def test_a_second_builder_is_refused(sign_video, stub_backends, root):
     import fcntl
 
     settings = S(root)
-    final, *_ = find_index(sign_video, settings, stub_backends)
+    final, *_ = find_index(probe(sign_video), settings, stub_backends)
     root.mkdir(parents=True)
     with open(root / f".{final.name}.lock", "w") as f:
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -11,7 +11,7 @@ import pytest
 from avi.config import Settings
 from avi.errors import InputError
 from avi.index.subtitles import find_sidecar, load_subtitles
-from avi.index.transcript import subtitle_file, transcript_fingerprint, uses_asr
+from avi.index.transcript import plan_transcript, subtitle_file
 
 SRT = """1
 00:00:01,500 --> 00:00:03,000
@@ -75,13 +75,14 @@ def test_source_choice(tmp_path):
     video = tmp_path / "talk.mp4"
     video.write_bytes(b"x")
     auto = Settings(transcript="auto")
-    assert uses_asr(video, auto) and subtitle_file(video, auto) is None
+    assert plan_transcript(video, auto).asr and subtitle_file(video, auto) is None
     (tmp_path / "talk.srt").write_text(SRT)
-    assert subtitle_file(video, auto).name == "talk.srt" and not uses_asr(video, auto)
-    both = Settings(transcript="both")
-    assert subtitle_file(video, both) is not None and uses_asr(video, both)
-    assert subtitle_file(video, Settings(transcript="asr")) is None
-    assert not uses_asr(video, Settings(transcript="off"))
+    plan = plan_transcript(video, auto)
+    assert plan.subtitles.name == "talk.srt" and not plan.asr
+    both = plan_transcript(video, Settings(transcript="both"))
+    assert both.subtitles is not None and both.asr
+    assert plan_transcript(video, Settings(transcript="asr")).subtitles is None
+    assert not plan_transcript(video, Settings(transcript="off")).asr
     with pytest.raises(InputError, match="no subtitle file"):
         subtitle_file(tmp_path / "silent.mp4", Settings(transcript="subtitles"))
     with pytest.raises(InputError, match="not found"):
@@ -91,11 +92,11 @@ def test_source_choice(tmp_path):
 def test_fingerprint_follows_the_subtitle_contents(tmp_path):
     video = tmp_path / "talk.mp4"
     video.write_bytes(b"x")
-    without = transcript_fingerprint(video, Settings())
+    without = plan_transcript(video, Settings()).fingerprint()
     (tmp_path / "talk.srt").write_text(SRT)
-    first = transcript_fingerprint(video, Settings())
+    first = plan_transcript(video, Settings()).fingerprint()
     (tmp_path / "talk.srt").write_text(SRT.replace("42", "43"))
-    second = transcript_fingerprint(video, Settings())
+    second = plan_transcript(video, Settings()).fingerprint()
     assert without["asr"] == "whisper-base-ct2" and without["subtitles_sha256"] is None
     assert first["asr"] is None and first["subtitles_sha256"] != second["subtitles_sha256"]
 
@@ -112,7 +113,7 @@ def test_subtitle_offset_reaches_the_transcript_and_the_index_key(tmp_path):
     """LongVideoBench's starting_timestamp_for_subtitles: cues shift by the offset, and the index key changes
     only when an offset is set (indexes built before keep their keys)."""
     from avi.config import Settings
-    from avi.index.transcript import build_transcript, transcript_fingerprint
+    from avi.index.transcript import build_transcript, plan_transcript
     from avi.jobs.spec import JobQuestion
     from avi.jobs.work import group_by_video
 
@@ -121,12 +122,12 @@ def test_subtitle_offset_reaches_the_transcript_and_the_index_key(tmp_path):
     video = tmp_path / "v.mp4"
     base = Settings(home=tmp_path, transcript="subtitles", subtitles=srt)
     shifted = base.model_copy(update={"subtitles_offset_s": 12.5})
-    plain, _ = build_transcript(video, base, None)
-    moved, _ = build_transcript(video, shifted, None)
+    plain, _ = build_transcript(plan_transcript(video, base), None)
+    moved, _ = build_transcript(plan_transcript(video, shifted), None)
     assert [(s.start_s, s.end_s) for s in plain] == [(12.5, 15.0), (20.0, 22.0)]
     assert [(s.start_s, s.end_s) for s in moved] == [(0.0, 2.5), (7.5, 9.5)]
-    assert "subtitles_offset_s" not in transcript_fingerprint(video, base)
-    assert transcript_fingerprint(video, shifted)["subtitles_offset_s"] == 12.5
+    assert "subtitles_offset_s" not in plan_transcript(video, base).fingerprint()
+    assert plan_transcript(video, shifted).fingerprint()["subtitles_offset_s"] == 12.5
 
     qs = [JobQuestion(qid=str(i), video=video, question="Q?", subtitles=srt, meta={"subtitle_offset_s": off})
           for i, off in enumerate([12.5, 12.5, 0.0])]

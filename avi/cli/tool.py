@@ -43,7 +43,7 @@ def cmd_tool(args) -> int:
         raise InputError(" ".join(problem.removeprefix("Error: ").split()))
 
     from avi.backends import Backends
-    from avi.index.build import ensure_index
+    from avi.index.build import ensure_index_for
     from avi.tools import ToolContext
     from avi.video.decode import VideoReader, probe
 
@@ -53,7 +53,7 @@ def cmd_tool(args) -> int:
         info = probe(args.video)
         # as avi-run: the LLM stages wait until a tool needs one (graph_retrieve, global_explore build theirs)
         stages = "search" if settings.index_llm_stages == "after" else "all"
-        index = ensure_index(info, settings, backends, progress=not args.quiet, stages=stages)
+        index = ensure_index_for(info, settings, backends, progress=not args.quiet, stages=stages)
         ctx = ToolContext(settings=settings, index=index, video=VideoReader(info, settings.max_side),
                           backends=backends)
         obs = tool.run(ctx, arguments)

@@ -81,7 +81,7 @@ from avi.index.store import (
 )
 from avi.index.subjects import merge_subjects
 from avi.index.tracks import build_tracks, tracker_id
-from avi.index.transcript import attach_speech, transcript_fingerprint
+from avi.index.transcript import TranscriptPlan, attach_speech, plan_transcript
 from avi.places import check_writable
 from avi.video.decode import DecodeStats, VideoInfo, VideoReader, file_sha256, probe
 
@@ -102,8 +102,9 @@ def index_key(video_sha256: str, settings: Settings, components: dict) -> str:
     return f"{video_sha256[:16]}-{fp[:12]}"
 
 
-def index_components(video: Path, settings: Settings, backends: Backends) -> dict:
-    """Models, transcript sources and prompt hashes that shape the index of ``video``."""
+def index_components(plan: TranscriptPlan, settings: Settings, backends: Backends) -> dict:
+    """Models, transcript sources (the video's :class:`~avi.index.transcript.TranscriptPlan`) and prompt hashes
+    that shape the index of the planned video."""
     prompts = {}
     for name in INDEX_PROMPTS:
         p = Path(settings.prompts_dir) / f"{name}.md"
@@ -113,29 +114,30 @@ def index_components(video: Path, settings: Settings, backends: Backends) -> dic
     return {
         "captioner": backends.captioner_id(settings),
         "embedder": backends.embedder_id(settings),
-        "transcript": transcript_fingerprint(video, settings),
+        "transcript": plan.fingerprint(),
         "llm": backends.llm_id(settings) if uses_llm else None,
         "tracker": tracker_id(linker_id(face_model_paths(settings) is not None)),
         "prompts": prompts,
     }
 
 
-def find_index(video: Path | VideoInfo, settings: Settings, backends: Backends) -> tuple[Path, VideoInfo, str, dict]:
-    """Where the index of ``video`` lives (whether or not it exists yet).
+def find_index(info: VideoInfo, settings: Settings,
+               backends: Backends) -> tuple[Path, VideoInfo, str, dict, TranscriptPlan]:
+    """Where the index of the video lives (whether or not it exists yet).
 
     Args:
-        video: the video file, or its probe (a :class:`VideoInfo`: the video is probed once per question).
+        info: the video's probe (:func:`avi.video.decode.probe`: the video is probed once per question).
 
     Returns:
-        (index directory, video info, video sha256, index components)
+        (index directory, video info, video sha256, index components, transcript plan)
 
     Raises:
         InputError: the video cannot be read.
     """
-    info = video if isinstance(video, VideoInfo) else probe(video)
     sha = file_sha256(info.path)
-    components = index_components(info.path, settings, backends)
-    return settings.indexes_dir() / index_key(sha, settings, components), info, sha, components
+    plan = plan_transcript(info.path, settings)
+    components = index_components(plan, settings, backends)
+    return settings.indexes_dir() / index_key(sha, settings, components), info, sha, components, plan
 
 
 LLM_STAGES = ("graph", "summary")
@@ -150,7 +152,18 @@ def pending_stages(settings: Settings) -> list[str]:
 
 def ensure_index(video: Path | VideoInfo, settings: Settings, backends: Backends, *, rebuild: bool = False,
                  progress: bool = True, stages: str = "all") -> VideoIndex:
-    """Open the index of ``video``, building (or resuming) it first if there is no complete one.
+    """:func:`ensure_index_for` the video file ``video`` (probed here), or its probe (not probed again).
+
+    Raises:
+        as :func:`ensure_index_for`; InputError also when the file cannot be probed.
+    """
+    info = video if isinstance(video, VideoInfo) else probe(video)
+    return ensure_index_for(info, settings, backends, rebuild=rebuild, progress=progress, stages=stages)
+
+
+def ensure_index_for(info: VideoInfo, settings: Settings, backends: Backends, *, rebuild: bool = False,
+                     progress: bool = True, stages: str = "all") -> VideoIndex:
+    """Open the index of the probed video ``info``, building (or resuming) it first if there is no complete one.
 
     A complete index is checked when it is opened (:func:`avi.index.opening.open_checked`: every stage file
     questions read passes its check of shape and types, the Chroma collections hold what the captions and the
@@ -159,7 +172,7 @@ def ensure_index(video: Path | VideoInfo, settings: Settings, backends: Backends
     passed (only the failing stages, and those built from them, are built again).
 
     Args:
-        video: path of the video file, or its probe (:class:`VideoInfo`; not probed again).
+        info: the video's probe (:func:`avi.video.decode.probe`; the video is not probed again).
         rebuild: build anew even if a complete index or a partial build exists
             (the complete one is replaced only once the new one is complete).
         progress: show progress bars on stderr.
@@ -175,7 +188,7 @@ def ensure_index(video: Path | VideoInfo, settings: Settings, backends: Backends
     """
     if stages not in ("all", "search"):
         raise ValueError(f"stages must be 'all' or 'search', not {stages!r}")
-    final, info, sha, components = find_index(video, settings, backends)
+    final, info, sha, components, plan = find_index(info, settings, backends)
     broken = None
     if not rebuild and final.is_dir():
         try:
@@ -190,7 +203,7 @@ def ensure_index(video: Path | VideoInfo, settings: Settings, backends: Backends
             if stages == "all" and index.pending:
                 return finish_index(index, settings, backends, progress=progress)
             return index
-    return build_index(info, sha, final, settings, backends, components, progress=progress, rebuild=rebuild,
+    return build_index(info, sha, final, settings, backends, components, plan, progress=progress, rebuild=rebuild,
                        broken=broken, stages=stages)
 
 
@@ -252,9 +265,9 @@ def finish_index(index: VideoIndex, settings: Settings, backends: Backends, *, p
 # ---------------------------------------------------------------- the build
 
 
-def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, backends: Backends,
-                components: dict | None = None, *, progress: bool = True, rebuild: bool = False,
-                broken: str | None = None, stages: str = "all") -> VideoIndex:
+def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, backends: Backends, components: dict,
+                plan: TranscriptPlan, *, progress: bool = True, rebuild: bool = False, broken: str | None = None,
+                stages: str = "all") -> VideoIndex:
     """Build (or resume building) the database of one video into ``final`` (see module docstring).
 
     ``stages="search"`` puts the index in place once its embeddings exist, with the LLM stages pending
@@ -275,7 +288,6 @@ def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, back
     check_writable(root, "the index", "set AVI_INDEX_ROOT or --index-root to a writable folder")
     root.mkdir(parents=True, exist_ok=True)
     key = final.name
-    components = components or index_components(info.path, settings, backends)
     work = root / f".{key}.partial"
     with build_lock(root, key):
         salvage, problems = False, None
@@ -301,7 +313,7 @@ def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, back
             reused = seed_work(work, root, key, settings.index_fingerprint_fields(), components)
         times: dict[str, float] = {}
         t0 = time.perf_counter()
-        segments, transcript_info = stage_transcript(work, info, settings, backends, progress)
+        segments, transcript_info = stage_transcript(work, info, plan, backends, progress)
         times["transcript"] = time.perf_counter() - t0
         t = time.perf_counter()
         decode = DecodeStats()
@@ -325,7 +337,7 @@ def build_index(info: VideoInfo, sha: str, final: Path, settings: Settings, back
         write_jsonl(work / "captions.jsonl", [c.to_dict() for c in captions])
         write_atomic(work / "subjects.json", json.dumps(subjects, ensure_ascii=False, indent=1))
         t = time.perf_counter()
-        memory = write_memory(work, info.path, info.duration_s, transcript_info, settings, backends,
+        memory = write_memory(work, info, transcript_info, settings, backends,
                               people=bool(getattr(settings, "memory_people", True)), progress=progress)
         times["memory"] = time.perf_counter() - t
         t = time.perf_counter()

@@ -12,6 +12,7 @@ from typing import Any
 
 from avi.index.locking import IndexBusy, build_lock, index_writable
 from avi.memory.store import MEMORY_FILE, MEMORY_VERSION, Memory, MemoryUnreadable, build_memory
+from avi.video.decode import probe
 
 
 def memory_stale(index_dir: Path, people: bool) -> str | None:
@@ -34,9 +35,10 @@ def memory_stale(index_dir: Path, people: bool) -> str | None:
         mem.close()
 
 
-def write_memory(index_dir: Path, video: Path, duration_s: float, transcript_info: dict, settings: Any,
-                 backends: Any, *, people: bool, progress: bool = False) -> dict:
-    """:func:`avi.memory.store.build_memory` as a stage of a new index's build (into its work directory).
+def write_memory(index_dir: Path, info: Any, transcript_info: dict, settings: Any, backends: Any, *, people: bool,
+                 progress: bool = False) -> dict:
+    """:func:`avi.memory.store.build_memory` as a stage of a new index's build (into its work directory), from the
+    video's probe ``info`` (:class:`avi.video.decode.VideoInfo`, probed once per build).
 
     Returns:
         build_memory's summary (rows per table, seconds, bytes, id).
@@ -49,7 +51,7 @@ def write_memory(index_dir: Path, video: Path, duration_s: float, transcript_inf
     from avi.index.chroma_io import full_disk_error
 
     try:
-        return build_memory(index_dir, video, duration_s, transcript_info, settings, backends, people=people,
+        return build_memory(index_dir, info, info.duration_s, transcript_info, settings, backends, people=people,
                             progress=progress)
     except (OSError, sqlite3.Error) as exc:
         what = f"the perception memory could not be written to {index_dir}"
@@ -84,7 +86,8 @@ def ensure_memory(index: Any, settings: Any, backends: Any, *, progress: bool = 
             if memory_stale(index.path, people) is None:
                 return Memory(index.path / MEMORY_FILE), "read (built by another question meanwhile)"
             m = index.manifest
-            build_memory(index.path, Path(m["video"]["path"]), float(m["video"]["duration_s"]),
+            video = Path(m["video"]["path"])
+            build_memory(index.path, probe(video) if video.is_file() else None, float(m["video"]["duration_s"]),
                          m.get("transcript") or {}, settings, backends, people=people, progress=progress)
     except IndexBusy as exc:
         return None, f"the perception memory is {why} and another avi process (pid {exc.pid}) holds the index"

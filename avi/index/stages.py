@@ -31,7 +31,7 @@ from avi.index.store import (
     release_chroma,
 )
 from avi.index.summary import build_summary
-from avi.index.transcript import build_transcript
+from avi.index.transcript import TranscriptPlan, build_transcript
 from avi.video.clips import Clip, segment
 from avi.video.decode import DecodeStats, Frame, VideoInfo, sample_frames
 
@@ -76,14 +76,16 @@ def _read_partial_captions(path: Path) -> dict[int, Caption]:
     return done
 
 
-def stage_transcript(work: Path, info: VideoInfo, settings: Settings, backends: Backends,
-                      progress: bool) -> tuple[list[TranscriptSegment], dict]:
+def stage_transcript(work: Path, info: VideoInfo, plan: TranscriptPlan, backends: Backends,
+                     progress: bool) -> tuple[list[TranscriptSegment], dict]:
+    """The transcript stage: ``transcript.jsonl`` and ``transcript_info.json`` in ``work`` (taken over when both
+    exist), built as ``plan`` says (:func:`avi.index.transcript.build_transcript`)."""
     seg_path, info_path = work / "transcript.jsonl", work / "transcript_info.json"
     if seg_path.exists() and info_path.exists():
         return [TranscriptSegment.from_dict(d) for d in read_jsonl(seg_path)], json.loads(info_path.read_text())
     if progress:
-        print(f"transcript of {info.path.name} ({settings.transcript})…", file=sys.stderr, flush=True)
-    segments, tinfo = build_transcript(info.path, settings, backends, duration_s=info.duration_s)
+        print(f"transcript of {info.path.name} ({plan.mode})…", file=sys.stderr, flush=True)
+    segments, tinfo = build_transcript(plan, backends, duration_s=info.duration_s)
     write_jsonl(seg_path, [s.to_dict() for s in segments])
     write_atomic(info_path, json.dumps(tinfo))
     return segments, tinfo

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from avi.backends.asr import TranscriptSegment
@@ -49,27 +50,49 @@ def subtitle_file(video: Path, settings) -> Path | None:
     return path
 
 
-def uses_asr(video: Path, settings) -> bool:
-    """Whether the transcript of ``video`` runs speech recognition."""
-    mode = settings.transcript
-    return mode in ("asr", "both") or (mode == "auto" and subtitle_file(video, settings) is None)
+@dataclass(frozen=True)
+class TranscriptPlan:
+    """Where the transcript of one video comes from, decided once per video (:func:`plan_transcript`; issue 54):
+    the ``mode`` (the ``transcript`` setting), the ``subtitles`` file (None: none) and its contents' sha256,
+    whether speech recognition runs (``asr``) with which ``asr_model`` and ``language``, and the subtitles'
+    ``offset_s`` (seconds)."""
+
+    video: Path
+    mode: str
+    subtitles: Path | None
+    asr: bool
+    asr_model: str | None = None
+    language: str | None = None
+    offset_s: float = 0.0
+    subtitles_sha256: str | None = None
+
+    def fingerprint(self) -> dict:
+        """What shapes the transcript, for the index key: mode, ASR weights, subtitle file contents (and an offset
+        only when set, so that indexes built without one keep their keys)."""
+        fp = {"mode": self.mode, "asr": self.asr_model if self.asr else None, "subtitles_sha256": self.subtitles_sha256}
+        if self.subtitles and self.offset_s:
+            fp["subtitles_offset_s"] = self.offset_s
+        return fp
 
 
-def transcript_fingerprint(video: Path, settings) -> dict:
-    """What shapes the transcript, for the index key: mode, ASR weights, subtitle file contents."""
-    subs = subtitle_file(video, settings)
-    fp = {"mode": settings.transcript,
-          "asr": settings.asr_model if uses_asr(video, settings) else None,
-          "subtitles_sha256": sha256_file(subs) if subs else None}
-    offset = float(getattr(settings, "subtitles_offset_s", 0.0) or 0.0)
-    if subs and offset:  # only when set: indexes built without an offset keep their keys
-        fp["subtitles_offset_s"] = offset
-    return fp
+def plan_transcript(video: Path, settings) -> TranscriptPlan:
+    """The :class:`TranscriptPlan` of ``video`` under ``settings``: ``auto`` uses a subtitle file if there is one,
+    else speech recognition; ``both`` the two; ``asr`` / ``subtitles`` one; ``off`` none.
+
+    Raises:
+        InputError: ``transcript = "subtitles"`` but there is no subtitle file, or a given one is missing.
+    """
+    mode, subs = settings.transcript, subtitle_file(video, settings)
+    return TranscriptPlan(Path(video), mode, subs, mode in ("asr", "both") or (mode == "auto" and subs is None),
+                          settings.asr_model, getattr(settings, "asr_language", None),
+                          float(getattr(settings, "subtitles_offset_s", 0.0) or 0.0),
+                          sha256_file(subs) if subs else None)
 
 
-def build_transcript(video: Path, settings, backends,
+def build_transcript(plan: TranscriptPlan, backends,
                      duration_s: float | None = None) -> tuple[list[TranscriptSegment], dict]:
-    """Transcript segments of ``video`` in time order, and facts for the manifest.
+    """Transcript segments of the planned video in time order (:class:`TranscriptPlan`), and facts for the
+    manifest.
 
     Every segment has finite times with ``0 <= start_s <= end_s`` (what the index check of ``transcript.jsonl``
     requires; a subtitle file with a bad cue is refused, :func:`avi.index.subtitles.load_subtitles`).
@@ -82,31 +105,30 @@ def build_transcript(video: Path, settings, backends,
             "subtitles"``) holds no cue with text.
         AviError: the audio track exists but cannot be decoded at all.
     """
-    info: dict = {"mode": settings.transcript, "sources": [], "segments": 0}
-    if settings.transcript == "off":
+    info: dict = {"mode": plan.mode, "sources": [], "segments": 0}
+    if plan.mode == "off":
         return [], info
     segments: list[TranscriptSegment] = []
-    subs = subtitle_file(video, settings)
+    subs = plan.subtitles
     if subs is not None:
-        cues = load_subtitles(subs, offset_s=float(getattr(settings, "subtitles_offset_s", 0.0) or 0.0),
-                              duration_s=duration_s)
+        cues = load_subtitles(subs, offset_s=plan.offset_s, duration_s=duration_s)
         if not cues:
-            if settings.transcript == "subtitles":
+            if plan.mode == "subtitles":
                 raise InputError(f"subtitles {subs} hold no cue with text: with --transcript subtitles the video "
                                  f"would have no transcript; give another file or --transcript auto")
             log.warning("subtitles %s hold no cue with text: they add nothing to the transcript", subs)
         segments += cues
         info["sources"].append(f"subtitles:{subs.name}")
-    if uses_asr(video, settings):
+    if plan.asr:
         t0 = time.perf_counter()
-        audio, decoder = load_audio(video)
+        audio, decoder = load_audio(plan.video)
         info["audio_decoder"] = decoder
         if audio is None:
             info["sources"].append("none (no audio track)")
         else:
             info["audio_seconds"] = round(audio.size / 16000, 2)
             asr = backends.asr
-            segments += asr.transcribe(audio, language=settings.asr_language)
+            segments += asr.transcribe(audio, language=plan.language)
             info["sources"].append(f"asr:{asr.name}")
         info["asr_seconds"] = round(time.perf_counter() - t0, 2)
     for seg in segments:  # a recogniser's times, made what the index check requires

@@ -44,9 +44,12 @@ import sqlite3
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from avi.video.decode import VideoInfo
 
 log = logging.getLogger(__name__)
 
@@ -105,26 +108,27 @@ def _speech_coverage(info: dict, segments: list[dict]) -> dict:
     return {"read": True, "sources": sources, "segments": len(segments)}
 
 
-def _shot_list(index_dir: Path, video: Path, duration_s: float, captions: list[dict]):
+def _shot_list(index_dir: Path, video: Path | None, duration_s: float, captions: list[dict]):
     """``(cuts, method)``: PySceneDetect's cuts (cached in the index's shots.json), else the captions' colour
     histogram shot changes at the sampled frames."""
     from avi.video.shots import video_shots
 
-    shots = video_shots(video, duration_s, index_dir) if video.is_file() else None
+    shots = video_shots(video, duration_s, index_dir) if video is not None and video.is_file() else None
     if shots is not None:
         return list(shots.cuts_s), shots.method
     cuts = sorted({float(t) for c in captions for t in (c.get("data") or {}).get("shot_changes_s") or []})
     return cuts, "colour histogram at the sampled frames"
 
 
-def build_memory(index_dir: Path, video: Path, duration_s: float, transcript_info: dict, settings: Any,
+def build_memory(index_dir: Path, info: VideoInfo | None, duration_s: float, transcript_info: dict, settings: Any,
                  backends: Any, *, people: bool = True, progress: bool = False) -> dict:
     """Build ``index_dir/memory.sqlite`` from the index's files and one decode of its sampled frames.
 
     Args:
         index_dir: an index directory, or a build's work directory, holding captions.jsonl, tracks.json and
             transcript.jsonl.
-        video: the video file (decoded once at the index's sampling rate).
+        info: the video's probe (:func:`avi.video.decode.probe`; decoded once at the index's sampling rate), or
+            None when the file is gone (only what the index's files hold is recorded).
         duration_s: its length in seconds.
         transcript_info: the manifest's ``transcript`` record (which sources the transcript read).
         settings: :class:`avi.config.Settings` (``fps``, ``max_side``, ``models_dir``, ``weights_lock``).
@@ -145,10 +149,10 @@ def build_memory(index_dir: Path, video: Path, duration_s: float, transcript_inf
 
     from avi.backends.shapes import CAPTION_MAX_STD, find_shapes
     from avi.video.analysis import box_colours, colour_names
-    from avi.video.decode import probe, sample_frames
+    from avi.video.decode import sample_frames
 
     t0 = time.perf_counter()
-    index_dir, video, duration = Path(index_dir), Path(video), float(duration_s)
+    index_dir, video, duration = Path(index_dir), (info.path if info is not None else None), float(duration_s)
     captions = _read_jsonl(index_dir / "captions.jsonl")
     segments = _read_jsonl(index_dir / "transcript.jsonl")
     tracks = json.loads((index_dir / "tracks.json").read_text()) if (index_dir / "tracks.json").exists() else []
@@ -197,12 +201,12 @@ def build_memory(index_dir: Path, video: Path, duration_s: float, transcript_inf
     db = sqlite3.connect(tmp)
     try:
         db.executescript(SCHEMA)
-        info = probe(video) if video.is_file() else None
         width = height = 0
         people_frames = 0
         last_people_t = -1e9
         frames_iter = sample_frames(info, fps=settings.fps, max_side=settings.max_side) if info else iter(())
-        bar = tqdm(total=len(boxes_at) or None, desc=f"memory {video.name}", unit="frame", disable=not progress,
+        bar = tqdm(total=len(boxes_at) or None, desc=f"memory {(video or index_dir).name}", unit="frame",
+                   disable=not progress,
                    file=sys.stderr, leave=False)
         seen_t: set[float] = set()
         for frame in frames_iter:

@@ -94,7 +94,12 @@ class Frame:
 
 
 def _open(path: Path) -> av.container.InputContainer:
-    path = check_input_path(path, "the video")
+    """The container of ``path``, a path :func:`probe` checked (its name is not checked again here).
+
+    Raises:
+        InputError: missing, not a file, empty, unreadable, or without a video stream.
+    """
+    path = Path(path)
     if not path.exists():
         raise InputError(f"video not found: {path}")
     if not path.is_file():
