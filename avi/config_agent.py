@@ -13,8 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-ANSWER_RULES = ("video_length", "same_person", "cuts", "colour_choice", "scale_choice", "direction", "option_scores",
-                "structured_answer", "count_at_moment", "event_interval", "shot_edges", "cannot_tell")
+ANSWER_RULES = ("video_length", "same_person", "cuts", "option_scores", "structured_answer", "count_at_moment",
+                "event_interval", "cannot_tell")
 """Every answer rule, in the order the agent applies them (:data:`avi.agent.rules.RULES` describes each)."""
 
 UNGROUNDED = ("video_length", "same_person", "option_scores", "structured_answer")
@@ -49,9 +49,9 @@ orchestrator's Review answer is delivered as it is, read for its type) and, over
 answer from the videos' durations and faces; on cpu every rule."""
 
 
-SUBSUMED = ("cuts", "count_at_moment", "direction", "event_interval", "shot_edges")
+SUBSUMED = ("cuts", "count_at_moment", "event_interval")
 """The rules whose questions the perception memory's evaluator answers (issue 53, item 5: cuts, counts at a moment,
-direction, intervals from evidence runs snapped to shot edges). They stay in the default: a question the host
+intervals from evidence runs). They stay in the default: a question the host
 answers runs no rule, and on a question it leaves to the agent the rule is what is left, so the agent route is the
 agent without the route and the route's effect is measured on the host's questions alone. A rule leaves the
 registry once the host route answers every one of its ``tune`` questions, measured with the parse's examples left

@@ -53,8 +53,8 @@ def test_every_rule_body_has_the_one_signature_and_no_rule_is_named_outside_the_
     ("default", "gpu", ("video_length", "same_person", "structured_answer")),
     ("all", "gpu", ANSWER_RULES),
     ("none", "cpu", ()),
-    ("-option_scores,-direction", "cpu", tuple(n for n in ANSWER_RULES if n not in ("option_scores", "direction"))),
-    ("cuts, direction", "gpu", ("cuts", "direction")),
+    ("-option_scores,-cuts", "cpu", tuple(n for n in ANSWER_RULES if n not in ("option_scores", "cuts"))),
+    ("cuts, count_at_moment", "gpu", ("cuts", "count_at_moment")),
     ("all,-cannot_tell", "cpu", ANSWER_RULES[:-1]),
     ("none,structured_answer", "cpu", ("structured_answer",)),
     ("-structured_answer", "gpu", ("video_length", "same_person")),
@@ -64,7 +64,7 @@ def test_answer_rules_setting(value, profile, expected):
 
 
 def test_unknown_rule_names_are_refused_with_the_valid_ones():
-    with pytest.raises(ValueError, match="unknown answer rule 'colour'.*colour_choice"):
+    with pytest.raises(ValueError, match="unknown answer rule 'colour'.*count_at_moment"):
         answer_rule_names("colour")
     with pytest.raises(InputError, match="answer_rules"):
         Settings.load(answer_rules="option_scores,bogus")
@@ -106,8 +106,8 @@ def test_config_show_lists_the_rules_on_and_off(monkeypatch, capsys):
     assert "structured_answer" in settings_from_args(args).answer_rule_names()
     assert cmd_config(args) == 0
     out = capsys.readouterr().out
-    assert "[ ] option_scores (choose)" in out and "[x] colour_choice (decide)" in out
-    assert "[x] direction (decide)" in out  # kept with the memory route too
+    assert "[ ] option_scores (choose)" in out and "[x] count_at_moment (refine)" in out
+    assert "[x] cuts (decide)" in out  # kept with the memory route too
 
 
 def test_the_memory_route_keeps_the_rules_whose_questions_it_answers():
@@ -127,9 +127,6 @@ def test_the_question_is_parsed_once_into_one_record():
     assert "people" in q.words and q.search_query == "Around 0:44, how many people can be seen"
     q = parse_question("Is the line 'About 100 metres tall' on screen after the first goal?")
     assert q.opens_with_verb and q.ordinals == (("after the first goal", "first", "goal", "after"),)
-    q = parse_question("Which shot comes next? A. a close-up of the man B. a wide view of the street")
-    assert q.scale_options == {"A": "close-up", "B": "wide"}
-    assert parse_question("Does the red square move to the left or to the right?").asks_direction
     assert parse_question("What colour is the box? A. green B. dark red").colour_options == {"A": {"green"}, "B": {"red"}}
     assert parse_question("How many cuts are there?", answer_kind="text").cut == "count"
     assert parse_question("What is said?", answer_kind="interval").kind == "interval"

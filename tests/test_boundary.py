@@ -18,7 +18,7 @@ from synth import make_video, many_cuts_spec, news_video_cuts, news_video_spec, 
 from avi.backends.clip_scorer import FrameTextScorer
 from avi.config import Settings
 from avi.errors import AviError
-from avi.tools.base import QuestionScope, ToolContext
+from avi.tools.base import ToolContext
 from avi.tools.boundary import (
     boundary_detect,
     half_range_threshold,
@@ -400,25 +400,3 @@ def test_shot_scale_from_the_tallest_face_and_person():
     assert shot_scale([det("car", 400)], 480) == ""
 
 
-def test_shot_scale_option_measured_on_real_footage(session_backends):
-    """Megamind.avi, bench/REAL.md: the last three seconds are the close-up of the man (8.38-11.26 s). The
-    option naming a close-up is the one the measured shot scale supports; the wide view is not."""
-    from rule_helpers import rule_run, state
-
-    from avi.agent.rules.base import Delivered
-    from avi.agent.rules.decide import scale_choice
-    from avi.trace import Trace
-
-    path = sample_video("vtest.avi").with_name("Megamind.avi")
-    ctx = ToolContext(settings=Settings(frame_budget=0), index=SimpleNamespace(captions=[], path=None),
-                      video=VideoReader(probe(path)), backends=session_backends, scope=QuestionScope(((8.3, 11.3),)))
-    st = state("What is shown? A. the woman in the purple dress B. a wide view of the whole restaurant "
-               "C. a black screen D. a close-up of the man with glasses")
-    trace = Trace(question="q", video=str(path))
-    got = scale_choice(rule_run(st, ctx, trace=trace), Delivered(None))
-    assert (got.text, got.choice, got.method) == ("D. a close-up of the man with glasses", "D", "measured"), \
-        trace.steps
-    assert "close-up" in trace.steps[-1].notes[0]
-    ctx.scope = QuestionScope(((0.0, 4.0),))  # the first shot: the woman, medium, not a close-up or a wide view
-    got = scale_choice(rule_run(st, ctx), Delivered(None))
-    assert got is None or got.choice == "B"

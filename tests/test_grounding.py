@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 from rule_helpers import rule_run, state, words
 
@@ -19,13 +18,11 @@ from avi.agent.question import (
     parse_question,
     question_stem,
 )
-from avi.agent.rules import looks, measured, texts
+from avi.agent.rules import measured, texts
 from avi.agent.rules.choice import choice_by_text, permutation_scores
 from avi.agent.rules.measured import count_at, usual_count
-from avi.backends import box_words
 from avi.backends.llm import ChatResult
 from avi.prompts import PromptLibrary
-from avi.video import analysis
 from avi.video.timecode import question_ranges
 
 REPO = Path(__file__).resolve().parent.parent
@@ -307,19 +304,6 @@ def test_cut_answers():
     assert _cut_answer("any", [3.0], "Any cut? A. Yes B. No") == ("A. Yes", "A")
 
 
-def test_snap_to_shots():
-    shots = [(0.0, 4.13), (4.13, 6.46), (6.46, 8.38), (8.38, 11.26)]
-    # a shot question: the shots the answer covers for at least half their length
-    assert measured.snap_to_shots([8.0, 11.0], shots, whole_shots=True) == [8.38, 11.26]
-    assert measured.snap_to_shots([5.0, 9.0], shots, whole_shots=True) == [4.13, 8.38]
-    # covering no shot by half: the shot holding the middle
-    assert measured.snap_to_shots([7.0, 7.5], shots, whole_shots=True) == [6.46, 8.38]
-    # other events: ends move onto an edge within a second (and a quarter of the length)
-    assert measured.snap_to_shots([4.5, 8.0], shots, whole_shots=False) == [4.13, 8.38]
-    assert measured.snap_to_shots([5.5, 6.0], shots, whole_shots=False) == [5.5, 6.0]
-    assert measured.snap_to_shots([1.0, 3.0], [], whole_shots=True) == [1.0, 3.0]
-
-
 def test_about_shot():
     assert questions.about_shot("During which time span is the close-up of the man shown?")
     assert questions.about_shot("When is the shot of the cyclist on screen?")
@@ -335,19 +319,7 @@ def test_colour_questions():
     assert not questions.asks_colour("What is the man holding?")
 
 
-def test_measured_colour_is_the_best_box_of_the_named_label():
-    def od(label, boxes, t=44.0):
-        return ("object_detect", {"summary": {label: {"colours_at": {"t_s": t, "boxes": boxes}}}})
-
-    steps = [od("person", [{"score": 0.8, "colours": ["black"]}]),
-             od("tie", [{"score": 0.37, "colours": ["red", "black"]}, {"score": 0.2, "colours": ["blue"]}], 2.0)]
-    assert looks.measured_colour(steps, words("What colour is the man's bow tie?")) == ("tie", "red", 2.0)
-    assert looks.measured_colour(steps, words("What colour is it?")) is None  # two labels, none named
-    assert looks.measured_colour(steps[:1], words("What colour is the coat?")) == ("person", "black", 44.0)
-    assert looks.measured_colour([], words("What colour is the van?")) is None
-
-
-def test_colour_options_and_the_option_the_measured_colours_support():
+def test_colour_options():
     q = "What colour is the box? A. yellow-orange B. blue C. dark red D. green"
     opts = {"A": "yellow-orange", "B": "blue", "C": "dark red", "D": "green"}
     named = questions.colour_options(q, opts)
@@ -356,40 +328,6 @@ def test_colour_options_and_the_option_the_measured_colours_support():
     assert questions.colour_options("How is the cup held? A) upright B) red", {"A": "upright", "B": "red"}) is None
     assert questions.colour_options(q, {"A": "upright", "B": "blue"}) is None  # an option names no colour
     assert questions.colours_named("dark grey or navy") == {"gray", "blue"}
-    # the box.mp4 frames: gray, black and orange; only option A names a colour that is there
-    shares = {"gray": 0.53, "orange": 0.18, "black": 0.17}
-    letter, why = looks.colour_choice(named, shares)
-    assert letter == "A" and "orange 18%" in why
-    # two options about as well supported: no measured answer (the option scores decide)
-    assert looks.colour_choice(named, {"orange": 0.2, "blue": 0.18}) is None
-    assert looks.colour_choice(named, {"gray": 0.9, "blue": 0.01}) is None  # below the least share
-    # the thing's own box decides when exactly one option names its colour
-    assert looks.colour_choice(named, {"orange": 0.5}, box_colour="green")[0] == "D"
-    assert looks.colour_choice(named, {"orange": 0.5}, box_colour="pink")[0] == "A"
-
-
-def test_frame_colour_shares_are_mean_shares_over_frames():
-    blue = np.zeros((40, 40, 3), np.uint8)
-    blue[:, :, 2] = 200
-    half = blue.copy()
-    half[:, :20] = (220, 30, 30)
-    shares = analysis.frame_colour_shares([blue, half])
-    assert shares["blue"] == pytest.approx(0.75, abs=0.02) and shares["red"] == pytest.approx(0.25, abs=0.02)
-    assert list(shares)[0] == "blue" and analysis.frame_colour_shares([]) == {}
-
-
-def test_scale_options_and_the_option_the_measured_shot_kinds_support():
-    opts = {"A": "the woman in the purple dress", "B": "a wide view of the whole restaurant", "C": "a black screen",
-            "D": "a close-up of the man with glasses"}
-    kinds = questions.scale_options(opts)
-    assert kinds == {"B": "wide", "C": "black", "D": "close-up"}
-    assert questions.scale_options({"A": "a cat", "B": "a dog"}) is None
-    assert box_words.scale_kind("close-up (a face fills most of the frame)", 0.1) == "close-up"
-    assert box_words.scale_kind("", 0.95) == "black" and box_words.scale_kind("", 0.2) == ""
-    assert looks.scale_choice(kinds, ["close-up", "close-up", "medium"]) == ("D", "close-up")
-    assert looks.scale_choice(kinds, ["medium", "medium"]) is None  # no option names a medium shot
-    assert looks.scale_choice(kinds, ["close-up", "", "", "wide"]) is None  # no kind in half the frames
-    assert looks.scale_choice(kinds, []) is None
 
 
 @pytest.mark.parametrize("question, expected", [
@@ -413,25 +351,6 @@ def test_the_largest_count_is_the_largest_count_seen_in_more_than_one_frame():
     assert _count(q, steps, "2", trace) == "5"
     assert "largest count" in trace.steps[-1].notes[0]
     assert _count(q, steps, "**5**") == "**5**"
-
-
-def test_sideways_motion_follows_one_box():
-    from avi.agent.question import asks_direction
-    from avi.agent.rules.looks import sideways_motion
-
-    def det(t, x, label="red square"):
-        return {"label": label, "box": [x, 290, x + 50, 340], "t_s": t, "score": 0.9, "frame_size": [640, 360]}
-
-    steps = [("object_detect", {"detections": [det(t, 20 + 8 * t) for t in range(0, 60, 5)]
-                                + [det(t, 600, "white circle") for t in range(0, 60, 5)]})]
-    assert asks_direction("Does the small red square move to the left or to the right?")
-    assert not asks_direction("Is the man on the left?")
-    way, why = sideways_motion(steps, words("Does the small red square move to the left or to the right?"))
-    assert way == "right" and "440 px" in why
-    still = [("object_detect", {"detections": [det(t, 300) for t in range(0, 20, 5)]})]
-    assert sideways_motion(still, words("Which way does the red square move?")) is None
-    left = [("object_detect", {"detections": [det(t, 500 - 15 * t) for t in (0, 1, 2, 3)]})]
-    assert sideways_motion(left, words("Which direction is the red square moving?"))[0] == "left"
 
 
 def test_yes_no_questions_after_a_leading_phrase_and_alternatives():

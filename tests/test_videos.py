@@ -215,7 +215,7 @@ def test_agent_order_answer_and_unreadable_answer(two, settings):
 def test_questions_about_the_videos_lengths_are_answered_from_their_durations(two, settings):
     """cross-order-length (bench/questions_multi): the 1.5B model ordered three lengths wrongly; the host knows
     them (sign video 20 s, lobby video 15 s) and answers before any model step."""
-    from avi.videos.kinds import by_length
+    from avi.agent.rules.videos import by_length
 
     ctx, names = two
     agent, llm, names = _agent(two, settings, [], structured=True)

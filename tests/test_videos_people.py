@@ -80,7 +80,7 @@ def test_json_output_over_several_videos_lists_the_shared_people():
 
 
 def test_which_videos_show_the_same_person_is_answered_from_one_shared_face():
-    from avi.videos.people import same_person_videos
+    from avi.agent.rules.videos import same_person_videos
 
     a = index({"P1": [unit(1)]}, {"P1": (0.0, 4.0)})
     b = index({"P3": [unit(0, 1)]}, {"P3": (0.0, 2.0)})

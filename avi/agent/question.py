@@ -134,34 +134,6 @@ def colour_options(question: str, options: dict[str, str]) -> dict[str, set[str]
     named = {k: colours_named(v) for k, v in options.items()}
     return named if all(named.values()) else None
 
-_SCALE_WORDS = (("close-up", re.compile(r"\bclose[-\s]?ups?\b|\bextreme\s+close\b", re.I)),
-                ("wide", re.compile(r"\bwide(?:[-\s]angle)?\s+(?:view|shot)\b|\bestablishing\s+shot\b|\blong\s+shot\b",
-                                    re.I)),
-                ("medium", re.compile(r"\bmedium(?:[-\s]close)?\s+shot\b", re.I)),
-                ("black", re.compile(r"\b(?:black|blank|empty|dark)\s+screen\b|\bfade\s+to\s+black\b", re.I)))
-
-
-def scale_options(options: dict[str, str]) -> dict[str, str] | None:
-    """Each option naming exactly one shot scale or a black screen, with its kind (``close-up``, ``wide``,
-    ``medium``, ``black``); None when no option names one."""
-    kinds = {}
-    for k, text in options.items():
-        hit = [kind for kind, rx in _SCALE_WORDS if rx.search(text or "")]
-        if len(hit) == 1:
-            kinds[k] = hit[0]
-    return kinds or None
-
-
-def asks_direction(question: str) -> bool:
-    """Whether a question asks which way something moves sideways ("to the left or to the right?")."""
-    return bool(re.search(r"\b(?:to\s+the\s+)?(?:left|right)\b\s+or\s+(?:to\s+the\s+)?(?:left|right)\b|"
-                          r"\bwhich\s+(?:way|direction)\b", question or "", re.I))
-
-
-def options_naming(options: dict[str, str], word: str, plural: bool = False) -> list[str]:
-    """The letters of the options that hold ``word`` (with ``plural``, or its plural in -s) as a whole word."""
-    return [k for k, v in options.items() if re.search(rf"\b{re.escape(word)}{'s?' if plural else ''}\b", v, re.I)]
-
 
 _WRITTEN = re.compile(r"\b(?:signs?|signboards?|captions?|titles?|banners?|logos?|writing|text|words|posters?|"
                       r"billboards?|placards?|subtitles?|headlines?)\b", re.I)
@@ -303,7 +275,6 @@ class ParsedQuestion:
     asks_for_text: bool = False
     about_text: bool = False
     colour_options: dict | None = None
-    asks_direction: bool = False
     asks_count: bool = False
     asks_most: bool = False
     cut: str | None = None
@@ -314,7 +285,6 @@ class ParsedQuestion:
     option_numbers: dict = field(default_factory=dict)
     option_yes_no: dict = field(default_factory=dict)
     option_things: dict = field(default_factory=dict)
-    scale_options: dict | None = None
     written_options: frozenset = frozenset()
 
 
@@ -339,7 +309,7 @@ def parse_question(text: str, duration_s: float | None = None, answer_kind: str 
         mentions_time=mentions_time(text), about_words=about_words(text), about_speech=about_speech(text),
         asks_for_text=asks_for_text(text), about_text=about_text(text) or bool(written),
         colour_options=colour_options(text, options),
-        asks_direction=asks_direction(text), asks_count=asks_count(text),
+        asks_count=asks_count(text),
         asks_most=asks_most(text),
         cut=cut_question(text), about_shot=about_shot(text),
         whole_video=whole_video_question(text), search_query=search_query(text),
@@ -347,4 +317,4 @@ def parse_question(text: str, duration_s: float | None = None, answer_kind: str 
         option_numbers={k: option_count(v) for k, v in options.items()},
         option_yes_no={k: m.group(1).lower() if m else None for k, m in zip(options, yes_no)},
         option_things={k: re.sub(r"^(?:an?|the)\s+", "", v.strip().lower()).rstrip(".") for k, v in options.items()},
-        scale_options=scale_options(options), written_options=written)
+        written_options=written)

@@ -63,9 +63,3 @@ def shot_scale(detections, frame_height: int) -> str:
     return ""
 
 
-def scale_kind(scale: str, black_share: float) -> str:
-    """The kind of one frame: ``black`` when at least 90 % of its pixels are black, else the first word of its
-    :func:`shot_scale` (``close-up``, ``medium``, ``wide``; empty without people)."""
-    if black_share >= 0.9:
-        return "black"
-    return scale.split(" ")[0] if scale else ""

@@ -80,15 +80,6 @@ def colour_names(image: np.ndarray, top: int = 3, min_share: float = 0.08) -> li
     return pixel_colour_names(_small(image), top=top, min_share=min_share)
 
 
-def frame_colour_shares(images: list, top: int = 4, min_share: float = 0.03) -> dict[str, float]:
-    """The mean share (0-1) of each measured colour name over frames (:func:`colour_names`
-    on each RGB uint8 ``(H, W, 3)`` image, its ``top`` names of at least ``min_share`` of the pixels)."""
-    totals: dict[str, float] = {}
-    for image in images:
-        for name, share in colour_names(image, top=top, min_share=min_share):
-            totals[name] = totals.get(name, 0.0) + share
-    return {k: v / len(images) for k, v in sorted(totals.items(), key=lambda kv: -kv[1])} if images else {}
-
 def box_colours(image: np.ndarray, box, min_share: float = 0.2, top: int = 2) -> list[str]:
     """The dominant colour names (:func:`colour_names`) of the middle of a pixel xyxy box: the box shrunk by a
     fifth of its size on every side, so the background around an object weighs little.

@@ -20,7 +20,6 @@ indexes: such a copy is not linked. Faces that blur and blocking have destroyed 
 
 from __future__ import annotations
 
-import re
 from typing import Mapping
 
 import networkx as nx
@@ -90,27 +89,3 @@ def shared_people_lines(people: list[dict], limit: int = 6, spans: int = 4) -> l
                          for m in p["people"])
         lines.append(f"- the same person (the face matches) in {seen}")
     return lines
-
-
-_SAME_PERSON = re.compile(r"\bsame\s+(?:person|man|woman|boy|girl|child|guy|lady|individual|people)\b", re.I)
-
-
-def same_person_videos(kind: str, question: str, people: list[dict], names: list[str]) -> list[str] | None:
-    """"Which of the videos show the same man?" answered from the faces matched across the videos: the videos of
-    the one person :func:`shared_people` found, in the question's order.
-
-    Args:
-        kind: the question's :func:`avi.videos.kinds.video_kind` (only ``videos`` is answered).
-        question: the question text; it must ask about the same person (man, woman, ...).
-        people: :func:`shared_people` of the question's videos.
-        names: the question's video names, in order.
-
-    Returns:
-        the names, or None when the question is not of that form or the faces do not settle it: no person or
-        more than one person is shared (which one the question means is then the model's to find). No face link is
-        never read as "not the same person": faces fail on degraded footage (module docstring).
-    """
-    if kind != "videos" or not _SAME_PERSON.search(question or "") or len(people) != 1:
-        return None
-    shown = {m["video"] for m in people[0]["people"]}
-    return [n for n in names if n in shown]

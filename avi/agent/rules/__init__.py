@@ -3,15 +3,15 @@
 the one order :func:`answer_early` and :func:`deliver` apply them to the model's answer read for its type:
 
 1. ``decide``: measured answers, the first that answers wins and nothing refines it (video_length, same_person,
-   cuts, colour_choice, scale_choice, direction; the first three also before the first model step);
+   cuts, all three also before the first model step);
 2. ``choose``: option_scores, and 3. ``type``: structured_answer, each when nothing above decided;
 4. ``refine``: each may rewrite the answer so far unless a measured answer decided (count_at_moment,
-   event_interval, shot_edges, cannot_tell).
+   event_interval, cannot_tell).
 
 The rule bodies: :mod:`~avi.agent.rules.videos` (over several videos), :mod:`~avi.agent.rules.decide`,
 :mod:`~avi.agent.rules.choice`, :mod:`~avi.agent.rules.typed`, :mod:`~avi.agent.rules.texts`,
-:mod:`~avi.agent.rules.intervals`; what they measure with: :mod:`~avi.agent.rules.measured`,
-:mod:`~avi.agent.rules.looks`. Each rule's ablation line: bench/README.md "Answer rules, ablated".
+:mod:`~avi.agent.rules.intervals`; what they measure with: :mod:`~avi.agent.rules.measured`. Each rule's
+ablation line on ``tune``: bench/README.md "Answer rules, ablated on tune".
 
 The ``answer_rules`` setting selects them (:func:`avi.config_agent.answer_rule_names`; ``grounded_answers =
 false``, which the agent over several videos sets, keeps :data:`avi.config_agent.UNGROUNDED` only); the regex
@@ -39,12 +39,6 @@ RULES: tuple[Rule, ...] = (
     Rule("cuts", "decide", "a question about the cuts (how many, any, one continuous shot) answered from the cut "
          "list, before any model step when it can", decide.cuts, frozenset({"choice", "text", "number"}),
          lambda q: q.cut is not None, early=decide.cuts_early),
-    Rule("colour_choice", "decide", "colour options: the option with the colour measured on the thing's box or "
-         "the frames", decide.colour_choice, _CHOICE, lambda q: bool(q.options) and q.colour_options is not None),
-    Rule("scale_choice", "decide", "options naming a shot scale or a black screen: the one the shots' frames show",
-         decide.scale_choice, _CHOICE, lambda q: bool(q.options) and q.scale_options is not None),
-    Rule("direction", "decide", "'left or right': the way the thing's boxes moved", decide.direction, None,
-         lambda q: q.asks_direction),
     Rule("option_scores", "choose", "the letter from option scores averaged over cyclic permutations "
          "(choice_scoring)", choice.option_scores, _CHOICE, lambda q: bool(q.options)),
     Rule("structured_answer", "type", "a typed answer (letter, letters, interval, order) from one "
@@ -53,8 +47,6 @@ RULES: tuple[Rule, ...] = (
          texts.count_at_moment, frozenset({"number", "text"}), lambda q: q.asks_count),
     Rule("event_interval", "refine", "an interval widened to the whole evidence run, followed past the frames seen",
          intervals.event_interval, frozenset({"interval"})),
-    Rule("shot_edges", "refine", "an interval moved onto the shot edges (whole shots for a shot question)",
-         intervals.shot_edges, frozenset({"interval"})),
     Rule("cannot_tell", "refine", "a question about what the detector has no class for: 'Cannot tell on this "
          "profile', the model's answer kept as a marked guess", texts.cannot_tell, None, lambda q: not q.about_words),
 )

@@ -10,9 +10,7 @@ from typing import TYPE_CHECKING
 
 from avi.agent.question import normalise
 from avi.agent.rules.measured import count_at, index_counts
-from avi.tools.base import sample_times
 from avi.trace import host_tool_call
-from avi.video.analysis import frame_colour_shares
 from avi.video.spans import merge_spans
 from avi.video.timecode import fmt_range
 
@@ -138,13 +136,6 @@ def named_ranges(ctx) -> list[list[float]]:
     return merge_spans([list(r) for r in ctx.scope.focus_ranges]) or [[0.0, ctx.duration_s]]
 
 
-def asked_ranges(ctx, st, *, looked: bool) -> list[list[float]]:
-    """The ranges a question is about, merged: its time words, else the evidence, else (with ``looked``) the
-    frames looked at, else the whole video."""
-    return (merge_spans([list(r) for r in ctx.scope.focus_ranges]) or merge_spans([list(e) for e in st.evidence])
-            or (merge_spans(st.looked) if looked else []) or [[0.0, ctx.duration_s]])
-
-
 def shot_list(ctx):
     """The video's shot list (:class:`avi.video.shots.ShotList`), or None when none can be made."""
     return ctx.shot_list() if hasattr(ctx, "shot_list") else None
@@ -161,18 +152,6 @@ def moment_count(run: RuleRun, t_s: float, words: frozenset[str]) -> tuple[tuple
     found = count_at(run.st.perceive_data(), t_s, words)
     return (found, "") if found is not None else (count_at(whole_video_counts(run.ctx), t_s, words), " in the index")
 
-
-def range_colours(run: RuleRun, ranges: list[list[float]] | None = None,
-                  max_frames: int = 8) -> tuple[dict[str, float], list[list[float]]]:
-    """Mean colour shares (:func:`avi.video.analysis.frame_colour_shares`) of up to ``max_frames`` frames over
-    ``ranges`` (default: :func:`asked_ranges` with what was looked at); host measurements, outside the frame
-    budget. Returns ``(shares, ranges)``."""
-    ranges = ranges or asked_ranges(run.ctx, run.st, looked=True)
-    try:
-        frames = run.ctx.video.frames_at(sample_times(ranges, run.settings.fps, max_frames))
-    except Exception:  # noqa: BLE001 - an undecodable range measures nothing; the model's answer stands
-        return {}, ranges
-    return frame_colour_shares([f.image for f in frames]), ranges
 
 def texts_about_question(st) -> list[dict]:
     """The text runs text_extract found (``{text, first_s, last_s}``) sharing a word of four letters or more with

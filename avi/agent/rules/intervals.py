@@ -1,5 +1,5 @@
 """Answer rules for interval answers (issue 14): the whole evidence run an answer points at
-(followed past the frames looked at), and the shot edges. Times are seconds; intervals ``[start_s, end_s]``. Each
+(followed past the frames looked at). Times are seconds; intervals ``[start_s, end_s]``. Each
 body has the rules' one signature (:data:`avi.agent.rules.base.RuleBody`): the answer moved, or None.
 """
 
@@ -8,7 +8,6 @@ from __future__ import annotations
 from avi.agent.grounding import evidence_span
 from avi.agent.question import normalise
 from avi.agent.rules.base import Delivered, RuleRun, shot_list, texts_about_question
-from avi.agent.rules.measured import snap_to_shots
 from avi.video.spans import merge_spans
 from avi.video.timecode import fmt_range
 
@@ -26,7 +25,8 @@ def shot_question(r: RuleRun) -> bool:
 
 def event_interval(r: RuleRun, ans: Delivered) -> Delivered | None:
     """The ``event_interval`` rule: the answer's interval moved to its evidence run (:func:`evidence_run`); none
-    for a question about when a shot is on screen (:func:`shot_question`: the shot edges answer it)."""
+    for a question about when a shot is on screen (:func:`shot_question`: its evidence is the shot, not a run of
+    detections; the model's interval stands)."""
     if not ans.interval or shot_question(r):
         return None
     return ans.with_interval(evidence_run(r, ans.interval))
@@ -95,21 +95,3 @@ def follow_event(r: RuleRun, span: list[float], keys: set[str] | None = None, ma
     return [s, e]
 
 
-def shot_edges(r: RuleRun, ans: Delivered) -> Delivered | None:
-    """The ``shot_edges`` rule: the answer's interval moved onto the shot edges (:func:`snapped`)."""
-    return ans.with_interval(snapped(r, ans.interval)) if ans.interval else None
-
-
-def snapped(r: RuleRun, interval: list[float]) -> list[float]:
-    """An interval answer moved onto the video's shot edges (:func:`snap_to_shots`): whole shots when the question
-    asks when a shot is on screen, else ends within a second of a cut move onto it."""
-    shots = shot_list(r.ctx)
-    if shots is None or not shots.cuts_s:
-        return interval
-    whole = r.q.about_shot
-    out = [round(x, 2) for x in snap_to_shots(interval, shots.shots(), whole_shots=whole)]
-    if out == [round(x, 2) for x in interval]:
-        return interval
-    r.note(f"interval {fmt_range(*interval)} moved onto shot edges ({shots.method}"
-           + (", whole shots" if whole else "") + f"): {fmt_range(*out)}")
-    return out

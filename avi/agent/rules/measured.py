@@ -1,12 +1,10 @@
 """Answers read from measurements (issue 14): counts at a moment, the usual and the largest count, the span of a
-count, count comparisons, the cut list's answer, intervals on shot edges. Each function takes what the question
+count, count comparisons, the cut list's answer. Each function takes what the question
 asks (fields of :class:`avi.agent.question.ParsedQuestion`, e.g. its word set) and what was measured, and returns
 the measured answer or None. Times are seconds.
 """
 
 from __future__ import annotations
-
-from avi.video.spans import span_overlap
 
 Steps = list[tuple[str, dict]]  # (tool, observation data); object_detect's summary[label]["per_frame"]: [[t_s, n]]
 
@@ -137,26 +135,3 @@ def cut_answer(kind: str, cuts_s: list[float], options: dict[str, str], option_n
     return (f"{hits[0]}. {options[hits[0]]}", hits[0]) if len(hits) == 1 else None
 
 
-def snap_to_shots(interval: list[float], shots: list[tuple[float, float]], *, whole_shots: bool,
-                  tolerance_s: float = 1.0) -> list[float]:
-    """An interval answer moved onto the shot edges (``shots``: ``(start_s, end_s)``): with ``whole_shots`` the
-    run of shots it covers for at least half their length (else the shot holding its middle); otherwise each end
-    moves to an edge within ``tolerance_s`` and a quarter of its length (an event starts and ends with its shot)."""
-    a, b = sorted(float(x) for x in interval)
-    if not shots:
-        return [a, b]
-    if whole_shots:
-        covered = [(s, e) for s, e in shots if e > s and span_overlap([a, b], [s, e]) >= 0.5 * (e - s)]
-        if not covered:
-            mid = (a + b) / 2
-            covered = [next(((s, e) for s, e in shots if s <= mid < e), shots[-1])]
-        return [covered[0][0], covered[-1][1]]
-    edges = sorted({float(x) for s, e in shots for x in (s, e)})
-    tol = min(tolerance_s, 0.25 * max(b - a, 0.0))
-
-    def nearest(t: float) -> float:
-        best = min(edges, key=lambda x: abs(x - t))
-        return best if abs(best - t) <= tol else t
-
-    s, e = nearest(a), nearest(b)
-    return [s, e] if e > s else [a, b]

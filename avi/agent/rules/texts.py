@@ -1,6 +1,6 @@
 """Answer rules that refine a text or number answer (issue 14): the count at the moment asked about, and "cannot
-tell". Each takes a :class:`~avi.agent.rules.base.RuleRun` and the answer text, and returns the
-text to deliver, noting in the trace why it replaced the model's."""
+tell". Each body has the rules' one signature (:data:`avi.agent.rules.base.RuleBody`): it returns the answer with
+the text to deliver, noting in the trace why it replaced the model's, or None when it keeps the answer."""
 
 from __future__ import annotations
 
