@@ -13,11 +13,11 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-ANSWER_RULES = ("video_length", "same_person", "cuts", "option_scores", "structured_answer", "count_at_moment",
+ANSWER_RULES = ("video_length", "cuts", "option_scores", "structured_answer", "count_at_moment",
                 "event_interval", "cannot_tell")
 """Every answer rule, in the order the agent applies them (:data:`avi.agent.rules.RULES` describes each)."""
 
-UNGROUNDED = ("video_length", "same_person", "option_scores", "structured_answer")
+UNGROUNDED = ("video_length", "option_scores", "structured_answer")
 """The rules that stay when ``grounded_answers`` is false (the agent over several videos sets it: the others read
 one video's frames)."""
 
@@ -43,10 +43,10 @@ def paper_agent_overrides() -> dict[str, object]:
     return {name: off for name, (off, _) in HOST_STEPS.items()}
 
 
-DEFAULT_RULES = {"cpu": ANSWER_RULES, "gpu": ("video_length", "same_person", "structured_answer")}
+DEFAULT_RULES = {"cpu": ANSWER_RULES, "gpu": ("video_length", "structured_answer")}
 """The rules each profile runs by default: on gpu those that type and parse the answer (the Qwen3-32B
-orchestrator's Review answer is delivered as it is, read for its type) and, over several videos, the two that
-answer from the videos' durations and faces; on cpu every rule."""
+orchestrator's Review answer is delivered as it is, read for its type) and, over several videos, the one that
+answers from the videos' durations; on cpu every rule."""
 
 
 SUBSUMED = ("cuts", "count_at_moment", "event_interval")
@@ -88,7 +88,7 @@ class AgentSettings(BaseModel):
     max_iterations: int = Field(default=10, ge=1, le=1000, description="agent iterations before a forced answer")
     max_retries: int = Field(default=2, ge=0, le=20, description="malformed tool calls re-asked per iteration")
     answer_rules: str = Field(default="default", description="host rules that may change the delivered answer "
-                              "(avi/agent/rules): default (cpu: all; gpu: video_length, same_person, "
+                              "(avi/agent/rules): default (cpu: all; gpu: video_length, "
                               "structured_answer), all, none, or names separated by commas, -name removing one from "
                               "the default; see avi config show")
     structured_answer: bool = Field(default=True, description="deliver choice / multi-select / interval / order "

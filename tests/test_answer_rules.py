@@ -23,7 +23,7 @@ def test_the_registry_holds_every_rule_once_in_the_declared_order():
     assert tuple(r.name for r in RULES) == ANSWER_RULES
     stages = [r.stage for r in RULES]
     assert stages == sorted(stages, key=["decide", "choose", "type", "refine"].index)
-    assert [r.name for r in RULES if r.early] == ["video_length", "same_person", "cuts"]
+    assert [r.name for r in RULES if r.early] == ["video_length", "cuts"]
     assert all(r.about for r in RULES)
 
 
@@ -50,14 +50,14 @@ def test_every_rule_body_has_the_one_signature_and_no_rule_is_named_outside_the_
 
 @pytest.mark.parametrize("value, profile, expected", [
     ("default", "cpu", ANSWER_RULES),
-    ("default", "gpu", ("video_length", "same_person", "structured_answer")),
+    ("default", "gpu", ("video_length", "structured_answer")),
     ("all", "gpu", ANSWER_RULES),
     ("none", "cpu", ()),
     ("-option_scores,-cuts", "cpu", tuple(n for n in ANSWER_RULES if n not in ("option_scores", "cuts"))),
     ("cuts, count_at_moment", "gpu", ("cuts", "count_at_moment")),
     ("all,-cannot_tell", "cpu", ANSWER_RULES[:-1]),
     ("none,structured_answer", "cpu", ("structured_answer",)),
-    ("-structured_answer", "gpu", ("video_length", "same_person")),
+    ("-structured_answer", "gpu", ("video_length",)),
 ])
 def test_answer_rules_setting(value, profile, expected):
     assert answer_rule_names(value, profile) == expected
@@ -76,7 +76,7 @@ def test_profiles_and_grounded_answers_select_the_rules():
     assert [r.name for r in select_rules(Settings(profile="cpu", memory_route=True))] == list(ANSWER_RULES)
     assert [r.name for r in select_rules(Settings(profile="gpu"))] == list(DEFAULT_RULES["gpu"])
     assert [r.name for r in select_rules(Settings(profile="cpu", grounded_answers=False))] == \
-        ["video_length", "same_person", "option_scores", "structured_answer"]
+        ["video_length", "option_scores", "structured_answer"]
     assert select_rules(Settings(answer_rules="none")) == ()
 
 

@@ -260,23 +260,6 @@ def test_people_whose_faces_match_are_told_in_the_question_message(two, settings
             f"{names[0]} [2.0s–6.5s]; {names[1]} [1.0s–3.0s]") in first
 
 
-def test_which_videos_show_the_same_person_is_answered_by_the_host_from_a_shared_face(two, settings, monkeypatch):
-    ctx, names = two
-    face = np.eye(1024, dtype=np.float32)[:1]
-    for c in ctx.contexts.values():
-        monkeypatch.setattr(c.index, "_person_faces", {"P1": face})
-        monkeypatch.setattr(c.index, "_tracks", [{"id": "T1", "label": "person", "first_s": 1.0, "last_s": 3.0,
-                                                  "subject": "P1"}])
-    from avi.videos.pipeline import MultiTrace
-
-    agent, llm, names = _agent(two, settings, [])
-    q = "Which of the videos show the same man?"
-    result = agent.run(q, MultiTrace(question=q))
-    assert not llm.calls and result.answer_type == "videos" and result.trace.answer_videos == names
-    assert "answered from the faces matched across the videos" in result.trace.steps[0].notes[1]
-    assert result.evidence == [[1.0, 3.0, names[0]], [1.0, 3.0, names[1]]]  # where the person was seen
-
-
 def test_structured_answer_over_videos_is_an_enum(two, settings):
     ctx, names = two
     agent, llm, names = _agent(two, settings, [

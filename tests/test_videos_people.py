@@ -77,21 +77,3 @@ def test_json_output_over_several_videos_lists_the_shared_people():
     assert out["shared_people"] == shared and out["answer_videos"] == ["a"]
     assert many_json(SimpleNamespace(videos=videos, answer_videos=None, shared_people=[]))["shared_people"] == []
     assert many_json(SimpleNamespace(videos=[])) == {}  # one video: the output is unchanged
-
-
-def test_which_videos_show_the_same_person_is_answered_from_one_shared_face():
-    from avi.agent.rules.videos import same_person_videos
-
-    a = index({"P1": [unit(1)]}, {"P1": (0.0, 4.0)})
-    b = index({"P3": [unit(0, 1)]}, {"P3": (0.0, 2.0)})
-    c = index({"P2": [unit(1, 0.1)]}, {"P2": (1.0, 3.0)})
-    names = ["a", "b", "c"]
-    one = shared_people({"a": a, "b": b, "c": c})
-    q = "Which of the videos show the same man?"
-    assert same_person_videos("videos", q, one, names) == ["a", "c"]
-    assert same_person_videos("videos", "The same woman appears in two videos. Which ones?", one, names) == ["a", "c"]
-    assert same_person_videos("video", q, one, names) is None  # one video asked for: not this form
-    assert same_person_videos("videos", "Which videos show a red car?", one, names) is None
-    assert same_person_videos("videos", q, [], names) is None  # no face link is not "no video"
-    two = shared_people({"a": a, "b": b, "c": c, "d": index({"P1": [unit(0, 1, 0.05)]})})
-    assert len(two) == 2 and same_person_videos("videos", q, two, names + ["d"]) is None  # which one: the model's

@@ -142,7 +142,7 @@ def add_answer_rules(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--answer-rules", metavar="RULES",
                    help="host rules that may change the delivered answer: default (cpu: all; gpu: video_length, "
-                        "same_person, structured_answer), all, none, or names separated by commas, -name removing "
+                        "structured_answer), all, none, or names separated by commas, -name removing "
                         "one from the default (write --answer-rules=-option_scores,-cannot_tell); AVI_ANSWER_RULES; "
                         "names: "
                         f"{', '.join(ANSWER_RULES)}")

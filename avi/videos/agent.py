@@ -12,8 +12,8 @@ prompts) with
   call whose names are an enum;
 * evidence and looked-at ranges as ``[start_s, end_s, video]`` (merged per video);
 * no single-video grounding (measured colours, counts at a moment, shot edges): those read one video's frames;
-* the multi-video answer rules (:mod:`avi.agent.rules.videos`: lengths from the durations, the same person from
-  the faces) in the one registry, before any model step.
+* the multi-video answer rule in the one registry (:mod:`avi.agent.rules.videos`: the videos' lengths from
+  their durations, before any model step).
 """
 
 from __future__ import annotations

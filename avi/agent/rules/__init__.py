@@ -2,8 +2,8 @@
 :class:`Rule` whose body has one signature (:data:`avi.agent.rules.base.RuleBody`); :data:`RULES` holds them in
 the one order :func:`answer_early` and :func:`deliver` apply them to the model's answer read for its type:
 
-1. ``decide``: measured answers, the first that answers wins and nothing refines it (video_length, same_person,
-   cuts, all three also before the first model step);
+1. ``decide``: measured answers, the first that answers wins and nothing refines it (video_length, cuts, both
+   also before the first model step);
 2. ``choose``: option_scores, and 3. ``type``: structured_answer, each when nothing above decided;
 4. ``refine``: each may rewrite the answer so far unless a measured answer decided (count_at_moment,
    event_interval, cannot_tell).
@@ -34,8 +34,6 @@ _VIDEOS = frozenset({"video", "videos", "video_order"})
 RULES: tuple[Rule, ...] = (
     Rule("video_length", "decide", "over several videos: a question about their lengths answered from their "
          "durations, before any model step", videos.video_length, _VIDEOS, early=videos.video_length),
-    Rule("same_person", "decide", "over several videos: which ones show the same person, from the one face matched "
-         "across them, before any model step", videos.same_person, _VIDEOS, early=videos.same_person),
     Rule("cuts", "decide", "a question about the cuts (how many, any, one continuous shot) answered from the cut "
          "list, before any model step when it can", decide.cuts, frozenset({"choice", "text", "number"}),
          lambda q: q.cut is not None, early=decide.cuts_early),
