@@ -1277,12 +1277,6 @@ def test_a_cut_count_in_the_named_range(make_agent):
     assert agent.run("How many cuts are there in the first five seconds?").answer == "0"
 
 
-def test_a_shot_interval_becomes_the_whole_shot(make_agent):
-    agent, _ = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** [11.0s, 18.5s]"], grounded_answers=True)
-    result = agent.run("During which time span is the dark green shot on screen?")
-    assert result.interval == pytest.approx([10.0, 20.0], abs=0.1)
-
-
 def test_questions_about_other_things_keep_the_models_answer(make_agent):
     agent, _ = make_agent([TEXT_AT_5, TO_REVIEW, "**Answer:** 3"], grounded_answers=True)
     assert agent.run("How many times does the camera cut to the exit sign?").answer == "3"
