@@ -1227,7 +1227,6 @@ def test_perceive_range_nothing_supports_is_questioned_once(make_agent):
     assert "Where to look first" in llm.calls[1].messages[-1]["content"]
 
 
-
 def test_time_words_start_in_perceive(make_agent):
     # the question names where to look: no Retrieve step that would only hand over (issue 17, item 5)
     agent, llm = make_agent([call("text_extract", time_ranges=[[0, 5]]), TO_REVIEW, "**Answer:** ROOM 7B"],
@@ -1247,7 +1246,6 @@ def test_time_words_start_in_perceive(make_agent):
                             grounded_answers=True, host_retrieve=True)
     result = agent.run("When is the EXIT sign on screen in the first ten seconds?")
     assert result.trace.steps[0].tool == "clip_retrieve" and HOST_STEP in result.trace.steps[0].notes
-
 
 
 # ------------------------------------------------------- hard cuts measured on every frame (sign video: a cut at 10 s)

@@ -398,5 +398,3 @@ def test_shot_scale_from_the_tallest_face_and_person():
     assert shot_scale([det("face", 150)], 480).startswith("medium shot")
     assert shot_scale([det("person", 100), det("car", 400)], 480).startswith("wide shot")
     assert shot_scale([det("car", 400)], 480) == ""
-
-

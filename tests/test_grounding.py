@@ -221,7 +221,6 @@ def test_count_at_picks_the_label_the_question_names():
     assert asks_count("How many people?") and not asks_count("Is there a person?")
 
 
-
 def _count(question: str, steps: list, answer: str, trace=None) -> str:
     """The count_at_moment rule over ``steps`` (no tools, no index: only the counts measured in frames decide)."""
     return texts.measured_count(rule_run(state(question, steps), trace=trace), answer)

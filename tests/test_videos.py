@@ -252,7 +252,6 @@ def test_people_whose_faces_match_are_told_in_the_question_message(two, settings
         monkeypatch.setattr(c.index, "_person_faces", {"P1": face})
         monkeypatch.setattr(c.index, "_tracks", [{"id": "T1", "label": "person", "first_s": span[0],
                                                   "last_s": span[1], "subject": "P1"}])
-    ctx._shared = None  # the indexes changed under the context (stand-ins): its cached shared people are stale
     agent, llm, names = _agent(two, settings, script)
     agent.run("Which video shows the man in the red coat?")
     first = llm.calls[0].messages[1]["content"]

@@ -236,7 +236,6 @@ def normalise(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", str(text).lower()).split())
 
 
-
 @dataclass(frozen=True)
 class ParsedQuestion:
     """One question, read once (:func:`parse_question`); each field is the predicate or reader of the same name

@@ -61,5 +61,3 @@ def shot_scale(detections, frame_height: int) -> str:
     if face > 0 or person > 0:
         return "wide shot (whole people, small in the frame)"
     return ""
-
-

@@ -32,7 +32,7 @@ from avi.trace import Trace
 from avi.video.spans import merge_spans
 from avi.videos.context import MultiContext
 from avi.videos.kinds import VIDEO_KINDS, answer_schema, read_structured, read_video_answer, video_kind
-from avi.videos.people import shared_people_lines
+from avi.videos.people import shared_people, shared_people_lines
 from avi.videos.tools import video_tools
 
 
@@ -95,6 +95,7 @@ class MultiAgent(Agent):
 
     def __init__(self, llm, ctx: MultiContext, prompts, settings):
         self.names = list(ctx.names)
+        self._shared: list[dict] | None = None
         super().__init__(llm, ctx, prompts, settings.model_copy(update={"grounded_answers": False}))
 
     def tool_set(self) -> dict[str, Tool]:
@@ -109,7 +110,7 @@ class MultiAgent(Agent):
 
     def question_message(self, question: str, options: str, time_hint: str, speech: str, answer_format: str) -> str:
         videos = "\n".join(f"- {n}: {d:.1f} seconds long" for n, d in self.ctx.durations().items())
-        shared = shared_people_lines(self.ctx.shared_people())
+        shared = shared_people_lines(self.shared_people())
         if shared:  # people whose faces match across the videos (avi.videos.people); nothing said otherwise
             videos += "\nPeople seen in more than one of the videos:\n" + "\n".join(shared)
         return self.prompts.render("videos/question", question=question, options=options, time_hint=time_hint,
@@ -136,6 +137,13 @@ class MultiAgent(Agent):
         return result
 
     # ------------------------------------------------------------------ answer types over videos
+
+    def shared_people(self) -> list[dict]:
+        """The people whose faces match across the videos (:func:`avi.videos.people.shared_people`), computed once
+        per agent."""
+        if self._shared is None:
+            self._shared = shared_people({n: c.index for n, c in self.ctx.contexts.items()})
+        return self._shared
 
     def parse(self, question: str) -> ParsedQuestion:
         q = super().parse(question)

@@ -57,7 +57,6 @@ class MultiContext(ToolContext):
     """
 
     contexts: dict[str, ToolContext] = field(default_factory=dict)
-    _shared: list[dict] | None = field(default=None, repr=False)
 
     @property
     def names(self) -> list[str]:
@@ -76,15 +75,6 @@ class MultiContext(ToolContext):
     def durations(self) -> dict[str, float]:
         """Video name -> duration in seconds."""
         return {n: c.duration_s for n, c in self.contexts.items()}
-
-    def shared_people(self) -> list[dict]:
-        """The people whose faces match across the videos (:func:`avi.videos.people.shared_people`), computed once
-        per context."""
-        if self._shared is None:
-            from avi.videos.people import shared_people
-
-            self._shared = shared_people({n: c.index for n, c in self.contexts.items()})
-        return self._shared
 
     def sub(self, name: str) -> ToolContext:
         """The context a tool runs in for video ``name``, with this question's frame count and

@@ -93,7 +93,7 @@ def answer_many(prepared: dict[str, PreparedVideo], question: str, settings: Set
                      "index_dir": str(p.index.path), "duration_s": round(float(p.info.duration_s), 3),
                      "fallbacks": question_fallbacks(p.index, ctx.contexts[n].video)} for n, p in prepared.items()]
     trace.fallbacks = {n: v["fallbacks"] for n, v in zip(prepared, trace.videos)}
-    trace.shared_people = agent.ctx.shared_people()  # what its question message told
+    trace.shared_people = agent.shared_people()  # what its question message told
     index_s = sum(p.seconds for p in prepared.values())
     trace.seconds["index"] = round(index_s, 3)
     trace.seconds["total"] = round(index_s + time.perf_counter() - t0, 3)

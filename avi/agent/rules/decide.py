@@ -69,5 +69,3 @@ def confirm_count_spike(r: RuleRun, words: frozenset[str], wanted: set[int] | No
                                 f"before the largest count is read")
     if not obs.error:
         r.st.perceive_calls.append(("object_detect", args, {**obs.data, "evidence": obs.evidence}))
-
-

@@ -93,5 +93,3 @@ def follow_event(r: RuleRun, span: list[float], keys: set[str] | None = None, ma
                 if e < window[1] - 0.75:
                     break  # it ends inside this window
     return [s, e]
-
-

@@ -133,5 +133,3 @@ def cut_answer(kind: str, cuts_s: list[float], options: dict[str, str], option_n
     if not options:
         return str(n), None
     return (f"{hits[0]}. {options[hits[0]]}", hits[0]) if len(hits) == 1 else None
-
-
