@@ -23,7 +23,7 @@ from avi.video.timecode import question_ranges
 def _absent(question, backends):
     ctx = ToolContext(settings=Settings(frame_budget=0), index=SimpleNamespace(captions=[], path=None),
                       video=VideoReader(probe(sample_video("bikes.mp4"))), backends=backends)
-    ctx.scope = QuestionScope(tuple(tuple(span) for _, span in question_ranges(question, ctx.duration_s)))
+    ctx = ctx.for_question(QuestionScope(tuple(tuple(span) for _, span in question_ranges(question, ctx.duration_s))))
     trace = Trace(question=question)
     return absent_options(rule_run(state(question, iteration=2), ctx, trace=trace, tools=ALL_TOOLS)), trace
 

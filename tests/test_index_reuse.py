@@ -78,7 +78,7 @@ def test_another_llm_reuses_neither_llm_stage(sign_index, sign_video, stub_backe
 
 def test_a_tracker_change_reuses_every_stage(sign_index, sign_video, stub_backends, root, monkeypatch):
     old = copy_index(sign_index, root)
-    monkeypatch.setattr("avi.index.build.tracker_id", lambda linker="": "another-tracker")
+    monkeypatch.setattr("avi.index.build.tracks_stage_id", lambda settings: "another-tracker")
     idx = ensure_index(sign_video, S(root), stub_backends, progress=False)
     assert idx.path != old and stub_backends.captioner.calls == 0
     assert idx.manifest["reused"] == {"from": old.name, "stages": ALL}

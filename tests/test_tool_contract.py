@@ -497,12 +497,12 @@ def test_text_extract_merges_repeated_text_over_neighbouring_frames():
 
 def test_text_extract_honours_the_questions_text_frame_cap():
     ocr = FakeOcr()
-    ctx = make_ctx(ocr=ocr)
-    ctx.scope = QuestionScope(text_frames=3)  # set by the agent when the question asks about no text (issue 38)
+    base = make_ctx(ocr=ocr)
+    ctx = base.for_question(QuestionScope(text_frames=3))  # the agent's, when the question asks about no text
     obs = text_extract.run(ctx, {"time_ranges": [[0, 30]]})
     assert len(ocr.read_times) == 3 == len(obs.frames_s) and obs.frames_s[0] < 5 and obs.frames_s[-1] > 25
-    ctx.scope, ocr.read_times = QuestionScope(text_frames=64), []  # a cap above perceive_max_frames does not raise it
-    text_extract.run(ctx, {"time_ranges": [[0, 30]]})
+    ocr.read_times = []  # a cap above perceive_max_frames does not raise it
+    text_extract.run(base.for_question(QuestionScope(text_frames=64)), {"time_ranges": [[0, 30]]})
     assert len(ocr.read_times) == 16
 
 
@@ -524,16 +524,16 @@ def test_perceive_tools_read_text_in_the_questions_script():
     from avi.backends.frame_analyzer import PerceptionFrameAnalyzer
 
     ocr = ScriptOcr({1.0: ["EXIT"]})
-    ctx = make_ctx(ocr=ocr)
-    ctx.backends.frame_analyzer = PerceptionFrameAnalyzer(ocr, ctx.backends.detector)
-    ctx.scope = QuestionScope(text_script="latin")
+    base = make_ctx(ocr=ocr)
+    base.backends.frame_analyzer = PerceptionFrameAnalyzer(ocr, base.backends.detector)
+    ctx = base.for_question(QuestionScope(text_script="latin"))
     assert "(fake-ocr, latin script)" in text_extract.run(ctx, {"time_ranges": [[1, 2]]}).text
     obs = frame_analysis.run(ctx, {"time_ranges": [[1, 1]], "question": "what is written?"})
     assert '"EXIT"' in obs.text or "EXIT" in obs.text
     assert ocr.scripts and set(ocr.scripts) == {"latin"}
-    ctx.scope, ocr.scripts = QuestionScope(), []
-    text_extract.run(ctx, {"time_ranges": [[1, 2]]})
-    frame_analysis.run(ctx, {"time_ranges": [[1, 1]], "question": "what is written?"})
+    ocr.scripts = []
+    text_extract.run(base, {"time_ranges": [[1, 2]]})
+    frame_analysis.run(base, {"time_ranges": [[1, 1]], "question": "what is written?"})
     assert ocr.scripts and set(ocr.scripts) == {None}
 
 

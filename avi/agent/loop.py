@@ -150,11 +150,11 @@ class Agent:
         trace = trace or Trace(question=question)
         st = State(q=self.parse(question))
         st.answer_format = self.answer_format(st.q)
-        rules = RuleRun(self.ctx, self.settings, st, trace, self.tools, self.chat, self.answers)
         st.memory = self.memory(st, trace)
         if st.memory is not None and st.memory.route == "host":
             return self._host_result(st, trace, t_start)
-        self._open(st, trace)
+        self._open(st, trace)  # self.ctx is the question's own context from here (its scope given)
+        rules = RuleRun(self.ctx, self.settings, st, trace, self.tools, self.chat, self.answers)
         answer_early(rules, self.rules)  # e.g. a question about the cuts: the cut list answers it
         while st.iteration < self.settings.max_iterations and st.answer is None:
             st.iteration += 1
@@ -218,7 +218,8 @@ class Agent:
 
     def _open(self, st: State, trace: Trace) -> None:
         """The first message: the question, the times and places its words name (and with ``grounded_answers``
-        the events its ordinals name, Perceive first when it names where to look, the host's search)."""
+        the events its ordinals name, Perceive first when it names where to look, the host's search). Makes the
+        question's own context (:meth:`avi.tools.base.ToolContext.for_question`) with the scope those words give."""
         q, grounded = st.q, getattr(self.settings, "grounded_answers", True)
         time_hint = ("Times in the question, in seconds: " + ", ".join(f"{c} = {v:g}s" for c, v in q.clock_times)
                      + ".") if q.clock_times else ""
@@ -227,10 +228,10 @@ class Agent:
         if not named and grounded and places:  # "the first goal": where the index shows or says it
             named = ordinal_ranges(q.ordinals, getattr(self.ctx, "index", None), self.ctx.duration_s)
         st.places.add_named(named)
-        self.ctx.scope = QuestionScope(
+        self.ctx = self.ctx.for_question(QuestionScope(
             focus_ranges=tuple((float(s), float(e)) for _, (s, e) in named),
             text_frames=None if q.about_text else getattr(self.settings, "text_extract_frames_no_text", None),
-            text_script=question_script(q.text) if getattr(self.settings, "ocr_question_script", True) else None)
+            text_script=question_script(q.text) if getattr(self.settings, "ocr_question_script", True) else None))
         if named:
             time_hint = (time_hint + "\n" if time_hint else "") + "The question's time words point to: " + \
                 "; ".join(f'"{p}" = {fmt_range(*span)}' for p, span in named) + ". Look there first."

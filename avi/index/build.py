@@ -54,14 +54,13 @@ from typing import Callable, Sequence
 
 from avi import __version__
 from avi.backends import Backends
-from avi.backends.people.reader import face_model_paths
 from avi.backends.types import Caption
 from avi.config import Settings, fingerprint
 from avi.hashing import sha256_file
 from avi.index.locking import IndexBusy, build_lock  # noqa: F401 - IndexBusy re-exported: callers catch it here
 from avi.index.memory_stage import ensure_memory, write_memory
 from avi.index.opening import BrokenIndex, open_checked, report_broken
-from avi.index.person_subjects import FACES_FILE, link_person_tracks, linker_id, save_subject_faces
+from avi.index.person_subjects import FACES_FILE, link_person_tracks, save_subject_faces, tracks_stage_id
 from avi.index.reuse import copy_pending_stages, has_stage, salvage_work, seed_work
 from avi.index.stage_files import discard_broken
 from avi.index.stages import (
@@ -80,7 +79,7 @@ from avi.index.store import (
     release_chroma,
 )
 from avi.index.subjects import merge_subjects
-from avi.index.tracks import build_tracks, tracker_id
+from avi.index.tracks import build_tracks
 from avi.index.transcript import TranscriptPlan, attach_speech, plan_transcript
 from avi.places import check_writable
 from avi.video.decode import DecodeStats, VideoInfo, VideoReader, file_sha256, probe
@@ -103,8 +102,9 @@ def index_key(video_sha256: str, settings: Settings, components: dict) -> str:
 
 
 def index_components(plan: TranscriptPlan, settings: Settings, backends: Backends) -> dict:
-    """Models, transcript sources (the video's :class:`~avi.index.transcript.TranscriptPlan`) and prompt hashes
-    that shape the index of the planned video."""
+    """Each stage's own id, the parts of the index key: captions (the captioner's), embeddings (the embedder's),
+    transcript (the video's :class:`~avi.index.transcript.TranscriptPlan`), graph and summary (the LLM's, when
+    they use it, and the hashes of their prompts), tracks (:func:`~avi.index.person_subjects.tracks_stage_id`)."""
     prompts = {}
     for name in INDEX_PROMPTS:
         p = Path(settings.prompts_dir) / f"{name}.md"
@@ -116,7 +116,7 @@ def index_components(plan: TranscriptPlan, settings: Settings, backends: Backend
         "embedder": backends.embedder_id(settings),
         "transcript": plan.fingerprint(),
         "llm": backends.llm_id(settings) if uses_llm else None,
-        "tracker": tracker_id(linker_id(face_model_paths(settings) is not None)),
+        "tracker": tracks_stage_id(settings),
         "prompts": prompts,
     }
 

@@ -98,6 +98,16 @@ def linker_id(faces: bool) -> str:
             f"hs16x8~{CLOTHING_SAME:g},faces={'blazeface+faceres' if faces else 'none'}")
 
 
+def tracks_stage_id(settings) -> str:
+    """The tracks stage's own id, its part of the index key (:func:`avi.index.build.index_components`): the
+    tracker (:func:`avi.index.tracks.tracker_id`) and the linking of its person tracks into subjects
+    (:func:`linker_id`, with or without the face models ``settings`` has installed)."""
+    from avi.backends.people.reader import face_model_paths
+    from avi.index.tracks import tracker_id
+
+    return tracker_id(linker_id(face_model_paths(settings) is not None))
+
+
 @dataclass
 class TrackLook:
     """What one person track looks like.

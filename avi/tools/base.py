@@ -20,7 +20,7 @@ import os
 import re
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Annotated, Any, Callable, get_type_hints
 
 import numpy as np
@@ -42,8 +42,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class QuestionScope:
-    """What the agent sets for the tools once per question (issue 54): the tools read it, nobody changes it in
-    place; the agent puts a new one on :attr:`ToolContext.scope` (:func:`dataclasses.replace` for a change).
+    """What the agent sets for the tools once per question (issue 54): the tools read it, nobody changes it;
+    the agent makes the question's own context with it (:meth:`ToolContext.for_question`) instead of writing it
+    into a shared one.
 
     Attributes:
         focus_ranges: ``((start_s, end_s), ...)`` in seconds, the ranges the question's time words name; search
@@ -74,8 +75,8 @@ class ToolContext:
             not part of the frozen :attr:`scope`).
         budget_duration_s: seconds of video the frame budget is sized for, when not this video's length
             (a question over several videos shares one budget sized for all of them).
-        scope: the question's :class:`QuestionScope` (focus ranges, text_extract frame cap, OCR script), set by
-            the agent as a whole.
+        scope: the question's :class:`QuestionScope` (focus ranges, text_extract frame cap, OCR script), given
+            as a whole when the context is made (:meth:`for_question`), never written afterwards.
     """
 
     settings: Settings
@@ -85,7 +86,14 @@ class ToolContext:
     frames_spent: int = 0
     budget_duration_s: float | None = None
     scope: QuestionScope = field(default_factory=QuestionScope)
-    _shots: ShotList | bool | None = field(default=None, repr=False)  # False: looked for, none to be had
+    # per-video caches, shared by every copy made by for_question (a shallow copy keeps the one dict): "shots"
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    def for_question(self, scope: QuestionScope) -> "ToolContext":
+        """The question's own context: a copy of this one with ``scope``; settings, index, reader, backends,
+        the frame count so far and the per-video caches are the same objects (issue 54: the scope is given, not
+        written into a shared context)."""
+        return replace(self, scope=scope)
 
     @property
     def duration_s(self) -> float:
@@ -145,17 +153,17 @@ class ToolContext:
                          f"{len(times)} of the {wanted} frames this call would take")
         return times
 
-    def shot_list(self):
+    def shot_list(self) -> ShotList | None:
         """The video's hard cuts (:class:`avi.video.shots.ShotList`), detected on every frame once per video and
         cached in the index directory; None when the shot detector cannot read the video."""
-        if self._shots is None:
+        if "shots" not in self._cache:
             from avi.video.shots import video_shots
 
             info = getattr(self.video, "info", None)
             path = getattr(info, "path", None)
-            self._shots = (video_shots(path, float(info.duration_s), getattr(self.index, "path", None))
-                           if path is not None and os.path.isfile(path) else None) or False
-        return self._shots or None
+            self._cache["shots"] = (video_shots(path, float(info.duration_s), getattr(self.index, "path", None))
+                                    if path is not None and os.path.isfile(path) else None)
+        return self._cache["shots"]
 
     def spend_frames(self, n: int) -> None:
         """Count ``n`` frames looked at against the question's frame budget."""

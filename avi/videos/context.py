@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import networkx as nx
@@ -83,15 +83,12 @@ class MultiContext(ToolContext):
         Raises:
             KeyError: ``name`` is not one of :attr:`names`.
         """
-        ctx = self.contexts[name]
-        ctx.frames_spent = self.frames_spent
-        ctx.budget_duration_s = self._duration_or_zero()
-        ctx.scope = self.scope
-        return ctx
+        return replace(self.contexts[name], frames_spent=self.frames_spent,
+                       budget_duration_s=self._duration_or_zero(), scope=self.scope)
 
-    def settle(self, name: str) -> None:
-        """Take back the frame count after a tool ran in :meth:`sub` ``(name)``."""
-        self.frames_spent = self.contexts[name].frames_spent
+    def settle(self, sub: ToolContext) -> None:
+        """Take back the frame count after a tool ran in ``sub`` (a context :meth:`sub` made)."""
+        self.frames_spent = sub.frames_spent
 
 
 def multi_context(settings: Any, backends: Any, videos: dict[str, tuple[Any, Any]]) -> MultiContext:

@@ -81,8 +81,9 @@ class VideoTool(Tool):
         return [f"{n} ({d:.1f}s)" for n, d in ctx.durations().items()]
 
     def _run_one(self, ctx: MultiContext, name: str, args: dict) -> Observation:
-        obs = self.base.run(ctx.sub(name), args)
-        ctx.settle(name)
+        sub = ctx.sub(name)
+        obs = self.base.run(sub, args)
+        ctx.settle(sub)
         obs.text = f"Video {name}: {obs.text}"
         obs.data = {**obs.data, "video": name}
         obs.evidence = [[float(s), float(e), name] for s, e, *_ in obs.evidence]
