@@ -79,10 +79,10 @@ def reread_text(ctx: Any, q: Any, result, frame_size: tuple[int, int]) -> str | 
         ranges = [[query.time.start_s, query.time.start_s]]
     else:
         ranges = [list(map(float, e[:2])) for e in result.evidence[:REREAD_CLIPS]]
-    script = question_script(q.text) if getattr(ctx.settings, "ocr_question_script", True) else ctx.scope.text_script
-    reading = ctx.for_question(replace(ctx.scope, text_script=script))
+    reading = ctx.for_question(replace(ctx.scope, text_script=question_script(q.text))) \
+        if getattr(ctx.settings, "ocr_question_script", True) else ctx
     obs = ALL_TOOLS["text_extract"].run(reading, {"time_ranges": ranges})
-    ctx.spend_frames(reading.frames_spent - ctx.frames_spent)  # the question's budget counts the frames re-read
+    ctx.settle(reading)  # the question's budget counts the frames re-read
     texts = [t for t in (obs.data.get("texts") or []) if not obs.error]
     words = pattern_words(query.pattern)
     if words:

@@ -58,6 +58,8 @@ import numpy as np
 
 from avi.backends.embedder import normalise_rows
 from avi.backends.people.face_descriptor import FaceDescriber
+from avi.backends.people.reader import face_model_paths
+from avi.index.tracks import tracker_id
 
 #: Boxes sampled per track (spread over its span).
 SAMPLES = 8
@@ -102,9 +104,6 @@ def tracks_stage_id(settings) -> str:
     """The tracks stage's own id, its part of the index key (:func:`avi.index.build.index_components`): the
     tracker (:func:`avi.index.tracks.tracker_id`) and the linking of its person tracks into subjects
     (:func:`linker_id`, with or without the face models ``settings`` has installed)."""
-    from avi.backends.people.reader import face_model_paths
-    from avi.index.tracks import tracker_id
-
     return tracker_id(linker_id(face_model_paths(settings) is not None))
 
 

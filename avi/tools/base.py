@@ -165,6 +165,11 @@ class ToolContext:
                                     if path is not None and os.path.isfile(path) else None)
         return self._cache["shots"]
 
+    def settle(self, sub: "ToolContext") -> None:
+        """Take back the frame count after a tool ran in ``sub``, a copy of this context (:meth:`for_question`,
+        :meth:`avi.videos.context.MultiContext.sub`)."""
+        self.frames_spent = sub.frames_spent
+
     def spend_frames(self, n: int) -> None:
         """Count ``n`` frames looked at against the question's frame budget."""
         self.frames_spent += int(n)

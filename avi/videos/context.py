@@ -86,10 +86,6 @@ class MultiContext(ToolContext):
         return replace(self.contexts[name], frames_spent=self.frames_spent,
                        budget_duration_s=self._duration_or_zero(), scope=self.scope)
 
-    def settle(self, sub: ToolContext) -> None:
-        """Take back the frame count after a tool ran in ``sub`` (a context :meth:`sub` made)."""
-        self.frames_spent = sub.frames_spent
-
 
 def multi_context(settings: Any, backends: Any, videos: dict[str, tuple[Any, Any]]) -> MultiContext:
     """A :class:`MultiContext` over ``videos`` (name -> (index, :class:`avi.video.decode.VideoReader`)).
