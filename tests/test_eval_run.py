@@ -127,9 +127,11 @@ def test_eval_end_to_end_each_format(work, bench, tmp_path):
 
 def test_eval_resumes_after_a_kill(work, tmp_path):
     """Kill -9 an LVBench run after its first line; the rerun completes it with no line twice."""
-    def slow(body):
+    killed = False
+
+    def slow(body):  # slow replies until the kill, so that it lands mid-run; the rerun needs no delay
         reply = sign_reader(body)
-        return {"content": reply, "delay_s": 0.5} if isinstance(reply, str) else reply
+        return {"content": reply, "delay_s": 0.5} if isinstance(reply, str) and not killed else reply
 
     annotations = BENCHES["lvbench"][0]
     out = tmp_path / "lvbench.jsonl"
@@ -145,6 +147,7 @@ def test_eval_resumes_after_a_kill(work, tmp_path):
             time.sleep(0.2)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+        killed = True
         before = lines(out)
         n = len(load_benchmark("lvbench", annotations, work / "videos"))
         assert 1 <= len(before) < n
@@ -178,18 +181,18 @@ def test_eval_errors_are_one_line(work, tmp_path):
 
 @pytest.mark.slow
 def test_eval_with_the_real_cpu_orchestrator(work, tmp_path):
-    """LVBench format, two questions, the cpu profile as a user runs it (embedded Qwen2.5-Coder-1.5B), with the
+    """LVBench format, one question, the cpu profile as a user runs it (embedded Qwen2.5-Coder-1.5B), with the
     default choice scoring: option scores from the llama.cpp server's log-probabilities."""
     out = tmp_path / "lvbench.jsonl"
     env = env_for(work)
     for key in ("AVI_CHOICE_SCORING", "AVI_GROUNDED_ANSWERS"):
         env.pop(key)
     r = subprocess.run(AVI + ["eval", "lvbench", "--annotations", str(BENCHES["lvbench"][0]), "--videos",
-                              str(work / "videos"), "--out", str(out), "--limit", "2", "--quiet"],
+                              str(work / "videos"), "--out", str(out), "--limit", "1", "--quiet"],
                        env=env, capture_output=True, text=True, timeout=1200, cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     recs = lines(out)
-    assert [x["qid"] for x in recs] == ["101", "102"] and all(x["status"] == "ok" for x in recs), recs
+    assert [x["qid"] for x in recs] == ["101"] and all(x["status"] == "ok" for x in recs), recs
     assert all(x["choice"] in {"A", "B", "C", "D"} for x in recs), [x.get("answer") for x in recs]
     assert all(x["choice_method"] == "option-scores" for x in recs), [x.get("choice_method") for x in recs]
     assert recs[0]["score"]["correct"] == (recs[0]["choice"] == "A")

@@ -10,8 +10,9 @@ answer, the index usable afterwards (rebuilt or salvaged: the next command says 
 files (video, subtitles) unchanged.
 
 The damage sweep does this for every file of the index (truncated, a page zeroed, garbage, valid JSON of the
-wrong shape or, for binary files, emptied), a question and ``avi tool`` each time; tests below make sure the
-sweep and the index check (avi/index/stage_files.py) cover every file a build writes.
+wrong shape or, for binary files, emptied; :func:`kinds_of`), a question each time; tests below make sure the
+sweep and the index check (avi/index/stage_files.py) cover every file a build writes. That the index works
+afterwards is checked in-process with the check every command runs first (:func:`assert_quiet_again`).
 """
 
 from __future__ import annotations
@@ -113,18 +114,23 @@ def manifest(index: Path) -> dict:
     return json.loads((index / "manifest.json").read_text())
 
 
-def assert_quiet_again(w, video: Path | None = None) -> None:
-    """The index is usable as it is now: ``avi tool`` answers and says nothing on stderr (no second rebuild)."""
-    r = run(tool(w, video=video), w.env)
-    assert clean(r, lines=0) == [] and r.returncode == 0
-    assert not json.loads(r.stdout)["error"]
+def assert_quiet_again(index: Path) -> None:
+    """The index at ``index`` is usable as it is now, so the next command neither warns nor rebuilds: it passes
+    :func:`avi.index.opening.open_checked`, the check ``avi index``, every question and ``avi tool`` run before
+    they use an index (the stage files questions read, Chroma answering with the captions' and transcript's
+    counts). In-process: a second ``avi tool`` subprocess per case did the same check at about 2 s a case."""
+    from avi.index.opening import open_checked
+    from avi.index.store import release_chroma
+
+    opened = open_checked(index)
+    release_chroma(opened.chroma_dir())
+    assert manifest(index)["complete"]
 
 
 # ---------------------------------------------------------------- item 1: a damaged page of chroma.sqlite3
 
 
-@pytest.mark.parametrize("page", [1, 2, 5])
-@pytest.mark.parametrize("command", ["ask", "tool", "index"])
+@pytest.mark.parametrize("page, command", [(1, "ask"), (2, "ask"), (5, "ask"), (1, "tool"), (1, "index")])
 def test_a_zeroed_page_of_the_chroma_database_is_rebuilt(world, page, command):
     """A 4 kB page of chroma.sqlite3 zeroed made Chroma's Rust code panic (pyo3's PanicException, a
     BaseException): a 45-line traceback on every command. Now: one warning naming the damaged database, the
@@ -145,7 +151,7 @@ def test_a_zeroed_page_of_the_chroma_database_is_rebuilt(world, page, command):
         assert (world.sign / "captions.jsonl").read_bytes() == captions
     if command == "ask":
         assert "Answer: EXIT 42" in r.stdout, r.stdout
-    assert_quiet_again(world)
+    assert_quiet_again(world.sign)
 
 
 # ---------------------------------------------------------------- item 2: reuse copies nothing unchecked
@@ -215,7 +221,7 @@ def test_a_poisoned_work_directory_is_cleaned_on_resume(world):
     err = clean(r)
     assert r.returncode == 0 and "held damaged files" in err[0], r.stderr
     assert not work.exists() and manifest(new)["complete"]
-    assert_quiet_again(SimpleNamespace(**{**vars(world), "env": env}))
+    assert_quiet_again(new)
 
 
 # ---------------------------------------------------------------- item 3: person_faces.npz
@@ -247,15 +253,17 @@ def test_damaged_face_descriptors(world, damage):
     err = clean(r)
     assert r.returncode == 0 and "Answer:" in r.stdout, r.stderr
     assert err and "person_faces.npz" in err[0]
-    assert_quiet_again(world)
+    assert_quiet_again(world.sign)
 
 
 # ---------------------------------------------------------------- item 4: a manifest of the wrong shape
 
 
-@pytest.mark.parametrize("text", ["[1, 2]", '{"complete": true, "schema": 2}', '{"complete": true, "schema": 2, '
-                                  '"counts": [], "video": "x"}'])
-@pytest.mark.parametrize("command", ["ask", "tool", "index"])
+MANIFESTS = ["[1, 2]", '{"complete": true, "schema": 2}', '{"complete": true, "schema": 2, "counts": [], "video": "x"}']
+
+
+@pytest.mark.parametrize("text, command", [(MANIFESTS[0], "ask"), (MANIFESTS[1], "ask"), (MANIFESTS[2], "ask"),
+                                           (MANIFESTS[2], "tool"), (MANIFESTS[2], "index")])
 def test_a_manifest_of_the_wrong_shape_is_rebuilt(world, text, command):
     """Valid JSON of the wrong shape was an internal error on every run, never rebuilt. Now: one warning naming
     manifest.json, every stage taken over (nothing captioned or embedded again), the manifest written again."""
@@ -270,7 +278,7 @@ def test_a_manifest_of_the_wrong_shape_is_rebuilt(world, text, command):
                                                              "summary"}
     if command == "ask":
         assert "Answer: EXIT 42" in r.stdout
-    assert_quiet_again(world)
+    assert_quiet_again(world.sign)
 
 
 # ---------------------------------------------------------------- item 5: graph.json / summary.json holding a list
@@ -375,6 +383,19 @@ SWEEP = ["manifest.json", "captions.jsonl", "captions.partial.jsonl", "transcrip
 WRONG_SHAPE = {".jsonl": '[1, 2]\n{"clip_index": "first"}\n', ".json": "[1, 2]"}
 """Valid JSON of the wrong shape (manifest.json gets a dict missing its fields)."""
 
+KINDS = ("truncate", "zero-page", "garbage", "shape")
+
+
+def kinds_of(name: str) -> tuple[str, ...]:
+    """The damages the sweep gives file ``name``. A JSON or JSONL file of the small index is under one page, so
+    ``zero-page`` writes NUL bytes over all of it: unreadable text, as ``garbage`` is, and left out; Chroma's
+    ``link_lists.bin`` is empty in an index this small, so only ``garbage`` changes it."""
+    if name.endswith("link_lists.bin"):
+        return ("garbage",)
+    if name.endswith((".json", ".jsonl")):
+        return ("truncate", "garbage", "shape")
+    return KINDS
+
 
 def damage(path: Path, kind: str) -> None:
     """Damage one file: ``truncate`` (half), ``zero-page`` (bytes 4096-8192, or all of a smaller file),
@@ -399,23 +420,22 @@ def damage(path: Path, kind: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["truncate", "zero-page", "garbage", "shape"])
-@pytest.mark.parametrize("name", SWEEP)
+@pytest.mark.parametrize("name, kind", [(name, kind) for name in SWEEP for kind in kinds_of(name)])
 def test_damage_sweep(world, name, kind):
-    """Each file of the index damaged: a question and avi tool give a working answer, with no traceback and at
-    most one warning line; the index is usable afterwards."""
+    """Each file of the index damaged: a question gives a working answer, with no traceback and at most one
+    warning line, and the index is usable afterwards (the next command neither warns nor rebuilds)."""
     targets = sorted(world.sign.glob(name))
     assert targets, f"{name}: no such file in the built index"
+    changed = 0
     for target in targets:
+        before = target.read_bytes()
         damage(target, kind)
+        changed += target.read_bytes() != before
+    assert changed, f"{name}: {kind} left every such file as it was (not a case: see kinds_of)"
     r = run(ask(world), world.env)
     clean(r)
     assert r.returncode == 0 and "Answer: EXIT 42" in r.stdout, (r.stdout, r.stderr)
-    r = run(tool(world), world.env)
-    assert clean(r, lines=0) == [] and r.returncode == 0, r.stderr
-    obs = json.loads(r.stdout)
-    assert not obs["error"] and "EXIT 42" in obs["text"], obs["text"]
-    assert manifest(world.sign)["complete"]
+    assert_quiet_again(world.sign)
 
 
 def test_the_sweep_covers_every_file(built):
