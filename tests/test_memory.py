@@ -111,6 +111,10 @@ def test_a_damaged_memory_is_rebuilt_alone(memory_index, session_backends, tmp_p
     (dict(target="text", op="exists", pattern="EXIT", time=(0.0, 10.0)), "yesno", True),
     (dict(target="text", op="exists", pattern="EXIT", time=(12.0, 30.0)), "yesno", False),
     (dict(target="text", op="read", time=(16.0, 24.0)), "text", "ROOM 7B"),
+    (dict(target="text", op="read", form="number", time=(0.0, 10.0)), "text", "42"),
+    (dict(target="text", op="read", form="number"), "text", "42"),  # both lines hold one: the surer read
+    (dict(target="text", op="read", form="number", pattern="room"), "text", "7B"),
+    (dict(target="text", op="read", form="date"), "text", None),
     (dict(target="cut", op="count"), "number", 2),
     (dict(target="cut", op="exists", compare={"relation": "exactly", "value": 0}), "yesno", False),
     (dict(target="cut", op="exists", time=(15.0, 30.0)), "yesno", False),
@@ -166,7 +170,7 @@ def test_schema_is_generated_from_the_one_definition():
     assert schema["additionalProperties"] is False
     labels = next(a for a in schema["properties"]["label"]["anyOf"] if "enum" in a)["enum"]
     assert labels[:2] == ["person", "car"] and "circle" in labels and "other" in labels
-    assert "time" not in schema["properties"]  # grounded by the host, never decoded
+    assert "time" not in schema["properties"] and "form" not in schema["properties"]  # grounded by the host
     open_vocab = parse_schema(None)
     assert "enum" not in json.dumps(open_vocab["properties"]["label"])
     model = parse_model(["person", "car"])
@@ -299,6 +303,7 @@ def test_host_gives_no_answer_the_memory_cannot_place_or_read(mem):
     ("What is written on the sign?", "exists", "text", "read"),
     ("What does the speaker say about the budget?", "exists", "speech", "read"),
     ("Is anything written on the sign?", "exists", "text", "exists"),
+    ("Which word is on the sign?", "span", "text", "read"),
 ])
 def test_the_op_yields_what_the_question_asks(question, op, target, want_op):
     from avi.agent.memory_check import check_query
@@ -318,3 +323,34 @@ def test_the_check_reads_a_count_the_question_states():
             query, notes = check_query(q(target="shape", op="exists", label="circle", compare=stated), pq, ["person"])
             assert query.op in ("exists", "span") and query.compare is not None, notes
             assert (query.compare.relation, query.compare.value) == ("exactly", 5), notes
+
+
+@pytest.mark.parametrize("question, form", [
+    ("What date is written under the title on the banner?", "date"),
+    ("According to the slides, in which year was the lens invented?", "year"),
+    ("What is the number on the player's shirt?", "number"),
+    ("What is written on the sign?", None),
+    ("Which day did the lecturer say the quiz has been moved to?", None),
+])
+def test_a_read_takes_the_form_the_question_asks_for(question, form):
+    from avi.agent.memory_check import check_query
+    from avi.memory.match import form_match
+
+    pq = parse_question(question, 60.0)
+    query, notes = check_query(q(target="text", op="read"), pq, ["person"])
+    assert query.form == form, notes
+    assert check_query(q(target="person", label="person", op="count"), pq, ["person"])[0].form is None
+    line = {"date": "STATEMENT - JULY 14, 2015", "year": "Invented in 1822 by Fresnel", "number": "No. 23",
+            None: "EXIT"}[form]
+    assert form_match(line, form) == {"date": "JULY 14, 2015", "year": "1822", "number": "23", None: "EXIT"}[form]
+    assert form is None or form_match("PRESIDENT OBAMA STATEMENT ON IRAN", form) is None
+
+
+def test_the_host_delivers_a_short_read_of_the_asked_form(mem):
+    from avi.agent.memory_route import host_refusal
+
+    pq = parse_question("What number is written on the sign?", 30.0)
+    r = evaluate(mem, q(target="text", op="read", form="number", time=(0.0, 10.0)))
+    assert r.value == "42" and host_refusal(pq, r, 30.0) is None and host_answer(pq, r, 30.0).text == "42."
+    plain = evaluate(mem, q(target="text", op="read", time=(0.0, 10.0)))
+    assert plain.value == "EXIT 42"

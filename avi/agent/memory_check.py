@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from avi.agent.memory_route import question_wants
-from avi.agent.question import asks_colour, colours_named, option_count
+from avi.agent.question import answer_form, asks_colour, colours_named, option_count
 from avi.backends.coco_detector import coco_classes_for
 from avi.memory.query import OTHER, SHAPES, Compare, MemoryQuery
 from avi.memory.store import normalise
@@ -120,9 +120,14 @@ def check_query(query: MemoryQuery, q: Any, vocabulary: list[str] | None) -> tup
                 and d["op"] != "colour":
             notes.append(f"op {d['op']} -> colour: the question asks what colour")
             d["op"] = "colour"
-        elif wants in ("text", "choice") and d["target"] in ("text", "speech") and d["op"] == "exists":
-            notes.append("op exists -> read: the question asks what is written or said")
+        elif wants in ("text", "choice") and d["target"] in ("text", "speech") and \
+                d["op"] in ("exists", "span", "first", "last"):
+            notes.append(f"op {d['op']} -> read: the question asks what is written or said")
             d["op"] = "read"
+    # the form of a read's answer: the question's own words ("what date", "which year", "what time")
+    d["form"] = answer_form(text) if d["op"] == "read" and d["target"] in ("text", "speech") else None
+    if d["form"]:
+        notes.append(f"form {d['form']}: the question asks for one")
     # the pattern: only the question's own words
     if d["pattern"]:
         kept = [w for w in normalise(d["pattern"]).split()

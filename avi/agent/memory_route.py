@@ -12,7 +12,8 @@ failure seen on ``tune``, where the route-off agent was right): a question that 
 the man leaves", "while the slide about X is shown") when the query holds no time (the memory cannot place an event
 it does not measure, so the query ran over the whole video); a "when" whose measured interval covers nearly the whole
 asked scope (no moment was found); a text read that is no plain reading (no token of three letters or digits, or only
-the question's own words read back); a measured colour the question never asked for.
+the question's own words read back; a read of the date, year or number the question asks for is one); a
+measured colour the question never asked for.
 """
 
 from __future__ import annotations
@@ -135,7 +136,7 @@ def host_refusal(q: Any, res: Result, duration_s: float | None = None) -> str | 
         a, b = query.time.bounds(duration_s)
         if b > a and (float(res.value[1]) - float(res.value[0])) >= WHOLE_SCOPE_SHARE * (b - a):
             return "the measured interval covers the whole asked time: no moment was found"
-    if res.kind == "text" and query.op == "read" and not _plain_reading(q, res.value):
+    if res.kind == "text" and query.op == "read" and not query.form and not _plain_reading(q, res.value):
         return "the read text is no plain reading (too short, or the question's own words)"
     if query.op == "colour" and not asks_colour(q.text) and not q.colour_options:
         return "a colour was measured, but the question does not ask for one"

@@ -11,7 +11,7 @@ from avi.agent.memory_check import check_query
 from avi.agent.memory_route import Routed, decide
 from avi.index.memory_stage import ensure_memory
 from avi.memory.evaluate import evaluate
-from avi.memory.match import pattern_words
+from avi.memory.match import form_match, pattern_words
 from avi.memory.parse import QueryParser
 from avi.memory.store import normalise
 from avi.trace import HOST_STEP, Trace
@@ -88,6 +88,9 @@ def reread_text(ctx: Any, q: Any, result, frame_size: tuple[int, int]) -> str | 
     if words:
         texts = [t for t in texts if all(w in normalise(t["text"]).split() or any(
             x.startswith(w) for x in normalise(t["text"]).split()) for w in words)]
+    if query.form:
+        texts = [dict(t, text=form_match(t["text"], query.form)) for t in texts
+                 if form_match(t["text"], query.form) is not None]
     if not texts:
         return f"text re-read with text_extract in {ranges}: nothing legible, the memory's reading kept"
     width, height = frame_size

@@ -116,6 +116,26 @@ COLOUR_WORDS = frozenset(
     "maroon turquoise teal magenta crimson scarlet".split())
 
 
+_ANSWER_FORM = (
+    ("date", re.compile(r"\b(?:what|which)\s+(?:\w+\s+)?date\b|\bdate\b[^?]{0,40}\b(?:written|shown|printed|"
+                        r"displayed|on (?:the )?screen)\b", re.I)),
+    ("year", re.compile(r"\b(?:what|which)\s+year\b", re.I)),
+    ("number", re.compile(r"\b(?:what|which)\s+(?:\w+\s+){0,2}number\b|\bnumber\s+(?:on|of|written|shown)\b",
+                          re.I)),
+)
+
+
+def answer_form(question: str) -> str | None:
+    """The form of the words a question asks to be read: ``date`` ("what date is written ..."), ``year`` ("in which
+    year ..."), ``number`` ("what number is on ..."), or None (any text): the expected answer type of a factoid
+    question (Li & Roth, COLING 2002: question classes such as NUM:date), read from the question's own words. ("What
+    time does the clock show" is a "when" question to :func:`parse_question`, so there is no clock-time form.)"""
+    for form, rx in _ANSWER_FORM:
+        if rx.search(question or ""):
+            return form
+    return None
+
+
 def asks_colour(question: str) -> bool:
     """Whether a question asks for a colour ("what colour is ...", "which color are ...")."""
     return bool(re.search(r"\b(?:what|which)\s+colou?rs?\b|\bcolou?r\s+of\s+the\b", question or "", re.I))

@@ -37,11 +37,13 @@ from avi.memory.match import (
     best_sentence,
     box_label,
     cuts_of,
+    form_match,
     matches,
     merge_runs,
     pattern_words,
     runs,
     scope_covered,
+    sentences_of,
     snap,
     split_at_cuts,
     text_hits,
@@ -252,7 +254,9 @@ def op_last(mem: Memory, q: MemoryQuery) -> Result:
 
 def op_read(mem: Memory, q: MemoryQuery) -> Result:
     """The text read on screen (``target`` text) or the speech heard (``speech``) in the scope: with a pattern, the
-    line holding its words (the utterance holding the most of them), else the most confidently read line."""
+    line holding its words (the utterance holding the most of them), else the most confidently read line; with a
+    ``form``, only lines holding that form (:func:`~avi.memory.match.form_match`), and of a line only that part
+    (of an utterance, its first sentence holding it)."""
     if q.target not in ("text", "speech"):
         return Result(q, "text", None, False, "read needs on-screen text or speech")
     hits = text_hits(mem, q)
@@ -265,15 +269,27 @@ def op_read(mem: Memory, q: MemoryQuery) -> Result:
         if scored:
             best = max(s[0] for s in scored)
             hits = [r for n, r in scored if n == best]
+    if hits and q.form:  # only what has the asked form ("what date": a line holding a date)
+        formed = [h for h in hits if form_match(h["text"], q.form) is not None]
+        if not formed and q.target == "text" and q.pattern:  # "the year on the slide about X": its other lines
+            clips = sorted({h["clip"] for h in hits})
+            formed = [as_row(r) for r in mem.rows(f"SELECT * FROM texts WHERE clip IN ({','.join('?' * len(clips))})"
+                                                  " ORDER BY t_s", tuple(clips))
+                      if form_match(r["text"], q.form) is not None]
+        hits = formed
+        if not hits:
+            return Result(q, "text", None, False, f"no {q.form} read there")
     if not hits:
         covered, why = scope_covered(mem, q)
         return Result(q, "text", None, False, why or "nothing read there")
     if q.target == "text":
         best = max(hits, key=lambda h: (h.get("score") or 0.0, len(h["text"])))
-        value = best["text"]
+        value = form_match(best["text"], q.form)
     else:
         best = hits[0]
         value = best_sentence(best["text"], pattern_words(q.pattern))
+        if q.form:
+            value = next((p for p in sentences_of(best["text"]) if form_match(p, q.form)), value)
     evidence = [[h["start_s"], h["end_s"]] for h in hits[:8]]
     return Result(q, "text", value, True, rows=hits[:MAX_ROWS], evidence=evidence)
 

@@ -322,10 +322,34 @@ def merge_runs(spans: list[list[float]], gap: float = 0.01) -> list[list[float]]
     return out
 
 
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+#: what each answer form looks like in a read line (:data:`avi.memory.query.ANSWER_FORMS`)
+FORM_PATTERNS = {
+    "date": re.compile(rf"\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s*\d{{4}}\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH},?"
+                       rf"\s+\d{{4}}\b|\b\d{{1,4}}[/.-]\d{{1,2}}[/.-]\d{{2,4}}\b|\b{_MONTH}\s+\d{{4}}\b", re.I),
+    "year": re.compile(r"\b(?:1[0-9]|20)\d\d\b"),
+    "number": re.compile(r"\b[A-Za-z]{0,3}\d[\w:/-]*"),  # a number and the letters it is written with (C305, 7B)
+}
+
+
+def form_match(text: str, form: str | None) -> str | None:
+    """The first part of ``text`` that has the answer ``form`` (a date, a year, a number), ``text``
+    itself when no form is asked, None when it holds none."""
+    if not form:
+        return str(text)
+    m = FORM_PATTERNS[form].search(str(text))
+    return m.group(0).strip() if m else None
+
+
 def best_sentence(text: str, words: list[str]) -> str:
     """The sentence of ``text`` holding the most pattern ``words`` (the first on a tie; the whole text when it has
     one sentence or no words are given): an answer's leading statement is what a reader takes as the answer."""
-    parts = [p.strip() for p in re.split(r"(?<=[.!?])\s+", str(text).strip()) if p.strip()]
+    parts = sentences_of(text)
     if len(parts) <= 1 or not words:
         return str(text).strip()
     return max(parts, key=lambda p: sum(matches(normalise(p), [w]) for w in words))
+
+
+def sentences_of(text: str) -> list[str]:
+    """The sentences of ``text``, in order (split after ``.``, ``!`` or ``?``)."""
+    return [p.strip() for p in re.split(r"(?<=[.!?])\s+", str(text).strip()) if p.strip()]

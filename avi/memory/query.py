@@ -20,7 +20,8 @@ count          how many at the scope's moment (one frame); over a range: distinc
 max_count      the most seen at one time                                                     number
 span           when the target is seen (its longest run, snapped to shot edges)              interval
 first / last   the first / last run in which it is seen                                      interval
-read           the text read on screen, or the speech heard, in the scope (with pattern)     text
+read           the text read on screen, or the speech heard, in the scope (with pattern;     text
+               with a ``form``, only what has that form: the date, year or number)
 colour         the main colour of the target's boxes (``frame``: of the picture)             text
 direction      which way the target moves across the picture (left, right, up, down)         text
 order          the order in which the options' things first appear                           order / choice
@@ -45,6 +46,9 @@ SHAPES = ("circle", "square", "rectangle", "triangle")
 POSTURES = ("standing", "sitting", "lying")
 EXPRESSIONS = ("angry", "disgust", "fear", "happy", "sad", "surprise", "neutral")
 RELATIONS = ("more_than", "at_least", "exactly", "fewer_than", "at_most")
+#: the form of a read's answer the question asks for ("what date", "which year", "what number"):
+#: grounded by the host from the question's words (:func:`avi.agent.question.answer_form`), never decoded
+ANSWER_FORMS = ("date", "year", "number")
 #: fields with a default that the decoding still has to write (the parse schema requires them)
 ALWAYS_WRITTEN = ("region",)
 #: the label of a thing the detector has no class for (the query is then not answered from boxes)
@@ -107,9 +111,12 @@ class QueryFields(BaseModel):
 
 
 class MemoryQuery(QueryFields):
-    """A complete query: the decoded fields plus the host-grounded ``time`` scope."""
+    """A complete query: the decoded fields plus what the host grounds from the question's words: the ``time``
+    scope and, for a read, the ``form`` its answer takes (a date, a year, a number; None: any text).
+    """
 
     time: TimeScope = Field(default_factory=TimeScope)
+    form: Literal[ANSWER_FORMS] | None = None  # type: ignore[valid-type]
 
     def short(self) -> str:
         """One line for traces and observations, only the fields that are set."""
