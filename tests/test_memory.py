@@ -354,3 +354,15 @@ def test_the_host_delivers_a_short_read_of_the_asked_form(mem):
     assert r.value == "42" and host_refusal(pq, r, 30.0) is None and host_answer(pq, r, 30.0).text == "42."
     plain = evaluate(mem, q(target="text", op="read", time=(0.0, 10.0)))
     assert plain.value == "EXIT 42"
+
+
+def test_a_read_is_of_text_or_speech_as_the_question_says():
+    from avi.agent.memory_check import check_query
+
+    slides = parse_question("According to the slides, in which year was the lens invented?", 60.0)
+    query, notes = check_query(q(target="frame", op="read"), slides, ["person"])
+    assert (query.target, query.op, query.form) == ("text", "read", "year"), notes
+    said = parse_question("What does the narrator say about the weather?", 60.0)
+    assert check_query(q(target="object", label="other", op="read"), said, ["person"])[0].target == "speech"
+    seen = parse_question("What is the man holding?", 60.0)  # names nothing read: left as parsed
+    assert check_query(q(target="person", label="person", op="read"), seen, ["person"])[0].target == "person"

@@ -102,6 +102,10 @@ def check_query(query: MemoryQuery, q: Any, vocabulary: list[str] | None) -> tup
         notes.append("the question names no person but a detector class: an object")
     if d["target"] == "person":
         d["label"] = "person"
+    if d["op"] == "read" and d["target"] not in ("text", "speech") and (q.about_speech or q.about_text):
+        # only text and speech are read: the target is the one the question's words name
+        d.update(target="speech" if q.about_speech else "text", label=None, colour=None)
+        notes.append(f"a read of {d['noun'] or 'the thing'} is a read of {d['target']}: the question names it")
     if d["target"] == "text" and not q.about_text:
         return None, ["the query reads on-screen text, but the question names nothing written"]
     # the op yields what the question asks for (its answer type, read by avi.agent.question)
