@@ -128,7 +128,7 @@ def check_query(query: MemoryQuery, q: Any, vocabulary: list[str] | None) -> tup
                 d["op"] in ("exists", "span", "first", "last"):
             notes.append(f"op {d['op']} -> read: the question asks what is written or said")
             d["op"] = "read"
-    # the form of a read's answer: the question's own words ("what date", "which year", "what time")
+    # the form of a read's answer: the question's own words ("what date", "which year", "what number")
     d["form"] = answer_form(text) if d["op"] == "read" and d["target"] in ("text", "speech") else None
     if d["form"]:
         notes.append(f"form {d['form']}: the question asks for one")

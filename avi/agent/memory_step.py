@@ -89,8 +89,7 @@ def reread_text(ctx: Any, q: Any, result, frame_size: tuple[int, int]) -> str | 
         texts = [t for t in texts if all(w in normalise(t["text"]).split() or any(
             x.startswith(w) for x in normalise(t["text"]).split()) for w in words)]
     if query.form:
-        texts = [dict(t, text=form_match(t["text"], query.form)) for t in texts
-                 if form_match(t["text"], query.form) is not None]
+        texts = [dict(t, text=part) for t in texts if (part := form_match(t["text"], query.form)) is not None]
     if not texts:
         return f"text re-read with text_extract in {ranges}: nothing legible, the memory's reading kept"
     width, height = frame_size
