@@ -116,6 +116,9 @@ def test_a_damaged_memory_is_rebuilt_alone(memory_index, session_backends, tmp_p
     (dict(target="text", op="read", form="number", pattern="room"), "text", "7B"),
     (dict(target="text", op="read", form="date"), "text", None),
     (dict(target="cut", op="count"), "number", 2),
+    (dict(target="cut", op="count", noun="different shots"), "number", 3),  # shots: one more than the cuts
+    (dict(target="cut", op="count", noun="scenes", time=(0.0, 12.0)), "number", 2),
+    (dict(target="cut", op="count", noun="scene changes"), "number", 2),
     (dict(target="cut", op="exists", compare={"relation": "exactly", "value": 0}), "yesno", False),
     (dict(target="cut", op="exists", time=(15.0, 30.0)), "yesno", False),
     (dict(target="person", label="person", op="exists"), "yesno", False),
@@ -144,6 +147,35 @@ def test_intervals_cover_the_truth(mem, query, truth):
     r = evaluate(mem, q(**query))
     assert r.kind == "interval" and r.covered
     assert temporal_iou(list(truth), r.value) >= 0.6, (r.value, truth)
+
+
+def test_a_distinct_person_is_seen_twice_and_named_once(mem, tmp_path):
+    """Over a range, people are counted as distinct subjects seen in MIN_FRAMES frames with one box scoring at least
+    SURE_SCORE: a weak box seen twice (a flag at the picture's edge) is no one."""
+    import shutil
+    import sqlite3
+
+    from avi.memory.match import MIN_FRAMES, SURE_SCORE
+    from avi.memory.store import Memory
+
+    copy = tmp_path / "memory.sqlite"
+    shutil.copy(mem.path, copy)
+    db = sqlite3.connect(copy)
+    times = [r[0] for r in db.execute("SELECT t_s FROM frames ORDER BY t_s LIMIT 6")]
+    boxes = [(t, "P1", SURE_SCORE + 0.2) for t in times[:3]]  # sure, in three frames
+    boxes += [(t, "P2", SURE_SCORE - 0.02) for t in times[:MIN_FRAMES]]  # weak in every frame: not counted
+    boxes += [(times[4], "P3", SURE_SCORE + 0.3)]  # sure but once: not counted
+    boxes += [(t, "P4", s) for t, s in zip(times[3:5], (SURE_SCORE - 0.1, SURE_SCORE + 0.1))]  # weak once, sure once
+    db.executemany("INSERT INTO boxes(t_s, label, score, x1, y1, x2, y2, cx, cy, track, subject, colour) "
+                   "VALUES (?, 'person', ?, 10, 10, 50, 90, 30, 50, NULL, ?, NULL)", [(t, s, p) for t, p, s in boxes])
+    db.commit()
+    db.close()
+    m = Memory(copy)
+    try:
+        r = evaluate(m, q(target="person", label="person", noun="different people", op="count"))
+        assert r.value == 2 and sorted(row["id"] for row in r.rows) == ["P1", "P4"], r.to_dict()
+    finally:
+        m.close()
 
 
 def test_what_no_tool_measures_is_unsupported_and_never_a_no(mem):
@@ -354,6 +386,18 @@ def test_the_host_delivers_a_short_read_of_the_asked_form(mem):
     assert r.value == "42" and host_refusal(pq, r, 30.0) is None and host_answer(pq, r, 30.0).text == "42."
     plain = evaluate(mem, q(target="text", op="read", time=(0.0, 10.0)))
     assert plain.value == "EXIT 42"
+
+
+def test_a_colour_is_never_of_a_cut_a_text_or_speech():
+    from avi.agent.memory_check import check_query
+
+    pq = parse_question("A little after the one-minute mark the background changes colour. What colour does it "
+                        "change to?", 120.0)
+    query, notes = check_query(q(target="cut", op="colour"), pq, ["person"])
+    assert (query.target, query.op) == ("frame", "colour"), notes
+    banner = parse_question("What is written in white letters on the blue banner?", 60.0)
+    query, notes = check_query(q(target="text", op="read", colour="white"), banner, ["person"])
+    assert query.colour is None and query.op == "read", notes
 
 
 def test_a_read_is_of_text_or_speech_as_the_question_says():

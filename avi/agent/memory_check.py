@@ -128,6 +128,9 @@ def check_query(query: MemoryQuery, q: Any, vocabulary: list[str] | None) -> tup
                 d["op"] in ("exists", "span", "first", "last"):
             notes.append(f"op {d['op']} -> read: the question asks what is written or said")
             d["op"] = "read"
+    if d["op"] == "colour" and d["target"] == "cut":  # a cut has no colour: the picture's, after it
+        d.update(target="frame", label=None)
+        notes.append("a colour is the picture's, not a cut's: target frame")
     # the form of a read's answer: the question's own words ("what date", "which year", "what number")
     d["form"] = answer_form(text) if d["op"] == "read" and d["target"] in ("text", "speech") else None
     if d["form"]:
@@ -151,7 +154,10 @@ def check_query(query: MemoryQuery, q: Any, vocabulary: list[str] | None) -> tup
             notes.append(f"pattern {d['pattern']!r} from the noun")
     # the colour: a condition only when the question names it, and the asked colour is no condition
     named = colours_named(text)
-    if d["colour"] and (d["colour"] not in named or d["op"] == "colour"):
+    if d["colour"] and d["target"] in ("text", "speech", "cut"):
+        notes.append(f"colour {d['colour']} dropped (the memory holds no colour of {d['target']})")
+        d["colour"] = None
+    elif d["colour"] and (d["colour"] not in named or d["op"] == "colour"):
         notes.append(f"colour {d['colour']} dropped (the question names {', '.join(sorted(named)) or 'none'})")
         d["colour"] = None
     elif (not d["colour"] and len(named) == 1 and d["op"] not in ("colour", "read", "unsupported")

@@ -152,7 +152,8 @@ def op_count(mem: Memory, q: MemoryQuery) -> Result:
     if q.target == "cut":
         a, b = q.time.bounds(mem.duration_s)
         cuts = [c for c in cuts_of(mem) if a < c < b]
-        return Result(q, "number", len(cuts), True, rows=[{"cut_s": c} for c in cuts[:MAX_ROWS]],
+        n = len(cuts) + (1 if counts_shots(q) else 0)  # the scope's shots: one more than the cuts inside it
+        return Result(q, "number", n, True, rows=[{"cut_s": c} for c in cuts[:MAX_ROWS]],
                       evidence=[[c, c] for c in cuts[:8]])
     if q.target in ("text", "speech"):
         hits = text_hits(mem, q)
@@ -174,17 +175,32 @@ def op_count(mem: Memory, q: MemoryQuery) -> Result:
         n = fr.count(t)
         return Result(q, "number", n, True, rows=fr.rows([t]) or [{"t_s": t, "count": 0}], evidence=[[t, t]])
     if fr.kind in ("boxes", "people"):
-        ids = Counter()
+        ids, best = Counter(), Counter()
         for t in fr.times:
             for r in fr.by_t.get(t, []):
                 key = r["subject"] or r["track"]
                 if key:
                     ids[key] += 1
-        distinct = [k for k, n in ids.items() if n >= MIN_FRAMES]
+                    best[key] = max(best[key], r["score"] or 0.0)
+        # a distinct one is seen in MIN_FRAMES frames and named once with SURE_SCORE (the captioner's rule):
+        # a weak box at the picture's edge in two frames is no one
+        distinct = [k for k, n in ids.items() if n >= MIN_FRAMES and best[k] >= SURE_SCORE]
         if distinct:
             return Result(q, "number", len(distinct), True, rows=[{"id": k, "frames": ids[k]} for k in distinct][:MAX_ROWS],
                           evidence=runs(fr.shown(), mem.fps))
     return _most(mem, q, fr, "number")
+
+
+#: a count of these (not of "cuts", "changes", "transitions") counts shots: the cuts inside the scope plus one
+SHOT_WORDS = frozenset("shot shots scene scenes take takes view views".split())
+_CUT_WORDS = frozenset("cut cuts change changes transition transitions switch switches".split())
+
+
+def counts_shots(q: MemoryQuery) -> bool:
+    """Whether a cut count asks for shots ("how many different shots"): its noun names shots or scenes and no
+    change between them."""
+    words = set(normalise(q.noun or "").split())
+    return bool(words & SHOT_WORDS) and not words & _CUT_WORDS
 
 
 def _most(mem: Memory, q: MemoryQuery, fr: FrameMatch, kind: str) -> Result:
