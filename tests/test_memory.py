@@ -362,6 +362,7 @@ def test_the_check_reads_a_count_the_question_states():
     ("According to the slides, in which year was the lens invented?", "year"),
     ("What is the number on the player's shirt?", "number"),
     ("What is written on the sign?", None),
+    ("What time does the clock's display show?", "time"),
     ("Which day did the lecturer say the quiz has been moved to?", None),
 ])
 def test_a_read_takes_the_form_the_question_asks_for(question, form):
@@ -373,8 +374,9 @@ def test_a_read_takes_the_form_the_question_asks_for(question, form):
     assert query.form == form, notes
     assert check_query(q(target="person", label="person", op="count"), pq, ["person"])[0].form is None
     line = {"date": "STATEMENT - JULY 14, 2015", "year": "Invented in 1822 by Fresnel", "number": "No. 23",
-            None: "EXIT"}[form]
-    assert form_match(line, form) == {"date": "JULY 14, 2015", "year": "1822", "number": "23", None: "EXIT"}[form]
+            "time": "ALARM 5:40 PM", None: "EXIT"}[form]
+    assert form_match(line, form) == {"date": "JULY 14, 2015", "year": "1822", "number": "23", "time": "5:40 PM",
+                                      None: "EXIT"}[form]
     assert form is None or form_match("PRESIDENT OBAMA STATEMENT ON IRAN", form) is None
 
 
@@ -386,6 +388,67 @@ def test_the_host_delivers_a_short_read_of_the_asked_form(mem):
     assert r.value == "42" and host_refusal(pq, r, 30.0) is None and host_answer(pq, r, 30.0).text == "42."
     plain = evaluate(mem, q(target="text", op="read", time=(0.0, 10.0)))
     assert plain.value == "EXIT 42"
+
+
+VOCAB = ["person", "car", "truck", "umbrella", "cup", "bicycle", "cell phone"]
+
+
+@pytest.mark.parametrize("question, decoded, want", [
+    # the thing whose colour is asked
+    ("What colour is the umbrella the man carries?", dict(target="person", label="person", noun="man with umbrella"),
+     dict(target="object", label="umbrella")),
+    ("What colour is the shirt of the person on the left?", dict(target="object", label="other", noun="shirt"),
+     dict(target="person", label="person")),
+    ("What colour is the van parked at the top right?", dict(target="object", label="other",
+                                                            noun="van parked at the top right"),
+     dict(target="object", label="car")),
+    ("What colour is the box on the table?", dict(target="object", label="other", noun="box"),
+     dict(target="object", label="other")),
+    ("What colour is the cell phone the man holds?", dict(target="person", label="person", noun="man's phone"),
+     dict(target="object", label="cell phone")),
+])
+def test_the_check_measures_the_thing_whose_colour_is_asked(question, decoded, want):
+    from avi.agent.memory_check import check_query
+
+    query, notes = check_query(q(op="colour", **decoded), parse_question(question, 60.0), VOCAB)
+    assert {k: getattr(query, k) for k in want} == want, notes
+
+
+@pytest.mark.parametrize("question, decoded, want", [
+    # an object of the person class is a person
+    ("During which time span is the cyclist in a helmet on screen?", dict(target="object", label="person",
+                                                                          noun="cyclist in a helmet", op="span"),
+     dict(target="person", label="person")),
+    # a colour the question gives to another thing is no condition; one it gives to the target, or to what a
+    # person wears, is
+    ("During which time span is the cyclist waiting behind a grey van on screen?",
+     dict(target="person", label="person", noun="cyclist", op="span"), dict(colour=None)),
+    ("Does a red car drive by?", dict(target="object", label="car", noun="car", op="exists"), dict(colour="red")),
+    ("When is the woman in a long black coat on the lawn?", dict(target="person", label="person", noun="woman",
+                                                                 op="span"), dict(colour="black")),
+    ("When is the picture mostly green?", dict(target="frame", noun="picture", op="span"), dict(colour="green")),
+    # a posture or an expression the question states, in so many words
+    ("Is someone standing behind the man?", dict(target="person", label="person", noun="someone", op="exists"),
+     dict(posture="standing")),
+    ("When does the man stand still next to the car?", dict(target="person", label="person", noun="man", op="span"),
+     dict(posture=None)),
+    ("Does the woman smile at any point?", dict(target="person", label="person", noun="woman", op="exists"),
+     dict(expression="happy")),
+    # someone holding a thing is a person holding it
+    ("During which time span is someone holding a cup?", dict(target="object", label="cup", noun="cup", op="span"),
+     dict(target="person", label="person", holding="cup")),
+    ("Is there a cup on the table?", dict(target="object", label="cup", noun="cup", op="exists"),
+     dict(target="object", label="cup", holding=None)),
+    # a thing a phrase is of names no class of the noun ("the rear hatch of the car" is no car)
+    ("During which time span is the rear hatch of the car open?", dict(target="object", label="other",
+                                                                        noun="rear hatch of the car", op="span"),
+     dict(label="other")),
+])
+def test_the_check_grounds_what_is_measured_in_the_question(question, decoded, want):
+    from avi.agent.memory_check import check_query
+
+    query, notes = check_query(q(**decoded), parse_question(question, 60.0), VOCAB)
+    assert {k: getattr(query, k) for k in want} == want, notes
 
 
 def test_a_colour_is_never_of_a_cut_a_text_or_speech():

@@ -371,6 +371,8 @@ def test_parse_reply_empty_content():
     ("When does the red car appear?", {}, "interval"),
     ("Give the time span in which the sign is shown.", {}, "interval"),
     ("At what time does the door open?", {}, "interval"),
+    ("What time does the clock on the wall show?", {}, "text"),  # a clock's reading, not a "when"
+    ("At what time does the clock fall off the wall?", {}, "interval"),
     ("What colour is the car?", {"A": "red", "B": "blue"}, "choice"),
     ("How many people are visible at 0:40?", {}, "text"),
     ("What is written on the sign?", {}, "text"),

@@ -17,7 +17,7 @@ from typing import Any
 
 from avi.agent.memory_route import question_wants
 from avi.agent.question import answer_form, asks_colour, colours_named, option_count
-from avi.backends.coco_detector import coco_classes_for
+from avi.backends.coco_detector import _PREPOSITION, coco_classes_for
 from avi.memory.query import OTHER, SHAPES, Compare, MemoryQuery
 from avi.memory.store import normalise
 
@@ -42,6 +42,79 @@ _STOP = frozenset("the a an of and or what which who how when where is are was w
                   "about according to lecturer speaker narrator host presenter".split())
 _QUOTED = re.compile(r"[\"\u201c\u2018']([^\"\u201d\u2019']{2,60})[\"\u201d\u2019']")
 _EXPRESSION = r"\b(?:smil\w*|happy|sad|angry|anger|surprise\w*|afraid|fear\w*|scared|disgust\w*|neutral|laugh\w*)\b"
+
+
+#: a posture the question states of someone ("is anyone sitting", "someone standing behind"): the participle,
+#: not the verb ("stand still" says nothing of a posture)
+_POSTURE_STATED = {"standing": r"\bstanding\b", "sitting": r"\b(?:sitting|seated)\b", "lying": r"\b(?:lying|laying)\b"}
+_EXPRESSION_STATED = {"happy": r"\b(?:smil\w*|laugh\w*|happy)\b", "sad": r"\b(?:sad|cry|cries|crying)\b",
+                      "angry": r"\b(?:angry|anger)\b", "surprise": r"\bsurprise\w*\b",
+                      "fear": r"\b(?:afraid|fear\w*|scared)\b", "disgust": r"\bdisgust\w*\b"}
+#: what a person wears: its colour is read from the person's box (the bank's convention)
+CLOTHES = frozenset("shirt shirts t-shirt jacket jackets coat coats dress dresses sweater jumper hoodie top trousers "
+                    "pants jeans skirt shorts uniform vest scarf".split())
+_COLOUR_OF = re.compile(r"\b(?:what|which)\s+colou?rs?\s+(?:is|are|was|were)\s+(?:the|a|an|his|her|their|its)\s+"
+                        r"([a-z]+)(?:\s+([a-z]+))?", re.I)
+_HOLDING = re.compile(r"\b(?:someone|somebody|anyone|anybody|person|man|woman|boy|girl|child|people|he|she)\s+"
+                      r"(?:is\s+|are\s+)?(?:holding|holds|carrying|carries)\s+(?:a|an|the|his|her|their)\s+([a-z]+)",
+                      re.I)
+
+
+def noun_classes(noun: str) -> tuple[str, ...]:
+    """The COCO classes a parsed noun names: the phrase's (:func:`coco_classes_for`), else the first word before
+    its preposition that names one ("van parked at the top right" -> car, truck; "rear hatch of the car" -> none)."""
+    found = coco_classes_for(noun)
+    if found:
+        return found
+    head = _PREPOSITION.split(noun.lower(), maxsplit=1)[0]  # "rear hatch of the car" names no class: a hatch
+    for w in re.findall(r"[a-z]+", head):
+        if coco_classes_for(w):
+            return coco_classes_for(w)
+    return ()
+
+
+def _qualifies(text: str, colour: str, d: dict) -> bool:
+    """Whether the colour word ``colour`` qualifies the query's target in the question: the parsed noun holds it, or
+    one of the (up to) three words after it in the question is a word of the noun or label, or for a person a
+    thing worn ("a red car" for a car, "a long black coat" for a woman; not "behind a grey van" for a cyclist)."""
+    tokens = re.findall(r"[a-z]+", text.lower())
+    target = set(re.findall(r"[a-z]+", f"{d['noun'] or ''} {d['label'] or ''}".lower()))
+    if colours_named(" ".join(target)) & {colour}:  # the parse's noun holds it ("man dressed in black")
+        return True
+    target |= {w[:-1] for w in target if w.endswith("s")}
+    for i, w in enumerate(tokens):
+        if colours_named(w) == {colour}:
+            after = tokens[i + 1:i + 4]
+            if any(a in target or a.rstrip("s") in target or (d["target"] == "person" and a in CLOTHES)
+                   for a in after):  # a person's colour is the colour of what they wear
+                return True
+    return False
+
+
+def _what_is_measured(d: dict, q: Any, text: str, labels: set[str], notes: list[str]) -> None:
+    """The thing the query measures, from the question's own words, where a parse names another: the thing whose
+    colour is asked ("what colour is the umbrella the man carries": the umbrella; "the shirt of the person": the
+    person, whose box's colour it is); an object labelled with the person class is a person; "someone holding a
+    cup" is a person holding one."""
+    m = _COLOUR_OF.search(text) if d["op"] == "colour" and d["target"] in ("object", "person") else None
+    if m:
+        head = m.group(1).lower()
+        pair = f"{head} {m.group(2).lower()}" if m.group(2) else ""
+        classes = [c for c in coco_classes_for(pair) if " " in c] if pair else []  # "cell phone", "wine glass"
+        classes = classes or list(coco_classes_for(head))
+        if classes and classes != ["person"] and d["target"] == "person":
+            d.update(target="object", label=classes[0], noun=pair if " " in "".join(classes) else head)
+            notes.append(f"the colour asked is the {head}'s: target object {classes[0]}")
+        elif head in CLOTHES and d["target"] == "object" and "person" in labels:
+            d.update(target="person", label="person")
+            notes.append(f"a {head} is worn: its colour is the person's")
+    if d["target"] == "object" and (d["label"] or "").lower() == "person":
+        d["target"] = "person"
+        notes.append("an object of the person class is a person")
+    held = _HOLDING.search(text)
+    if held and d["target"] == "object" and d["op"] not in ("colour", "unsupported") and not d["holding"]:
+        d.update(target="person", label="person", holding=held.group(1).lower())
+        notes.append(f"someone holding a {d['holding']}: a person holding one")
 
 
 def _number(word: str) -> int | None:
@@ -87,6 +160,7 @@ def check_query(query: MemoryQuery, q: Any, vocabulary: list[str] | None) -> tup
             notes.append(f"a question about the cuts ({q.cut}): target cut, op {want[0]}")
             d.update(target="cut", op=want[0], compare=want[1], label=None, colour=None)
     labels = question_labels(q)
+    _what_is_measured(d, q, text, labels, notes)
     if d["target"] == "speech" and not q.about_speech:
         if not labels:
             return None, ["the query reads speech, but the question asks about nothing said"]
@@ -161,7 +235,8 @@ def check_query(query: MemoryQuery, q: Any, vocabulary: list[str] | None) -> tup
         notes.append(f"colour {d['colour']} dropped (the question names {', '.join(sorted(named)) or 'none'})")
         d["colour"] = None
     elif (not d["colour"] and len(named) == 1 and d["op"] not in ("colour", "read", "unsupported")
-          and d["target"] in ("object", "person", "shape", "frame")):
+          and d["target"] in ("object", "person", "shape", "frame")
+          and (d["target"] == "frame" or _qualifies(text, next(iter(named)), d))):
         d["colour"] = next(iter(named))
         notes.append(f"colour {d['colour']} from the question")
     # the region: only the question's own
@@ -212,12 +287,21 @@ def check_query(query: MemoryQuery, q: Any, vocabulary: list[str] | None) -> tup
         d["posture"] = None
     if d["expression"] and not re.search(_EXPRESSION, text, re.I):
         d["expression"] = None
+    if d["target"] == "person" and d["op"] != "unsupported":
+        stated = [k for k, rx in _POSTURE_STATED.items() if re.search(rx, text, re.I)]
+        if d["posture"] is None and len(stated) == 1:
+            d["posture"] = stated[0]
+            notes.append(f"posture {d['posture']} from the question")
+        felt = {k for k, rx in _EXPRESSION_STATED.items() if re.search(rx, text, re.I)}
+        if d["expression"] is None and len(felt) == 1:
+            d["expression"] = felt.pop()
+            notes.append(f"expression {d['expression']} from the question")
     # the label: a class the question's words name (the noun's class first), else other
     if d["target"] == "object" and vocabulary:
         label = d["label"]
         grounded = question_labels(q)
         if label not in grounded:
-            from_noun = [c for c in coco_classes_for(d["noun"] or "") if c in vocabulary]
+            from_noun = [c for c in noun_classes(d["noun"] or "") if c in vocabulary]
             new = from_noun[0] if from_noun else OTHER
             if new != label:
                 notes.append(f"label {label} is no class the question names: {new}")

@@ -12,7 +12,7 @@ failure seen on ``tune``, where the route-off agent was right): a question that 
 the man leaves", "while the slide about X is shown") when the query holds no time (the memory cannot place an event
 it does not measure, so the query ran over the whole video); a "when" whose measured interval covers nearly the whole
 asked scope (no moment was found); a text read that is no plain reading (no token of three letters or digits, or only
-the question's own words read back; a read of the date, year or number the question asks for is one); a
+the question's own words read back; a read of the date, year, clock time or number the question asks for is one); a
 measured colour the question never asked for.
 """
 

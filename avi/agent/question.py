@@ -18,6 +18,14 @@ _FIRST_OPTION = re.compile(r"(?:^|\n|\s)\(?A[\.\):]\s+")
 _INTERVAL_QUESTION = re.compile(
     r"\bwhen\b|\bat what time\b|\bwhat time\b|\btime (?:span|range|interval|segment)\b|\binterval\b|"
     r"\bstart and end\b|\bfrom when\b|\bhow long\b.*\b(?:shown|visible|on screen)\b", re.I)
+#: "what time does the clock show": a time read off a clock or a display, not a "when" in the video
+_CLOCK_READING = re.compile(
+    r"(?<!\bat )\bwhat time (?:does|do|did) (?:the |a |his |her |its )?(?:[\w-]+\s+){0,3}?"
+    r"(?:clocks?|watch|display|timer|screen)(?:'s\s+display)?(?:\s+[\w-]+){0,3}?\s+"
+    r"(?:show|read|say|display|indicate)\b|"
+    r"(?<!\bat )\bwhat time is (?:it )?(?:shown |displayed |written )?on (?:the |a |his |her |its )?(?:[\w-]+\s+)?"
+    r"(?:clock|watch|display|timer|screen)\b|"
+    r"(?<!\bat )\bwhat time (?:is|was) (?:shown|displayed|written|indicated)\b", re.I)
 _MULTI_QUESTION = re.compile(
     r"\b(?:select|choose|pick|mark|tick|name)\s+all\b|\ball (?:that|which) (?:apply|are (?:true|correct))\b|"
     r"\ball (?:the )?correct\b|\bmore than one\b|\bone or more\b|\bwhich (?:two|three|four) (?:of|options)\b", re.I)
@@ -51,7 +59,7 @@ def answer_type(question: str, options: dict[str, str]) -> str:
         return "order"  # options that are themselves sequences make it a plain choice
     if options:
         return "multi" if _MULTI_QUESTION.search(q) else "choice"
-    return "interval" if _INTERVAL_QUESTION.search(q) else "text"
+    return "interval" if _INTERVAL_QUESTION.search(q) and not _CLOCK_READING.search(q) else "text"
 
 
 _AUXILIARY = r"(?:is|are|was|were|does|do|did|can|could|has|have|had|will|would|should)\b"
@@ -120,6 +128,7 @@ _ANSWER_FORM = (
     ("date", re.compile(r"\b(?:what|which)\s+(?:\w+\s+)?date\b|\bdate\b[^?]{0,40}\b(?:written|shown|printed|"
                         r"displayed|on (?:the )?screen)\b", re.I)),
     ("year", re.compile(r"\b(?:what|which)\s+year\b", re.I)),
+    ("time", _CLOCK_READING),
     ("number", re.compile(r"\b(?:what|which)\s+(?:\w+\s+){0,2}number\b|\bnumber\s+(?:on|of|written|shown)\b",
                           re.I)),
 )
@@ -128,8 +137,8 @@ _ANSWER_FORM = (
 def answer_form(question: str) -> str | None:
     """The form of the words a question asks to be read: ``date`` ("what date is written ..."), ``year`` ("in which
     year ..."), ``number`` ("what number is on ..."), or None (any text): the expected answer type of a factoid
-    question (Li & Roth, COLING 2002: question classes such as NUM:date), read from the question's own words. ("What
-    time does the clock show" is a "when" question to :func:`parse_question`, so there is no clock-time form.)"""
+    question (Li & Roth, COLING 2002: question classes such as NUM:date), read from the question's own words; ``time``
+    for a clock's reading ("what time does the clock show", which :func:`answer_type` reads as text, not "when")."""
     for form, rx in _ANSWER_FORM:
         if rx.search(question or ""):
             return form

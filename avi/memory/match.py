@@ -328,12 +328,13 @@ FORM_PATTERNS = {
     "date": re.compile(rf"\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s*\d{{4}}\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH},?"
                        rf"\s+\d{{4}}\b|\b\d{{1,4}}[/.-]\d{{1,2}}[/.-]\d{{2,4}}\b|\b{_MONTH}\s+\d{{4}}\b", re.I),
     "year": re.compile(r"\b(?:1[0-9]|20)\d\d\b"),
+    "time": re.compile(r"\b\d{1,2}[:.]\d{2}(?:[:.]\d{2})?(?:\s*[ap]\.?\s?m\b\.?)?", re.I),  # a clock's reading
     "number": re.compile(r"\b[A-Za-z]{0,3}\d[\w:/-]*"),  # a number and the letters it is written with (C305, 7B)
 }
 
 
 def form_match(text: str, form: str | None) -> str | None:
-    """The first part of ``text`` that has the answer ``form`` (a date, a year, a number), ``text``
+    """The first part of ``text`` that has the answer ``form`` (a date, a year, a clock time, a number), ``text``
     itself when no form is asked, None when it holds none."""
     if not form:
         return str(text)

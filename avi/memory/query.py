@@ -21,7 +21,7 @@ max_count      the most seen at one time                                        
 span           when the target is seen (its longest run, snapped to shot edges)              interval
 first / last   the first / last run in which it is seen                                      interval
 read           the text read on screen, or the speech heard, in the scope (with pattern;     text
-               with a ``form``, only what has that form: the date, year or number)
+               with a ``form``, only what has that form: the date, year, clock time or number)
 colour         the main colour of the target's boxes (``frame``: of the picture)             text
 direction      which way the target moves across the picture (left, right, up, down)         text
 order          the order in which the options' things first appear                           order / choice
@@ -48,7 +48,7 @@ EXPRESSIONS = ("angry", "disgust", "fear", "happy", "sad", "surprise", "neutral"
 RELATIONS = ("more_than", "at_least", "exactly", "fewer_than", "at_most")
 #: the form of a read's answer the question asks for ("what date", "which year", "what number"):
 #: grounded by the host from the question's words (:func:`avi.agent.question.answer_form`), never decoded
-ANSWER_FORMS = ("date", "year", "number")
+ANSWER_FORMS = ("date", "year", "time", "number")
 #: fields with a default that the decoding still has to write (the parse schema requires them)
 ALWAYS_WRITTEN = ("region",)
 #: the label of a thing the detector has no class for (the query is then not answered from boxes)
@@ -112,7 +112,7 @@ class QueryFields(BaseModel):
 
 class MemoryQuery(QueryFields):
     """A complete query: the decoded fields plus what the host grounds from the question's words: the ``time``
-    scope and, for a read, the ``form`` its answer takes (a date, a year, a number; None: any text).
+    scope and, for a read, the ``form`` its answer takes (a date, a year, a clock time, a number; None: any text).
     """
 
     time: TimeScope = Field(default_factory=TimeScope)
