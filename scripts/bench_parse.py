@@ -13,7 +13,10 @@ class the same word names, as "van" names car and truck); a parse is right when 
 attributes, ``region`` and ``compare`` are all right (``noun`` is reported, not required: it is the question's
 own words and feeds no evaluator).
 
-    .venv/bin/python scripts/bench_parse.py [--limit N] [--json] [--out FILE]
+    .venv/bin/python scripts/bench_parse.py [--limit N] [--json] [--out FILE] [--pairs HELDOUT.jsonl]
+
+``--pairs``: labelled pairs kept out of the bank (``bench/memory/heldout.jsonl``), each parsed with the whole bank
+as its examples: the parse and its checks on questions no check was written from.
 
 Prints per-field accuracy, the whole-parse accuracy, seconds per parse (p50/p90) and each wrong parse.
 """
@@ -66,11 +69,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=0, help="only the first N pairs")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument("--out", type=Path, help="also write the JSON object here")
+    ap.add_argument("--pairs", type=Path, metavar="JSONL",
+                    help="measure on these labelled pairs instead (held out: none may be in the bank; each is parsed "
+                         "with the whole bank as its examples)")
     args = ap.parse_args(argv)
     settings = Settings()
     prompts = PromptLibrary(settings.prompts_dir)
     bank = load_bank(Path(settings.prompts_dir) / "memory_examples.jsonl")
-    pairs = bank[: args.limit] if args.limit else bank
+    if args.pairs is not None:
+        try:
+            held = [json.loads(line) for line in args.pairs.read_text(encoding="utf-8").splitlines() if line.strip()]
+        except (OSError, json.JSONDecodeError) as exc:
+            print(f"bench_parse: {args.pairs}: cannot be read as JSONL pairs ({exc})", file=sys.stderr)
+            return 2
+        known = {b["question"].strip().lower() for b in bank}
+        inside = [h["question"] for h in held if h["question"].strip().lower() in known]
+        if inside:
+            print(f"bench_parse: {len(inside)} held-out question(s) are in the bank: {inside[0]!r}", file=sys.stderr)
+            return 2
+        bank_pairs = held
+    else:
+        bank_pairs = bank
+    pairs = bank_pairs[: args.limit] if args.limit else bank_pairs
     backends = Backends(settings)
     try:
         parser = QueryParser(prompts, backends.embedder, list(getattr(backends.detector, "class_list", None) or []))

@@ -473,3 +473,20 @@ def test_a_read_is_of_text_or_speech_as_the_question_says():
     assert check_query(q(target="object", label="other", op="read"), said, ["person"])[0].target == "speech"
     seen = parse_question("What is the man holding?", 60.0)  # names nothing read: left as parsed
     assert check_query(q(target="person", label="person", op="read"), seen, ["person"])[0].target == "person"
+
+
+def test_a_region_in_the_picture_keeps_its_lines_a_region_of_a_thing_takes_the_furthest():
+    from avi.agent.memory_step import pick_line, placed_in_picture
+
+    size = (640, 360)
+    texts = [{"text": "WHITE HOUSE", "score": 0.99, "box": [200, 20, 440, 50]},
+             {"text": "PRESIDENT OBAMA STATEMENT ON IRAN", "score": 0.99, "box": [100, 250, 540, 280]},
+             {"text": "IDENT OF THE", "score": 0.85, "box": [280, 330, 360, 350]}]
+    banner = parse_question("What is written on the blue banner at the bottom of the picture?", 10.0)
+    assert placed_in_picture(banner, "bottom")
+    assert pick_line(texts, "bottom", True, size)["text"] == "PRESIDENT OBAMA STATEMENT ON IRAN"
+    listed = parse_question("Which lighthouse is at the bottom of the list?", 10.0)
+    assert not placed_in_picture(listed, "bottom")
+    assert pick_line(texts, "bottom", False, size)["text"] == "IDENT OF THE"
+    assert pick_line(texts, "top", True, size)["text"] == "WHITE HOUSE"
+    assert pick_line(texts, "any", False, size)["text"] == "PRESIDENT OBAMA STATEMENT ON IRAN"  # surest, longest

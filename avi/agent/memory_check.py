@@ -17,7 +17,7 @@ from typing import Any
 
 from avi.agent.memory_route import question_wants
 from avi.agent.question import answer_form, asks_colour, colours_named, option_count
-from avi.backends.coco_detector import _PREPOSITION, coco_classes_for
+from avi.backends.coco_detector import coco_classes_for, phrase_head
 from avi.memory.query import OTHER, SHAPES, Compare, MemoryQuery
 from avi.memory.store import normalise
 
@@ -66,8 +66,7 @@ def noun_classes(noun: str) -> tuple[str, ...]:
     found = coco_classes_for(noun)
     if found:
         return found
-    head = _PREPOSITION.split(noun.lower(), maxsplit=1)[0]  # "rear hatch of the car" names no class: a hatch
-    for w in re.findall(r"[a-z]+", head):
+    for w in re.findall(r"[a-z]+", phrase_head(noun)):  # "rear hatch of the car" names no class: a hatch
         if coco_classes_for(w):
             return coco_classes_for(w)
     return ()

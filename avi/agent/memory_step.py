@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from avi.agent.memory_check import check_query
+from avi.agent.memory_check import check_query, question_regions
 from avi.agent.memory_route import Routed, decide
 from avi.index.memory_stage import ensure_memory
 from avi.memory.evaluate import evaluate
@@ -58,12 +58,46 @@ def memory_step(llm, prompts, ctx: Any, q: Any, trace: Trace) -> Routed:
     return routed
 
 
+def placed_in_picture(q: Any, region: str) -> bool:
+    """Whether the question places ``region`` in the picture ("the banner at the bottom of the picture") rather than
+    in a thing ("the bottom of the list", "the top edge of the lid")."""
+    return region != "any" and region in question_regions(q.stem or q.text, in_picture=True)
+
+
+def _in_region(box: list[float], region: str, frame_size: tuple[int, int]) -> bool:
+    width, height = frame_size
+    cx, cy = (box[0] + box[2]) / 2 / max(1, width), (box[1] + box[3]) / 2 / max(1, height)
+    return {"left": cx < 0.5, "right": cx >= 0.5, "top": cy < 0.5, "bottom": cy >= 0.5,
+            "centre": 1 / 3 <= cx <= 2 / 3 and 1 / 3 <= cy <= 2 / 3, "top_left": cx < 0.5 and cy < 0.5,
+            "top_right": cx >= 0.5 and cy < 0.5, "bottom_left": cx < 0.5 and cy >= 0.5,
+            "bottom_right": cx >= 0.5 and cy >= 0.5}.get(region, True)
+
+
+def pick_line(texts: list[dict], region: str, in_picture: bool, frame_size: tuple[int, int]) -> dict:
+    """The line a read answers with, of ``texts`` (each with ``text``, ``score``, ``box`` xyxy in pixels of a
+    ``frame_size`` (width, height) frame): a region placed in the picture keeps the lines whose box centre lies in
+    it (the memory's regions: halves, the middle third, quarter-planes) and takes the surest, longest of them; a
+    region of a thing ("the bottom of the list") takes the line furthest that way; no region, the surest line."""
+    width, height = frame_size
+    if in_picture and width and height:
+        return _surest([t for t in texts if _in_region(t["box"], region, frame_size)] or texts)
+    if region in ("bottom", "top") and height:
+        return (max if region == "bottom" else min)(texts, key=lambda t: (t["box"][1] + t["box"][3]) / 2)
+    if region in ("left", "right") and width:
+        return (max if region == "right" else min)(texts, key=lambda t: (t["box"][0] + t["box"][2]) / 2)
+    return _surest(texts)
+
+
+def _surest(texts: list[dict]) -> dict:
+    return max(texts, key=lambda t: (t["score"], len(t["text"])))
+
+
 def reread_text(ctx: Any, q: Any, result, frame_size: tuple[int, int]) -> str | None:
     """Read on-screen text again with ``text_extract`` where the memory found it, and take the tool's reading.
 
     The memory keeps the perception captioner's OCR of three frames per clip, in every script; the tool reads the
     found clips' frames closely, in the question's script (:func:`avi.backends.ocr_script.question_script`) and
-    with each line's box, so a region ("the bottom of the list") picks a line. Only for a covered ``read`` of
+    with each line's box, so a region picks a line (:func:`pick_line`). Only for a covered ``read`` of
     on-screen text; ``result`` is changed in place (its value, a row per line read).
 
     Returns:
@@ -92,13 +126,7 @@ def reread_text(ctx: Any, q: Any, result, frame_size: tuple[int, int]) -> str | 
         texts = [dict(t, text=part) for t in texts if (part := form_match(t["text"], query.form)) is not None]
     if not texts:
         return f"text re-read with text_extract in {ranges}: nothing legible, the memory's reading kept"
-    width, height = frame_size
-    if query.region in ("bottom", "top") and height:
-        pick = (max if query.region == "bottom" else min)(texts, key=lambda t: (t["box"][1] + t["box"][3]) / 2)
-    elif query.region in ("left", "right") and width:
-        pick = (max if query.region == "right" else min)(texts, key=lambda t: (t["box"][0] + t["box"][2]) / 2)
-    else:
-        pick = max(texts, key=lambda t: (t["score"], len(t["text"])))
+    pick = pick_line(texts, query.region, placed_in_picture(q, query.region), frame_size)
     before = result.value
     result.value = pick["text"]
     result.rows = [{"text": t["text"], "score": t["score"], "box": t["box"], "first_s": t["first_s"],

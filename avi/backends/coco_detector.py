@@ -103,6 +103,12 @@ _PREPOSITION = re.compile(r"\s+(?:in|with|on|at|of|wearing|holding|carrying|ridi
                           r"under|over|from|by|inside|without)\s+")
 
 
+def phrase_head(phrase: str) -> str:
+    """The words of a noun phrase before its first preposition ("rear hatch of the car" -> "rear hatch"), lower
+    case; the phrase itself when it has none."""
+    return _PREPOSITION.split(re.sub(r"\s+", " ", phrase.strip().lower()), maxsplit=1)[0]
+
+
 def coco_classes_for(label: str) -> tuple[str, ...]:
     """The COCO classes a word or phrase names, or ``()`` when none does.
 

@@ -10,7 +10,9 @@ Conventions (thresholds set on the ``tune`` split; ``bench/memory``):
 * *seen* (``exists``) needs the target in :data:`MIN_FRAMES` sampled frames, or once with a box scoring at least
   :data:`SURE_SCORE` (the perception captioner's rule for naming a class);
 * a count at a moment is read in the sampled frame nearest to it; over a range, people and objects are counted as
-  distinct person subjects or tracks, shapes as the most at once, text lines and utterances as distinct matches;
+  distinct person subjects or tracks, each seen in :data:`MIN_FRAMES` frames with one box scoring at least
+  :data:`SURE_SCORE`, shapes as the most at once, text lines and utterances as distinct matches, cuts as cuts
+  (shots, when the noun names shots or scenes: the cuts plus one);
 * ``max_count`` is the largest count seen in :data:`MIN_FRAMES` frames (one frame's spike is detector noise);
 * runs of frames are merged across gaps of up to :data:`GAP_S`; an interval's edge within :data:`SNAP_S` of a
   cut moves onto the cut;
