@@ -363,6 +363,7 @@ def test_the_check_reads_a_count_the_question_states():
     ("What is the number on the player's shirt?", "number"),
     ("What is written on the sign?", None),
     ("What time does the clock's display show?", "time"),
+    ("What time does the watch show?", "time"),
     ("Which day did the lecturer say the quiz has been moved to?", None),
 ])
 def test_a_read_takes_the_form_the_question_asks_for(question, form):
@@ -437,6 +438,9 @@ def test_the_check_measures_the_thing_whose_colour_is_asked(question, decoded, w
     # someone holding a thing is a person holding it
     ("During which time span is someone holding a cup?", dict(target="object", label="cup", noun="cup", op="span"),
      dict(target="person", label="person", holding="cup")),
+    ("Is someone holding an umbrella at 1:10?", dict(target="object", label="umbrella", noun="umbrella", op="exists",
+                                                    holding="umbrella"),
+     dict(target="person", label="person", holding="umbrella")),
     ("Is there a cup on the table?", dict(target="object", label="cup", noun="cup", op="exists"),
      dict(target="object", label="cup", holding=None)),
     # a thing a phrase is of names no class of the noun ("the rear hatch of the car" is no car)

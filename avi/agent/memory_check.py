@@ -111,7 +111,7 @@ def _what_is_measured(d: dict, q: Any, text: str, labels: set[str], notes: list[
         d["target"] = "person"
         notes.append("an object of the person class is a person")
     held = _HOLDING.search(text)
-    if held and d["target"] == "object" and d["op"] not in ("colour", "unsupported") and not d["holding"]:
+    if held and d["target"] == "object" and d["op"] not in ("colour", "unsupported"):
         d.update(target="person", label="person", holding=held.group(1).lower())
         notes.append(f"someone holding a {d['holding']}: a person holding one")
 

@@ -112,11 +112,13 @@ def asks_for_text(question: str) -> bool:
 def about_text(question: str) -> bool:
     """Whether reading on-screen text may answer a question: it is about words shown or said
     (:func:`about_words`, :func:`about_speech`), names a thing that carries text (a sign, a slide, a list, a brand,
-    a number plate, a clock), quotes a phrase, or spells a word in capitals (a brand or a sign's word). A question
+    a number plate, a clock), asks a clock's reading ("what time does the watch show"), quotes a phrase, or spells a
+    word in capitals (a brand or a sign's word). A question
     about none of these (a colour, a count, a motion, a place) gets a smaller OCR frame budget (issue 38)."""
     q = question or ""
     return about_words(q) or about_speech(q) or bool(_TEXT_HOLDER.search(q) or _TEXT_THING.search(q)
-                                                     or _QUOTED.search(q) or _CAPITALS.search(q))
+                                                     or _QUOTED.search(q) or _CAPITALS.search(q)
+                                                     or _CLOCK_READING.search(q))
 
 
 COLOUR_WORDS = frozenset(
