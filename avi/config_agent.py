@@ -122,8 +122,8 @@ class AgentSettings(BaseModel):
     memory_route: bool = Field(default=False, description="the model parses the question into a typed query over the "
                                "video's perception memory (memory.sqlite) and the host answers from it when the "
                                "memory covers the query; otherwise the agent runs as without it (issue 53; "
-                               "avi/memory). Off by default: on the report split it scored 36 of 90 against 43 "
-                               "before (bench/results/memory/report_after_9bdf316.json)")
+                               "avi/memory). Off by default: on the report split, with it 38 of 90 against 42 without "
+                               "(bench/results/memory/composite_report_e9e6888.json, latency_report_off_2f8aaa5.json)")
     memory_observation: bool = Field(default=False, description="with memory_route, a question the host does not "
                                      "answer gets the memory query's result in the agent's first message (an "
                                      "observation); off: the agent runs exactly as without the route")
