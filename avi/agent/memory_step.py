@@ -11,7 +11,7 @@ from avi.agent.memory_check import check_query, question_regions
 from avi.agent.memory_route import Routed, decide
 from avi.index.memory_stage import ensure_memory
 from avi.memory.evaluate import evaluate
-from avi.memory.match import form_match, pattern_words
+from avi.memory.match import form_match, in_region, pattern_words
 from avi.memory.parse import QueryParser
 from avi.memory.store import normalise
 from avi.trace import HOST_STEP, Trace
@@ -64,15 +64,6 @@ def placed_in_picture(q: Any, region: str) -> bool:
     return region != "any" and region in question_regions(q.stem or q.text, in_picture=True)
 
 
-def _in_region(box: list[float], region: str, frame_size: tuple[int, int]) -> bool:
-    width, height = frame_size
-    cx, cy = (box[0] + box[2]) / 2 / max(1, width), (box[1] + box[3]) / 2 / max(1, height)
-    return {"left": cx < 0.5, "right": cx >= 0.5, "top": cy < 0.5, "bottom": cy >= 0.5,
-            "centre": 1 / 3 <= cx <= 2 / 3 and 1 / 3 <= cy <= 2 / 3, "top_left": cx < 0.5 and cy < 0.5,
-            "top_right": cx >= 0.5 and cy < 0.5, "bottom_left": cx < 0.5 and cy >= 0.5,
-            "bottom_right": cx >= 0.5 and cy >= 0.5}.get(region, True)
-
-
 def pick_line(texts: list[dict], region: str, in_picture: bool, frame_size: tuple[int, int]) -> dict:
     """The line a read answers with, of ``texts`` (each with ``text``, ``score``, ``box`` xyxy in pixels of a
     ``frame_size`` (width, height) frame): a region placed in the picture keeps the lines whose box centre lies in
@@ -80,7 +71,9 @@ def pick_line(texts: list[dict], region: str, in_picture: bool, frame_size: tupl
     region of a thing ("the bottom of the list") takes the line furthest that way; no region, the surest line."""
     width, height = frame_size
     if in_picture and width and height:
-        return _surest([t for t in texts if _in_region(t["box"], region, frame_size)] or texts)
+        inside = [t for t in texts if in_region((t["box"][0] + t["box"][2]) / 2 / width,
+                                                (t["box"][1] + t["box"][3]) / 2 / height, region)]
+        return _surest(inside or texts)
     if region in ("bottom", "top") and height:
         return (max if region == "bottom" else min)(texts, key=lambda t: (t["box"][1] + t["box"][3]) / 2)
     if region in ("left", "right") and width:

@@ -50,6 +50,15 @@ def region_sql(region: str) -> tuple[str, tuple]:
     return (f" AND {c}", ()) if c else ("", ())
 
 
+def in_region(cx: float, cy: float, region: str) -> bool:
+    """Whether a box centre (``cx``, ``cy``: frame fractions) lies in ``region``: the regions of :func:`region_sql`
+    (halves, the middle third, quarter-planes); ``any`` or an unknown region holds every centre."""
+    return {"left": cx < 0.5, "right": cx >= 0.5, "top": cy < 0.5, "bottom": cy >= 0.5,
+            "centre": 1 / 3 <= cx <= 2 / 3 and 1 / 3 <= cy <= 2 / 3, "top_left": cx < 0.5 and cy < 0.5,
+            "top_right": cx >= 0.5 and cy < 0.5, "bottom_left": cx < 0.5 and cy >= 0.5,
+            "bottom_right": cx >= 0.5 and cy >= 0.5}.get(region, True)
+
+
 def box_label(q: MemoryQuery, mem: Memory) -> str | None:
     """The detector class a box query reads: ``person``/``face`` for those targets, else the query's label when the
     memory's detector has it (None: not measured by boxes)."""
