@@ -67,8 +67,8 @@ def noun_classes(noun: str) -> tuple[str, ...]:
     if found:
         return found
     for w in re.findall(r"[a-z]+", phrase_head(noun)):  # "rear hatch of the car" names no class: a hatch
-        if coco_classes_for(w):
-            return coco_classes_for(w)
+        if found := coco_classes_for(w):
+            return found
     return ()
 
 
@@ -90,7 +90,7 @@ def _qualifies(text: str, colour: str, d: dict) -> bool:
     return False
 
 
-def _what_is_measured(d: dict, q: Any, text: str, labels: set[str], notes: list[str]) -> None:
+def _what_is_measured(d: dict, text: str, labels: set[str], notes: list[str]) -> None:
     """The thing the query measures, from the question's own words, where a parse names another: the thing whose
     colour is asked ("what colour is the umbrella the man carries": the umbrella; "the shirt of the person": the
     person, whose box's colour it is); an object labelled with the person class is a person; "someone holding a
@@ -159,7 +159,7 @@ def check_query(query: MemoryQuery, q: Any, vocabulary: list[str] | None) -> tup
             notes.append(f"a question about the cuts ({q.cut}): target cut, op {want[0]}")
             d.update(target="cut", op=want[0], compare=want[1], label=None, colour=None)
     labels = question_labels(q)
-    _what_is_measured(d, q, text, labels, notes)
+    _what_is_measured(d, text, labels, notes)
     if d["target"] == "speech" and not q.about_speech:
         if not labels:
             return None, ["the query reads speech, but the question asks about nothing said"]
@@ -298,8 +298,7 @@ def check_query(query: MemoryQuery, q: Any, vocabulary: list[str] | None) -> tup
     # the label: a class the question's words name (the noun's class first), else other
     if d["target"] == "object" and vocabulary:
         label = d["label"]
-        grounded = question_labels(q)
-        if label not in grounded:
+        if label not in labels:  # a class the question's words name
             from_noun = [c for c in noun_classes(d["noun"] or "") if c in vocabulary]
             new = from_noun[0] if from_noun else OTHER
             if new != label:

@@ -71,14 +71,18 @@ def pick_line(texts: list[dict], region: str, in_picture: bool, frame_size: tupl
     region of a thing ("the bottom of the list") takes the line furthest that way; no region, the surest line."""
     width, height = frame_size
     if in_picture and width and height:
-        inside = [t for t in texts if in_region((t["box"][0] + t["box"][2]) / 2 / width,
-                                                (t["box"][1] + t["box"][3]) / 2 / height, region)]
+        inside = [t for t in texts if in_region(_centre(t)[0] / width, _centre(t)[1] / height, region)]
         return _surest(inside or texts)
     if region in ("bottom", "top") and height:
-        return (max if region == "bottom" else min)(texts, key=lambda t: (t["box"][1] + t["box"][3]) / 2)
+        return (max if region == "bottom" else min)(texts, key=lambda t: _centre(t)[1])
     if region in ("left", "right") and width:
-        return (max if region == "right" else min)(texts, key=lambda t: (t["box"][0] + t["box"][2]) / 2)
+        return (max if region == "right" else min)(texts, key=lambda t: _centre(t)[0])
     return _surest(texts)
+
+
+def _centre(line: dict) -> tuple[float, float]:
+    x1, y1, x2, y2 = line["box"][:4]
+    return (x1 + x2) / 2, (y1 + y2) / 2
 
 
 def _surest(texts: list[dict]) -> dict:

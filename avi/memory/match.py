@@ -14,6 +14,7 @@ Thresholds (set on the ``tune`` split; ``bench/memory``):
 
 from __future__ import annotations
 
+import operator
 import re
 
 from avi.memory.query import OTHER, SHAPES, MemoryQuery
@@ -39,24 +40,28 @@ def colour_name(name: str | None) -> str | None:
     return COLOUR_NAMES.get(str(name).lower()) if name else None
 
 
+_HALVES = {"left": (("cx", "<", 0.5),), "right": (("cx", ">=", 0.5),), "top": (("cy", "<", 0.5),),
+           "bottom": (("cy", ">=", 0.5),)}
+#: each region as conditions on the box centre (``cx``, ``cy``: frame fractions): halves for the sides, the middle
+#: third for the centre, quarter-planes for the corners; the one definition of :func:`region_sql` and :func:`in_region`
+REGION_BOUNDS = {**_HALVES,
+                 "centre": (("cx", ">=", 0.3333), ("cx", "<=", 0.6667), ("cy", ">=", 0.3333), ("cy", "<=", 0.6667)),
+                 **{f"{v}_{h}": _HALVES[h] + _HALVES[v] for v in ("top", "bottom") for h in ("left", "right")}}
+_COMPARE_OPS = {"<": operator.lt, ">=": operator.ge, "<=": operator.le}
+
+
 def region_sql(region: str) -> tuple[str, tuple]:
-    """SQL condition on the box centre (``cx``, ``cy``: frame fractions) for a region: halves for the sides,
-    the middle third for the centre, quarter-planes for the corners."""
-    conds = {"left": "cx < 0.5", "right": "cx >= 0.5", "top": "cy < 0.5", "bottom": "cy >= 0.5",
-             "centre": "cx BETWEEN 0.3333 AND 0.6667 AND cy BETWEEN 0.3333 AND 0.6667",
-             "top_left": "cx < 0.5 AND cy < 0.5", "top_right": "cx >= 0.5 AND cy < 0.5",
-             "bottom_left": "cx < 0.5 AND cy >= 0.5", "bottom_right": "cx >= 0.5 AND cy >= 0.5"}
-    c = conds.get(region)
-    return (f" AND {c}", ()) if c else ("", ())
+    """SQL condition on the box centre (``cx``, ``cy``: frame fractions) for a region (:data:`REGION_BOUNDS`);
+    nothing for ``any`` or an unknown region."""
+    bounds = REGION_BOUNDS.get(region)
+    return (" AND " + " AND ".join(f"{axis} {op} {value}" for axis, op, value in bounds), ()) if bounds else ("", ())
 
 
 def in_region(cx: float, cy: float, region: str) -> bool:
-    """Whether a box centre (``cx``, ``cy``: frame fractions) lies in ``region``: the regions of :func:`region_sql`
-    (halves, the middle third, quarter-planes); ``any`` or an unknown region holds every centre."""
-    return {"left": cx < 0.5, "right": cx >= 0.5, "top": cy < 0.5, "bottom": cy >= 0.5,
-            "centre": 1 / 3 <= cx <= 2 / 3 and 1 / 3 <= cy <= 2 / 3, "top_left": cx < 0.5 and cy < 0.5,
-            "top_right": cx >= 0.5 and cy < 0.5, "bottom_left": cx < 0.5 and cy >= 0.5,
-            "bottom_right": cx >= 0.5 and cy >= 0.5}.get(region, True)
+    """Whether a box centre (``cx``, ``cy``: frame fractions) lies in ``region`` (:data:`REGION_BOUNDS`, as
+    :func:`region_sql` selects); ``any`` or an unknown region holds every centre."""
+    at = {"cx": cx, "cy": cy}
+    return all(_COMPARE_OPS[op](at[axis], value) for axis, op, value in REGION_BOUNDS.get(region, ()))
 
 
 def box_label(q: MemoryQuery, mem: Memory) -> str | None:
