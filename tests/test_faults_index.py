@@ -398,7 +398,8 @@ def kinds_of(name: str) -> tuple[str, ...]:
 
 
 def damage(path: Path, kind: str) -> None:
-    """Damage one file: ``truncate`` (half), ``zero-page`` (bytes 4096-8192, or all of a smaller file),
+    """Damage one file: ``truncate`` (half), ``zero-page`` (NUL bytes over the first 4 KiB page past the first
+    that holds data, or all of a file with no such page),
     ``garbage`` (random bytes of the same length), ``shape`` (valid JSON of the wrong shape; empty for a binary
     file)."""
     data = path.read_bytes()
@@ -406,8 +407,9 @@ def damage(path: Path, kind: str) -> None:
         path.write_bytes(data[:len(data) // 2])
     elif kind == "zero-page":
         b = bytearray(data)
-        if len(b) > 4096:
-            b[4096:8192] = bytes(len(b[4096:8192]))
+        pages = [at for at in range(4096, len(b), 4096) if any(b[at:at + 4096])]
+        if pages:  # the first page past the header that holds data: where Chroma's HNSW puts its first elements
+            b[pages[0]:pages[0] + 4096] = bytes(len(b[pages[0]:pages[0] + 4096]))  # varies from build to build
         else:
             b = bytearray(len(b))
         path.write_bytes(bytes(b))
