@@ -73,6 +73,17 @@ def test_an_uncovered_query_goes_to_the_agent_with_its_result_when_asked(make_ag
     assert result.answer is not None and t.iterations >= 1
 
 
+def test_an_unsupported_query_is_no_observation(make_agent):
+    """A query parsed as unsupported goes to the agent without its result, even with memory_observation on: the
+    parse's "no tool measures this" is too often wrong to hand the model as a measurement."""
+    replies = [parse_reply(target="object", noun="hat", label="other", op="unsupported"),
+               call("text_extract", time_ranges=[[5, 5]]), TO_REVIEW, "THOUGHT: done.\n**Answer:** No"]
+    agent, llm = make_agent(replies, grounded_answers=False, answer_rules="none", memory_observation=True)
+    result = agent.run("Is the man wearing a hat?")
+    assert result.trace.memory["route"] == "agent" and "no tool of this profile" in result.trace.memory["reason"]
+    assert "Perception memory query:" not in llm.calls[1].messages[1]["content"]
+
+
 def test_an_invalid_parse_goes_to_the_agent(make_agent):
     agent, llm = make_agent(["not json at all", call("text_extract", time_ranges=[[5, 5]]), TO_REVIEW,
                              "THOUGHT: done.\n**Answer:** EXIT 42"], grounded_answers=False, answer_rules="none")
