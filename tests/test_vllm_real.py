@@ -223,6 +223,30 @@ def test_one_token_and_json_reads_do_not_think(vllm_server):
     assert json.loads(res.content)["option"] in ("red", "blue")
 
 
+def test_the_memory_parse_decodes_under_vllm_structured_outputs(vllm_server, session_backends):
+    """Issue 53, item 2: the memory route's parse is decoded under the query's JSON schema on the gpu profile too.
+    The whole schema (enums, bounded strings, nullable fields, the nested comparison) goes to vLLM's structured
+    outputs through production's client, with the bank's retrieved examples, for an open vocabulary (the gpu
+    profile's Grounding-DINO: a bounded free label) and a closed one (an enum of classes); the reply is one schema-
+    valid object that makes a query, in one request, without reasoning text, inside the parse's token limit."""
+    from avi.agent.question import parse_question
+    from avi.memory.parse import MAX_TOKENS, QueryParser
+    from avi.prompts import PromptLibrary
+
+    client = ChatClient.connect(vllm_server["base_url"], model=SERVED_NAME, timeout_s=120, enable_thinking=True)
+    q = parse_question("At 0:05, is there a red car at the top right of the picture?", duration_s=10.0)
+    for vocabulary in (None, ["person", "car", "dog"]):
+        parser = QueryParser(PromptLibrary(REPO / "prompts"), session_backends.embedder, vocabulary)
+        parse = parser.parse(client, q, 10.0)
+        print(f"\n[vllm] memory parse ({'closed' if vocabulary else 'open'} vocabulary): {parse.reply}", file=sys.stderr)
+        assert parse.query is not None, (vocabulary, parse.error, parse.reply)
+        jsonschema.validate(json.loads(parse.reply), parser.schema)
+        assert len(parse.examples) == 6 and 0 < parse.completion_tokens <= MAX_TOKENS
+        assert parse.query.time.start_s == parse.query.time.end_s == 5.0  # grounded by the host, not decoded
+        if vocabulary:
+            assert parse.query.label in (None, *vocabulary, *parser.schema["properties"]["label"]["anyOf"][0]["enum"])
+
+
 def _run_agent(vllm_server, settings, sign_video, sign_index, session_backends):
     """One iteration of avi's real Agent on the sign video, with the orchestrator client built from settings as in
     production; returns the run's trace steps (printed for the CI log)."""
