@@ -97,6 +97,34 @@ def test_a_damaged_memory_is_rebuilt_alone(memory_index, session_backends, tmp_p
     assert sorted(p.name for p in copy.iterdir()) == sorted(p.name for p in index.path.iterdir())  # nothing else
 
 
+def test_a_captioner_without_boxes_reads_no_objects(memory_index, session_backends, tmp_path):
+    """A captioner that records no detector boxes (the gpu profile's VLM captions hold none) leaves the objects
+    modality unread: "is there a car" is then not covered, never a "no" from an empty boxes table; what the
+    memory measured from the pixels (shapes, colours) and the OCR lines stay covered."""
+    import shutil
+
+    from avi.index.store import VideoIndex
+
+    s, index = memory_index
+    copy = tmp_path / index.path.name
+    shutil.copytree(index.path, copy)
+    captions = [json.loads(line) for line in (copy / "captions.jsonl").read_text().splitlines() if line.strip()]
+    for cap in captions:
+        (cap.get("data") or {}).pop("boxes", None)
+    (copy / "captions.jsonl").write_text("".join(json.dumps(c) + "\n" for c in captions))
+    (copy / MEMORY_FILE).unlink()
+    m, note = ensure_memory(VideoIndex(copy), s, session_backends)
+    assert m is not None, note
+    try:
+        assert not m.covered("objects") and m.covered("shapes") and m.covered("text")
+        assert "no detector boxes" in m.coverage["objects"]["why"]
+        car = evaluate(m, q(target="object", label="car", op="exists"))
+        assert not car.covered and car.value is not True
+        assert evaluate(m, q(target="shape", label="circle", op="exists")).value is True
+    finally:
+        m.close()
+
+
 # ------------------------------------------------------------------------------------------------ evaluator
 
 

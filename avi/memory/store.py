@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MEMORY_FILE = "memory.sqlite"
-MEMORY_VERSION = "memory-v2"  # v2: the detector's class list as the vocabulary
+MEMORY_VERSION = "memory-v3"  # v2: the detector's class list as the vocabulary; v3: objects read only with boxes
 #: the people models read at most one sampled frame per this many seconds (the frames with a person box)
 PEOPLE_EVERY_S = 1.0
 
@@ -270,7 +270,11 @@ def build_memory(index_dir: Path, info: VideoInfo | None, duration_s: float, tra
                         tr.get("score")))
         frames_n = len(seen_t)
         coverage = {
-            "objects": {"read": frames_n > 0, "frames": "every sampled frame", "fps": settings.fps},
+            # the boxes are the captioner's: a captioner that keeps none (the gpu profile's VLM) read no objects,
+            # and an empty boxes table is then no "nothing there"
+            "objects": ({"read": True, "frames": "every sampled frame", "fps": settings.fps} if frames_n and boxes_at
+                        else {"read": False, "why": "the captioner recorded no detector boxes" if frames_n else
+                              "no frame was decoded"}),
             "pixels": {"read": frames_n > 0, "frames": "every sampled frame"},
             "shapes": {"read": frames_n > 0, "frames": "every sampled frame"},
             "people": ({"read": True, "frames": f"one frame per {PEOPLE_EVERY_S:g} s with a person box",
