@@ -78,8 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     bank = load_bank(Path(settings.prompts_dir) / "memory_examples.jsonl")
     if args.pairs is not None:
         try:
-            held = [json.loads(line) for line in args.pairs.read_text(encoding="utf-8").splitlines() if line.strip()]
-        except (OSError, json.JSONDecodeError) as exc:
+            held = load_bank(args.pairs)  # the bank's format: one {"question", "query"} per line
+        except (OSError, ValueError) as exc:
             print(f"bench_parse: {args.pairs}: cannot be read as JSONL pairs ({exc})", file=sys.stderr)
             return 2
         known = {b["question"].strip().lower() for b in bank}

@@ -127,7 +127,7 @@ def coco_classes_for(label: str) -> tuple[str, ...]:
             return (cand,)
         if cand in SYNONYMS:
             return SYNONYMS[cand]
-    head = _PREPOSITION.split(key, maxsplit=1)[0]
+    head = phrase_head(key)
     if head != key:  # "cyclist in a helmet" is a cyclist, "cup of tea" a cup: the words before the preposition
         return coco_classes_for(head)
     words = key.split(" ")
